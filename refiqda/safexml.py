@@ -1,0 +1,105 @@
+"""Parse untrusted XML: no DTD, no entities, no network, elements matched by local name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from lxml import etree
+
+from .errors import QdpxError, UnsafeInputError
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+
+
+def _prolog_declares_dtd(data: bytes) -> bool:
+    """True when the prolog (before the root element) holds `<!DOCTYPE` or any `<!` markup.
+
+    A DTD may only appear in the prolog, and it is the only way to declare entities
+    (billion laughs) or external entities (XXE). Scanning just the prolog avoids
+    false alarms on text such as a CDATA note quoting HTML.
+    """
+    text: str
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        text = data.decode("utf-16", "replace")
+    else:
+        text = data[:1_000_000].decode("utf-8", "replace")
+    text = text.lstrip("\ufeff")
+    pos = 0
+    while True:
+        while pos < len(text) and text[pos] in " \t\r\n":
+            pos += 1
+        if text.startswith("<?", pos):
+            closing = "?>"
+        elif text.startswith("<!--", pos):
+            closing = "-->"
+        elif text.startswith("<!", pos):
+            return True
+        else:
+            return False
+        pos = text.find(closing, pos + 2)
+        if pos < 0:
+            return False
+        pos += len(closing)
+
+
+def parse_xml(data: bytes, *, where: str) -> etree._Element:
+    """Parse XML bytes safely and return the root element; errors name `where` and the line."""
+    if _prolog_declares_dtd(data):
+        raise UnsafeInputError(
+            "the XML declares a DTD (<!DOCTYPE ...>); REFI-QDA files never need one and it is "
+            "refused for safety (entity expansion, external entities)",
+            where=where,
+        )
+    try:
+        root = etree.fromstring(data, parser=_parser())
+    except etree.XMLSyntaxError as exc:
+        line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        raise QdpxError(f"not well-formed XML: {exc.msg}", where=f"{where}{line}") from exc
+    docinfo = root.getroottree().docinfo
+    if docinfo.internalDTD is not None or docinfo.externalDTD is not None:
+        raise UnsafeInputError("the XML declares a DTD, which is refused for safety", where=where)
+    # Entity references to undeclared entities stay in the tree as Entity nodes.
+    for _ in root.iter(etree.Entity):
+        raise UnsafeInputError("the XML uses entity references, which are refused", where=where)
+    return root
+
+
+def local(el: etree._Element) -> str:
+    """Element name without namespace (`urn:QDA-XML:project:1.0` and variants alike)."""
+    tag = el.tag
+    if not isinstance(tag, str):
+        return ""
+    return tag.rsplit("}", 1)[-1]
+
+
+def children(el: etree._Element, name: str) -> Iterator[etree._Element]:
+    """Direct child elements with the given local name."""
+    for child in el:
+        if local(child) == name:
+            yield child
+
+
+def child(el: etree._Element, name: str) -> etree._Element | None:
+    """The first direct child with this local name, or None."""
+    return next(children(el, name), None)
+
+
+def child_text(el: etree._Element, name: str) -> str:
+    found = child(el, name)
+    return "" if found is None or found.text is None else found.text
+
+
+def grandchildren(el: etree._Element, wrapper: str, name: str) -> Iterator[etree._Element]:
+    """`<wrapper><name/>...</wrapper>` children of `el`, e.g. Users/User."""
+    for w in children(el, wrapper):
+        yield from children(w, name)
