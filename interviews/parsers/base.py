@@ -1,0 +1,285 @@
+"""Plain data shapes shared by every transcript parser, and the error they raise."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import IO, Any
+
+SPEAKERS = ("interviewer", "participant", "system")
+FORMATS = ("chatgpt", "claude", "openai", "sharegpt", "markdown", "text", "csv")
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+class ParseError(ValueError):
+    """Bad input: names the file, the place in it, and what was expected there."""
+
+    def __init__(
+        self, file: str, location: str | None, expected: str, found: str | None = None
+    ) -> None:
+        self.file = file
+        self.location = location
+        self.expected = expected
+        self.found = found
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = f"{self.file}: {self.location}" if self.location else self.file
+        tail = f", found {self.found}" if self.found is not None else ""
+        return f"{where}: expected {self.expected}{tail}"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Size caps for one upload; the Django side fills them from settings."""
+
+    max_file_bytes: int = 200 * 1024 * 1024
+    # Formats read whole into memory (text, Markdown, CSV, XLSX, JSONL lines) get a lower cap.
+    max_text_bytes: int = 50 * 1024 * 1024
+    max_archive_total_bytes: int = 1024 * 1024 * 1024
+    max_archive_ratio: float = 100.0
+    max_archive_members: int = 10_000
+
+
+@dataclass
+class SourceFile:
+    """One file to parse: a name for messages and a way to (re)open its bytes."""
+
+    name: str
+    size: int
+    opener: Callable[[], IO[bytes]]
+
+    def open(self) -> IO[bytes]:
+        return self.opener()
+
+    @classmethod
+    def from_path(cls, path: str, name: str | None = None) -> SourceFile:
+        import os
+
+        return cls(
+            name=name or os.path.basename(path),
+            size=os.path.getsize(path),
+            opener=lambda: open(path, "rb"),
+        )
+
+    @classmethod
+    def from_bytes(cls, name: str, data: bytes) -> SourceFile:
+        return cls(name=name, size=len(data), opener=lambda: io.BytesIO(data))
+
+    def read_bytes(self, limit: int) -> bytes:
+        """The whole file, refusing anything larger than `limit` bytes."""
+        if self.size > limit:
+            raise ParseError(self.name, None, f"a file of at most {_mb(limit)}", _mb(self.size))
+        with self.open() as f:
+            data = f.read(limit + 1)
+        if len(data) > limit:
+            raise ParseError(self.name, None, f"a file of at most {_mb(limit)}", "more")
+        return data
+
+    def read_text(self, limit: int) -> str:
+        """The whole file as text (UTF-8, a byte-order mark dropped)."""
+        return decode_utf8(self.read_bytes(limit), self.name)
+
+    def open_skipping_bom(self) -> IO[bytes]:
+        f = self.open()
+        if f.read(3) != UTF8_BOM:
+            f.close()
+            f = self.open()
+        return f
+
+
+@dataclass
+class ParsedTurn:
+    speaker: str  # interviewer | participant | system
+    text: str  # exactly as written, Markdown kept
+    metadata: dict[str, Any] = field(default_factory=dict)
+    # The raw speaker label for formats whose labels the user maps in a preview.
+    label: str | None = None
+
+
+@dataclass
+class ParsedConversation:
+    external_id: str
+    title: str
+    started_at: datetime | None
+    source_format: str
+    source_name: str
+    index: int  # position in its file, from 0
+    model_slugs: list[str] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+    turns: list[ParsedTurn] = field(default_factory=list)
+    # label -> guessed speaker, for formats where the user maps labels before import.
+    speaker_labels: dict[str, str] = field(default_factory=dict)
+
+    def content_sha256(self) -> str:
+        """Hash of what will be stored (speakers and texts), for duplicate detection."""
+        h = hashlib.sha256()
+        for t in self.turns:
+            h.update(t.speaker.encode())
+            h.update(b"\x00")
+            h.update(t.text.encode("utf-8", "surrogatepass"))
+            h.update(b"\x01")
+        return h.hexdigest()
+
+    def apply_label_map(self, mapping: dict[str, str]) -> None:
+        """Re-assign speakers from a label -> speaker map chosen by the user."""
+        for label, speaker in mapping.items():
+            if speaker not in SPEAKERS:
+                raise ValueError(f"speaker for label {label!r} must be one of {', '.join(SPEAKERS)}")
+        for t in self.turns:
+            if t.label is not None and t.label in mapping:
+                t.speaker = mapping[t.label]
+        self.speaker_labels.update({k: v for k, v in mapping.items() if k in self.speaker_labels})
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MB"
+
+
+def decode_utf8(data: bytes, name: str) -> str:
+    if data.startswith(UTF8_BOM):
+        data = data[3:]
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise ParseError(name, f"line {line}", "UTF-8 text", f"byte 0x{data[e.start]:02x}") from None
+
+
+def json_loads(text: str, name: str, line_offset: int = 0) -> Any:
+    """json.loads with a ParseError naming line and column on bad JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ParseError(
+            name, f"line {e.lineno + line_offset}, column {e.colno}", "valid JSON", f"'{e.msg}'"
+        ) from None
+
+
+def json_error_location(source: SourceFile, limit: int) -> ParseError | None:
+    """Re-read a file that a streaming parse rejected to name the line and column."""
+    if source.size > limit:
+        return None
+    try:
+        json_loads(source.read_text(limit), source.name)
+    except ParseError as e:
+        return e
+    return None
+
+
+def epoch_to_datetime(value: Any) -> datetime | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        return datetime.fromtimestamp(float(value), tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def iso_to_datetime(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    v = value.strip()
+    if v.endswith("Z"):
+        v = v[:-1] + "+00:00"
+    try:
+        dt = datetime.fromisoformat(v)
+    except ValueError:
+        return None
+    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+
+
+def iso(dt: datetime | None) -> str | None:
+    return dt.isoformat() if dt else None
+
+
+def describe(value: Any) -> str:
+    """A short description of a JSON value for error messages."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"the text {value[:40]!r}" if value else "an empty string"
+    if isinstance(value, int | float):
+        return f"the number {value}"
+    return type(value).__name__
+
+
+def conv_location(index: int, ext_id: Any = None) -> str:
+    return f"conversation {index + 1}" + (f" (id {ext_id})" if ext_id else "")
+
+
+# Speaker words, lower-cased, that start a turn even when they appear only once.
+INTERVIEWER_WORDS = {
+    "user", "you", "me", "human", "interviewer", "researcher", "q", "question",
+    "prompt", "i", "student", "moderator",
+}
+PARTICIPANT_WORDS = {
+    "assistant", "ai", "bot", "chatbot", "model", "a", "answer", "response",
+    "chatgpt", "gpt", "claude", "gemini", "bard", "copilot", "deepseek", "llama",
+    "meta ai", "mistral", "grok", "perplexity", "interviewee", "participant",
+    "bing", "qwen", "pi",
+}
+SYSTEM_WORDS = {"system", "system prompt", "instructions"}
+MODEL_NAME_RE = re.compile(
+    r"^(gpt|o\d|chatgpt|claude|gemini|bard|llama|mistral|mixtral|deepseek|qwen|grok|"
+    r"phi|command|copilot|meta ai|perplexity)\b[\w.\- ]*$",
+    re.IGNORECASE,
+)
+# Words that announce a note or a link rather than a speaker.
+NOT_SPEAKER_WORDS = {
+    "note", "notes", "example", "examples", "warning", "tip", "important", "summary",
+    "step", "source", "sources", "update", "edit", "ps", "p.s.", "todo", "caution",
+    "hint", "result", "output", "input", "error", "http", "https", "ftp", "mailto",
+    "date", "time", "subject", "title", "re", "fwd", "to", "from", "cc", "tldr",
+    "tl;dr", "nb", "key", "pros", "cons", "option", "solution", "reason", "answer key",
+}
+GENERIC_PARTICIPANT_LABELS = {"assistant", "ai", "bot", "chatbot", "model", "a", "answer",
+                              "response", "interviewee", "participant"}
+
+
+def guess_speaker(label: str) -> str | None:
+    """interviewer / participant / system for a known speaker word, else None."""
+    key = label.strip().lower()
+    if key in SYSTEM_WORDS:
+        return "system"
+    if key in INTERVIEWER_WORDS:
+        return "interviewer"
+    if key in PARTICIPANT_WORDS or MODEL_NAME_RE.match(key):
+        return "participant"
+    return None
+
+
+def model_slugs_from_labels(labels: dict[str, str]) -> list[str]:
+    """Participant labels that name a model (GPT-4o, Claude) rather than a role."""
+    return [
+        lab for lab, sp in labels.items()
+        if sp == "participant" and lab.strip().lower() not in GENERIC_PARTICIPANT_LABELS
+    ]
+
+
+def guess_labels(labels_in_order: list[str]) -> dict[str, str]:
+    """Guess a speaker per label; unknown labels: first one asks, the others answer."""
+    guesses: dict[str, str] = {}
+    for lab in labels_in_order:
+        if lab in guesses:
+            continue
+        g = guess_speaker(lab)
+        if g is None:
+            g = "participant" if "interviewer" in guesses.values() else "interviewer"
+        guesses[lab] = g
+    return guesses
+
+
+def iter_nonempty(items: list[ParsedTurn]) -> Iterator[ParsedTurn]:
+    return (t for t in items if t.text.strip())

@@ -1,0 +1,266 @@
+"""ChatGPT data export (conversations.json): the branch that ends at current_node."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import ijson
+
+from .base import (
+    Limits,
+    ParsedConversation,
+    ParsedTurn,
+    ParseError,
+    SourceFile,
+    conv_location,
+    describe,
+    epoch_to_datetime,
+    iso,
+    json_error_location,
+)
+
+KEPT_CONTENT = {"text", "multimodal_text"}
+# 【11†source】 markers, and the private-use spans newer exports wrap citations in.
+CITATION_RE = re.compile(r"[ \t]*(?:【[^】\n]{0,200}】|\ue200[^\ue201]{0,500}\ue201)")
+STRAY_PRIVATE_RE = re.compile(r"[\ue200-\ue2ff]")
+
+
+def clean_citations(text: str) -> str:
+    """Remove citation markers the same way everywhere, before offsets exist."""
+    return STRAY_PRIVATE_RE.sub("", CITATION_RE.sub("", text))
+
+
+def iter_raw(source: SourceFile, limits: Limits) -> Iterator[Any]:
+    """Stream the top-level conversations one by one (list, {"conversations": [...]}, or one)."""
+    prefix = _top_prefix(source, limits)
+    f = source.open_skipping_bom()
+    try:
+        if prefix is None:  # a single conversation object: small by nature
+            yield from ijson.items(f, "", use_float=True)
+        else:
+            yield from ijson.items(f, prefix, use_float=True)
+    except ijson.JSONError as e:
+        raise json_error_location(source, limits.max_text_bytes) or ParseError(
+            source.name, None, "valid JSON", f"'{str(e).splitlines()[0]}'"
+        ) from None
+    finally:
+        f.close()
+
+
+def _top_prefix(source: SourceFile, limits: Limits) -> str | None:
+    """'item' for a list, 'conversations.item' for a wrapper, None for one conversation."""
+    f = source.open_skipping_bom()
+    try:
+        events = ijson.parse(f, use_float=True)
+        _, event, _ = next(events)
+        if event == "start_array":
+            return "item"
+        if event != "start_map":
+            raise ParseError(source.name, "top level", "a list of conversations", "another value")
+        for prefix, event, value in events:
+            if prefix == "" and event == "map_key" and value == "conversations":
+                return "conversations.item"
+        return None
+    except StopIteration:
+        raise ParseError(source.name, None, "a list of conversations", "an empty file") from None
+    except ijson.JSONError as e:
+        raise json_error_location(source, limits.max_text_bytes) or ParseError(
+            source.name, None, "valid JSON", f"'{str(e).splitlines()[0]}'"
+        ) from None
+    finally:
+        f.close()
+
+
+def parse(source: SourceFile, limits: Limits) -> Iterator[ParsedConversation]:
+    for index, raw in enumerate(iter_raw(source, limits)):
+        conv = parse_conversation(raw, source.name, index)
+        if conv is not None:
+            yield conv
+
+
+def parse_conversation(raw: Any, name: str, index: int) -> ParsedConversation | None:
+    if not isinstance(raw, dict):
+        raise ParseError(name, conv_location(index), "a conversation object", describe(raw))
+    ext_id = raw.get("conversation_id") or raw.get("id") or ""
+    where = conv_location(index, ext_id)
+    mapping = raw.get("mapping")
+    if mapping is None:
+        return None  # project stubs and shared links have no messages
+    if not isinstance(mapping, dict):
+        raise ParseError(name, f"{where}, field 'mapping'", "an object of nodes", describe(mapping))
+    for node_id, node in mapping.items():
+        if not isinstance(node, dict):
+            raise ParseError(name, f"{where}, field 'mapping.{node_id}'", "a node object",
+                             describe(node))
+    path, branch_points = _branch(mapping, raw.get("current_node"), name, where)
+    default_slug = raw.get("default_model_slug") or None
+    turns = _turns(mapping, path, branch_points, default_slug, name, where)
+    slugs: list[str] = []
+    for t in turns:
+        for s in t.metadata.get("models", []):
+            if s not in slugs:
+                slugs.append(s)
+    if not slugs and default_slug:
+        slugs.append(default_slug)
+    return ParsedConversation(
+        external_id=str(ext_id),
+        title=(raw.get("title") or "").strip(),
+        started_at=epoch_to_datetime(raw.get("create_time")),
+        source_format="chatgpt",
+        source_name=name,
+        index=index,
+        model_slugs=slugs,
+        metadata={
+            "update_time": iso(epoch_to_datetime(raw.get("update_time"))),
+            "default_model_slug": default_slug,
+            "current_node": path[-1] if path else None,
+            "alternative_branches": sum(n - 1 for _, n in branch_points.values()),
+            "gizmo_id": raw.get("gizmo_id"),
+        },
+        turns=turns,
+    )
+
+
+def _branch(
+    mapping: dict[str, Any], current: Any, name: str, where: str
+) -> tuple[list[str], dict[str, tuple[int, int]]]:
+    """Node ids from the root to the current node, and the branch position of each
+    node that has siblings (edited prompts, regenerated answers)."""
+    if current is None:
+        current = _latest_leaf(mapping)
+    elif current not in mapping:
+        raise ParseError(name, f"{where}, field 'current_node'", "the id of a node in 'mapping'",
+                         describe(current))
+    path: list[str] = []
+    seen: set[str] = set()
+    node_id = current
+    while node_id is not None and node_id in mapping:
+        if node_id in seen:
+            raise ParseError(name, f"{where}, node {node_id}", "parent links that end at a root",
+                             "a cycle")
+        seen.add(node_id)
+        path.append(node_id)
+        node_id = mapping[node_id].get("parent")
+    path.reverse()
+    branch_points: dict[str, tuple[int, int]] = {}
+    for node_id in path:
+        parent = mapping[node_id].get("parent")
+        siblings = mapping.get(parent, {}).get("children") or [] if parent else []
+        if len(siblings) > 1 and node_id in siblings:
+            branch_points[node_id] = (siblings.index(node_id), len(siblings))
+    return path, branch_points
+
+
+def _latest_leaf(mapping: dict[str, Any]) -> str | None:
+    def created(node_id: str) -> float:
+        msg = mapping[node_id].get("message") or {}
+        t = msg.get("create_time")
+        return float(t) if isinstance(t, int | float) else 0.0
+
+    leaves = [k for k, n in mapping.items() if not n.get("children")]
+    return max(leaves, key=created) if leaves else None
+
+
+def _turns(
+    mapping: dict[str, Any],
+    path: list[str],
+    branch_points: dict[str, tuple[int, int]],
+    default_slug: str | None,
+    name: str,
+    where: str,
+) -> list[ParsedTurn]:
+    turns: list[ParsedTurn] = []
+    for node_id in path:
+        msg = mapping[node_id].get("message")
+        if not isinstance(msg, dict):
+            continue
+        speaker = _visible_speaker(msg)
+        if speaker is None:
+            continue
+        text = clean_citations(_content_text(msg.get("content"), name, f"{where}, node {node_id}"))
+        if not text.strip():
+            continue
+        meta = _turn_metadata(msg, node_id, branch_points, default_slug if speaker ==
+                              "participant" else None)
+        prev = turns[-1] if turns else None
+        if prev and speaker == "participant" and prev.speaker == "participant":
+            _merge(prev, text, meta)  # "continue generating" and code-interpreter steps
+        else:
+            turns.append(ParsedTurn(speaker=speaker, text=text, metadata=meta))
+    return turns
+
+
+def _visible_speaker(msg: dict[str, Any]) -> str | None:
+    author = msg.get("author") or {}
+    role = author.get("role") if isinstance(author, dict) else None
+    meta = msg.get("metadata") or {}
+    if isinstance(meta, dict) and meta.get("is_visually_hidden_from_conversation"):
+        return None
+    if msg.get("recipient") not in (None, "all"):
+        return None
+    if msg.get("channel") not in (None, "final"):
+        return None
+    content = msg.get("content") or {}
+    if not isinstance(content, dict) or content.get("content_type") not in KEPT_CONTENT:
+        return None
+    return {"user": "interviewer", "assistant": "participant"}.get(role or "")
+
+
+def _content_text(content: dict[str, Any], name: str, where: str) -> str:
+    parts = content.get("parts")
+    if parts is None:
+        return str(content.get("text") or "")
+    if not isinstance(parts, list):
+        raise ParseError(name, f"{where}, field 'content.parts'", "a list", describe(parts))
+    pieces: list[str] = []
+    for part in parts:
+        if isinstance(part, str):
+            if part:
+                pieces.append(part)
+        elif isinstance(part, dict):
+            ctype = part.get("content_type", "")
+            if ctype == "audio_transcription" and part.get("text"):
+                pieces.append(str(part["text"]))
+            elif "image" in ctype:
+                pieces.append("[image]")
+    return "\n\n".join(pieces)
+
+
+def _turn_metadata(
+    msg: dict[str, Any], node_id: str, branch_points: dict[str, tuple[int, int]],
+    default_slug: str | None,
+) -> dict[str, Any]:
+    meta = msg.get("metadata") or {}
+    slug = meta.get("model_slug") or default_slug
+    finish = (meta.get("finish_details") or {}).get("type") if isinstance(
+        meta.get("finish_details"), dict) else None
+    out: dict[str, Any] = {
+        "message_ids": [msg.get("id") or node_id],
+        "created_at": iso(epoch_to_datetime(msg.get("create_time"))),
+    }
+    if slug:
+        out["model"] = slug
+        out["models"] = [slug]
+    if finish:
+        out["finish_reason"] = finish
+    if node_id in branch_points:
+        i, n = branch_points[node_id]
+        out["branch"] = {"index": i, "alternatives": n}
+    return out
+
+
+def _merge(prev: ParsedTurn, text: str, meta: dict[str, Any]) -> None:
+    prev.text = f"{prev.text}\n\n{text}"
+    pm = prev.metadata
+    pm["message_ids"].extend(meta["message_ids"])
+    for s in meta.get("models", []):
+        pm.setdefault("models", [])
+        if s not in pm["models"]:
+            pm["models"].append(s)
+    pm.setdefault("model", meta.get("model"))
+    if meta.get("finish_reason"):
+        pm["finish_reason"] = meta["finish_reason"]
+    if "branch" in meta and "branch" not in pm:
+        pm["branch"] = meta["branch"]
