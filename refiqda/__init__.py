@@ -24,13 +24,43 @@ from .model import (
     norm_guid,
 )
 from .positions import COUNTINGS, PositionMap
-from .reader import name_matches, parse_codebook_xml, parse_project_xml, read_codebook, read_project
+from .reader import (
+    name_matches,
+    parse_codebook_xml,
+    parse_project_xml,
+    read_codebook,
+    read_project,
+)
 from .writer import EXPORT_COUNTINGS, build_codebook_xml, build_project_xml, write_qdpx
 
 __all__ = [
-    "COUNTINGS", "DEFAULT_LIMITS", "EXPORT_COUNTINGS", "build_codebook_xml", "build_project_xml",
-    "write_qdpx", "Case", "Code", "Codebook", "Coding", "Limits", "Link", "Note",
-    "PositionMap", "Project", "QdpxError", "Selection", "Set", "TextSource", "UnsafeInputError",
-    "User", "Variable", "VariableValue", "name_matches", "norm_guid", "parse_codebook_xml",
-    "parse_project_xml", "read_codebook", "read_project",
+    "COUNTINGS",
+    "DEFAULT_LIMITS",
+    "EXPORT_COUNTINGS",
+    "Case",
+    "Code",
+    "Codebook",
+    "Coding",
+    "Limits",
+    "Link",
+    "Note",
+    "PositionMap",
+    "Project",
+    "QdpxError",
+    "Selection",
+    "Set",
+    "TextSource",
+    "UnsafeInputError",
+    "User",
+    "Variable",
+    "VariableValue",
+    "build_codebook_xml",
+    "build_project_xml",
+    "name_matches",
+    "norm_guid",
+    "parse_codebook_xml",
+    "parse_project_xml",
+    "read_codebook",
+    "read_project",
+    "write_qdpx",
 ]

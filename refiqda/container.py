@@ -8,7 +8,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import BinaryIO
+from typing import BinaryIO, Self
 
 from .errors import QdpxError, UnsafeInputError
 
@@ -60,7 +60,7 @@ class QdpxArchive:
     def close(self) -> None:
         self._zip.close()
 
-    def __enter__(self) -> QdpxArchive:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -369,7 +369,7 @@ def _drop_dangling_codings(project: Project, ctx: _Ctx) -> None:
 
 def _origin_counting(origin: str | None) -> str:
     low = (origin or "").strip().lower()
-    if low.startswith("nvivo"):
+    if low.startswith("nvivo") or "utf-16 positions" in low:
         return "utf16"
     if low.startswith("atlas"):
         return "crlf1"

@@ -42,10 +42,9 @@ def _prolog_declares_dtd(data: bytes) -> bool:
             closing = "?>"
         elif text.startswith("<!--", pos):
             closing = "-->"
-        elif text.startswith("<!", pos):
-            return True
         else:
-            return False
+            # `<!DOCTYPE` (or any other `<!` markup) before the root element, or the root.
+            return text.startswith("<!", pos)
         pos = text.find(closing, pos + 2)
         if pos < 0:
             return False

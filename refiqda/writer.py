@@ -17,7 +17,16 @@ from typing import BinaryIO
 from lxml import etree
 
 from .errors import QdpxError
-from .model import Code, Codebook, Coding, Project, Selection, Set, TextSource, VariableValue
+from .model import (
+    Code,
+    Codebook,
+    Coding,
+    Project,
+    Selection,
+    Set,
+    TextSource,
+    VariableValue,
+)
 from .positions import PositionMap
 
 PROJECT_NS = "urn:QDA-XML:project:1.0"
@@ -149,6 +158,9 @@ def build_project_xml(project: Project, *, positions: str = "codepoints",
     """
     if positions not in EXPORT_COUNTINGS:
         raise QdpxError(f"positions must be one of {', '.join(EXPORT_COUNTINGS)}, not {positions!r}")
+    if positions == "utf16":
+        # Say so in the origin, so a reader (ours included) picks the right counting.
+        origin = f"{origin} (NVivo-compatible UTF-16 positions)"
     b = _Builder(PROJECT_NS)
     root = b.el(None, "Project", name=project.name, origin=origin,
                 creatingUserGUID=project.creating_user or None,
