@@ -138,6 +138,11 @@ class ParsedConversation:
 
 
 def _mb(n: int) -> str:
+    """A size for messages: 900 bytes, 12.5 KB, 200.0 MB."""
+    if n < 1024:
+        return f"{n} bytes"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.1f} KB"
     return f"{n / (1024 * 1024):.1f} MB"
 
 
