@@ -31,7 +31,7 @@ def test_zip_bomb_by_ratio_is_refused():
 def test_zip_bomb_by_total_size_is_refused():
     files = {f"t{i}.txt": b"User: hi\nAssistant: " + bytes(str(i), "ascii") * 400 for i in range(10)}
     limits = Limits(max_archive_total_bytes=2000)
-    with pytest.raises(ParseError, match="expected at most 2000 bytes once unpacked"):
+    with pytest.raises(ParseError, match="expected at most 2.0 KB once unpacked"):
         expand(SourceFile.from_bytes("many.zip", zip_bytes(files)), limits)
 
 
