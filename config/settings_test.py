@@ -1,0 +1,20 @@
+"""Settings for the test suite: production settings over plain http on loopback."""
+
+from __future__ import annotations
+
+import os
+
+from config.settings import *  # noqa: F403
+
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = False
+CSRF_COOKIE_SECURE = False
+SECURE_HSTS_SECONDS = 0
+# Hashing passwords slowly protects real accounts; in tests it only slows the suite.
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+# Parallel pytest-xdist workers each get their own Celery queue (their test databases
+# differ), unless a worker process started by a test was told its queue explicitly.
+if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("CELERY_QUEUE"):
+    CELERY_TASK_DEFAULT_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-{os.environ['PYTEST_XDIST_WORKER']}"  # noqa: F405
+WHITENOISE_USE_FINDERS = True

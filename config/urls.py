@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from projects.views import healthz
+from reports.views import project_home
+
+accounts = [
+    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+]
+
+api = [
+    path("", include("projects.api_urls")),
+    path("", include("interviews.api_urls")),
+    path("", include("conduct.api_urls")),
+    path("", include("coding.api_urls")),
+    path("", include("themes.api_urls")),
+    path("", include("reports.api_urls")),
+    path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+]
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/", include(accounts)),
+    path("healthz", healthz, name="healthz"),
+    path("api/", include(api)),
+    path("", include("projects.urls")),
+    path("p/<uuid:project_uuid>/", project_home, name="project_home"),
+    path("p/<uuid:project_uuid>/", include("interviews.urls")),
+    path("p/<uuid:project_uuid>/conduct/", include("conduct.urls")),
+    path("p/<uuid:project_uuid>/", include("coding.urls")),
+    path("p/<uuid:project_uuid>/themes/", include("themes.urls")),
+    path("p/<uuid:project_uuid>/reports/", include("reports.urls")),
+]

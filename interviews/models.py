@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from projects.models import Project
+
+
+class Participant(models.Model):
+    """The interviewed chatbot: a model behind a provider's interface."""
+
+    class Interface(models.TextChoices):
+        WEB = "web", "Web chat"
+        API = "api", "API"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="participants")
+    label = models.CharField(max_length=100, help_text="How the paper names it, e.g. “GPT-4o”.")
+    provider = models.CharField(max_length=100, blank=True, help_text="e.g. OpenAI, Anthropic, Meta, DeepSeek")
+    model_id = models.CharField(max_length=200, blank=True, help_text="Exact model id, e.g. gpt-4o-2024-08-06")
+    interface = models.CharField(max_length=8, choices=Interface.choices, default=Interface.WEB)
+    snapshot_date = models.DateField(null=True, blank=True)
+    attributes = models.JSONField(default=dict, blank=True, help_text="Free case variables.")
+    # Live participants are reached through an OpenAI-compatible endpoint.
+    is_live = models.BooleanField(default=False)
+    base_url = models.URLField(blank=True, help_text="OpenAI-compatible base URL; empty means OPENAI_BASE_URL or OpenAI.")
+    temperature = models.FloatField(null=True, blank=True)
+    top_p = models.FloatField(null=True, blank=True)
+    seed = models.IntegerField(null=True, blank=True)
+    max_tokens = models.PositiveIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["label"]
+        constraints = [models.UniqueConstraint(fields=["project", "label"], name="unique_participant_label")]
+
+    def __str__(self) -> str:
+        return self.label
+
+
+class Guide(models.Model):
+    """An interview protocol; edits create new GuideVersions so interviews keep the version they used."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="guides")
+    name = models.CharField(max_length=200)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class GuideVersion(models.Model):
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    guide = models.ForeignKey(Guide, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    opening_prompt = models.TextField()
+    system_prompt = models.TextField(blank=True)
+    # [{"text": "...", "probes": ["...", ...]}, ...]
+    planned_questions = models.JSONField(default=list, blank=True)
+    notes = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["guide", "-number"]
+        constraints = [models.UniqueConstraint(fields=["guide", "number"], name="unique_guide_version")]
+
+    def __str__(self) -> str:
+        return f"{self.guide.name} v{self.number}"
+
+
+class InterviewQuerySet(models.QuerySet):
+    def alive(self) -> InterviewQuerySet:
+        """Interviews not in the trash."""
+        return self.filter(deleted_at__isnull=True)
+
+    def for_project(self, project: Project) -> InterviewQuerySet:
+        """The project's interviews (trash excluded) with their participant."""
+        return self.alive().filter(project=project).select_related("participant")
+
+
+class Interview(models.Model):
+    class Origin(models.TextChoices):
+        IMPORTED = "imported", "Imported"
+        LIVE = "live", "Live"
+
+    class Depth(models.TextChoices):
+        BRIEF = "brief", "Brief"
+        COMPREHENSIVE = "comprehensive", "Comprehensive"
+
+    class Status(models.TextChoices):
+        IN_PROGRESS = "in_progress", "In progress"
+        READY = "ready", "Ready to code"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="interviews")
+    participant = models.ForeignKey(Participant, on_delete=models.PROTECT, related_name="interviews")
+    title = models.CharField(max_length=300)
+    conducted_at = models.DateTimeField(null=True, blank=True)
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.IMPORTED)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.READY)
+    depth = models.CharField(max_length=16, choices=Depth.choices, default=Depth.COMPREHENSIVE, db_index=True)
+    notes = models.TextField(blank=True)
+    source_format = models.CharField(max_length=20, blank=True)
+    source_filename = models.CharField(max_length=500, blank=True)
+    source_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    source_conversation_id = models.CharField(max_length=200, blank=True, help_text="Conversation id inside the source file.")
+    metadata = models.JSONField(default=dict, blank=True)
+    guide_version = models.ForeignKey(GuideVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="interviews")
+    rerun_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, help_text="Set when moved to the trash.")
+
+    objects = InterviewQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-conducted_at", "title"]
+        indexes = [models.Index(fields=["project", "deleted_at"], name="interview_project_alive")]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class Speaker(models.TextChoices):
+    INTERVIEWER = "interviewer", "Interviewer"
+    PARTICIPANT = "participant", "Participant"
+    SYSTEM = "system", "System"
+
+
+class Turn(models.Model):
+    class Status(models.TextChoices):
+        COMPLETE = "complete", "Complete"
+        PENDING = "pending", "Waiting for the model"
+        STREAMING = "streaming", "Streaming"
+        FAILED = "failed", "Failed"
+        INTERRUPTED = "interrupted", "Interrupted"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    interview = models.ForeignKey(Interview, on_delete=models.CASCADE, related_name="turns")
+    position = models.PositiveIntegerField()
+    speaker = models.CharField(max_length=12, choices=Speaker.choices)
+    # Exactly as written (Markdown kept); segment offsets index into it.
+    text = models.TextField(blank=True)
+    model_slug = models.CharField(max_length=200, blank=True)
+    timestamp = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.COMPLETE)
+    # Provenance: source branch info for imports; request, response, usage, latency... for live turns.
+    metadata = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["interview", "position"]
+        constraints = [models.UniqueConstraint(fields=["interview", "position"], name="unique_turn_position")]
+
+    def __str__(self) -> str:
+        return f"{self.interview_id}#{self.position} {self.speaker}"
+
+
+class Segment(models.Model):
+    """The coding unit: a sentence, heading, list item, table row, code block or quote of a turn.
+
+    `start`/`end` are code-point offsets into turn.text, end exclusive:
+    turn.text[start:end] == text.
+    """
+
+    class Kind(models.TextChoices):
+        SENTENCE = "sentence", "Sentence"
+        HEADING = "heading", "Heading"
+        LIST_ITEM = "list_item", "List item"
+        TABLE_ROW = "table_row", "Table row"
+        CODE_BLOCK = "code_block", "Code block"
+        BLOCK_QUOTE = "block_quote", "Block quote"
+
+    interview = models.ForeignKey(Interview, on_delete=models.CASCADE, related_name="segments")
+    turn = models.ForeignKey(Turn, on_delete=models.CASCADE, related_name="segments")
+    # Order within the interview (across turns).
+    position = models.PositiveIntegerField()
+    start = models.PositiveIntegerField()
+    end = models.PositiveIntegerField()
+    text = models.TextField()
+    kind = models.CharField(max_length=12, choices=Kind.choices, default=Kind.SENTENCE)
+    speaker = models.CharField(max_length=12, choices=Speaker.choices)
+
+    class Meta:
+        ordering = ["interview", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["interview", "position"], name="unique_segment_position"),
+            models.CheckConstraint(condition=models.Q(end__gt=models.F("start")), name="segment_not_empty"),
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:60]

@@ -1,0 +1,7 @@
+from __future__ import annotations
+
+from django.urls import path  # noqa: F401
+
+app_name = "interviews"
+
+urlpatterns: list = []

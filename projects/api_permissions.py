@@ -1,0 +1,47 @@
+"""DRF access rules matching the pages: outsiders 404, viewers 403 on writes.
+
+API views nested under /api/projects/<project_uuid>/ inherit ProjectScopedMixin and
+read `self.membership` / `self.project`.
+"""
+
+from __future__ import annotations
+
+from django.http import Http404
+from rest_framework import permissions
+from rest_framework.exceptions import PermissionDenied
+
+from projects.models import Role
+from projects.permissions import get_membership
+
+
+class IsProjectMember(permissions.BasePermission):
+    """Any member may read; analysts and owners may write."""
+
+    def has_permission(self, request, view) -> bool:
+        membership = view.get_membership()
+        if request.method in permissions.SAFE_METHODS:
+            return True
+        if not membership.has_level(getattr(view, "write_level", Role.ANALYST)):
+            raise PermissionDenied("Your role in this project does not allow this change.")
+        return True
+
+
+class ProjectScopedMixin:
+    permission_classes = [permissions.IsAuthenticated, IsProjectMember]
+    project_url_kwarg = "project_uuid"
+
+    def get_membership(self):
+        if not hasattr(self, "_membership"):
+            membership = get_membership(self.request.user, self.kwargs[self.project_url_kwarg])
+            if membership is None:
+                raise Http404("No such project.")
+            self._membership = membership
+        return self._membership
+
+    @property
+    def membership(self):
+        return self.get_membership()
+
+    @property
+    def project(self):
+        return self.get_membership().project

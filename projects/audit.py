@@ -1,0 +1,34 @@
+"""Recording the project's audit trail. Services call audit_record inside their transaction."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from projects.models import AuditEvent, Project
+
+
+def audit_record(
+    *,
+    project: Project,
+    actor: Any,
+    action: str,
+    target: Any = None,
+    target_type: str = "",
+    summary: str,
+    data: dict | None = None,
+) -> AuditEvent:
+    """Record one audit event; target may be a model instance (type and uuid/pk are taken from it)."""
+    if target is not None:
+        target_type = target_type or target._meta.model_name
+        target_id = str(getattr(target, "uuid", None) or target.pk)
+    else:
+        target_id = ""
+    return AuditEvent.objects.create(
+        project=project,
+        actor=actor if getattr(actor, "is_authenticated", False) else None,
+        action=action,
+        target_type=target_type,
+        target_id=target_id,
+        summary=summary[:500],
+        data=data or {},
+    )

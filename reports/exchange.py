@@ -1,0 +1,458 @@
+"""REFI-QDA project exchange (.qdpx): export a whole project, import one into a new project.
+
+Export
+  * Every interview (trash excluded) is one TextSource. Its text is the turns joined as
+    ``"{speaker label}: {turn text}"`` separated by a blank line; the code-point range of
+    each turn's own text is kept in the source variable ``RTA turns`` (JSON), so that our
+    import restores the turns exactly while other tools just see a readable transcript.
+  * Codes → Codes (hierarchy, colour; definition, include/exclude, example and kind in the
+    Description). Each coded segment → one PlainTextSelection (name = the segment text)
+    holding one Coding per (code, coder); coders are Users; a coding's note → a Note.
+  * Memos → Notes attached where they belong; themes → Sets of codes; participants →
+    Cases with the variables provider, model and interface.
+  * Positions in code points (the standard) or UTF-16 code units (NVivo).
+
+Import (into a NEW project, all in one transaction)
+  * Sources with text become interviews. With our ``RTA turns`` map the turns come back
+    as they were; any other source becomes a single participant turn.
+  * Selections rarely line up with our sentence segments. We choose to make them line up:
+    the turn is segmented as usual and then split again at every selection boundary, so a
+    selection is exactly a run of whole segments and its codings land on precisely the
+    selected text (surrounding whitespace aside). Zero-length selections and selections
+    outside any turn's text (e.g. on a speaker label) have nothing to code and are reported.
+  * File users become coders: the user whose id/name is the importer's username is the
+    importer; anyone else becomes an inactive placeholder account (no password), so
+    authorship survives without granting anyone access or impersonating a real account.
+"""
+
+from __future__ import annotations
+
+import bisect
+import hashlib
+import json
+import re
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import BinaryIO
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+import refiqda
+from coding.models import Code, CodeEvent, Coding
+from interviews.models import Interview, Participant, Segment, Speaker, Turn
+from interviews.segmentation import segment_text
+from projects.models import Membership, Project, Role
+from projects.services import project_create
+from themes.models import Theme, ThemeCode
+
+TURNS_VARIABLE = "RTA turns"
+CASE_VARIABLES = ("provider", "model", "interface")
+_NS = uuid.UUID("6f1d8a52-3c1e-4f53-9a57-5b1d2f6c7e01")  # namespace for derived GUIDs
+_SECTION = re.compile(r"\n\n(Include when|Exclude when|Example|Kind): ", re.IGNORECASE)
+_SECTION_FIELDS = {"include when": "include_when", "exclude when": "exclude_when", "example": "example"}
+PLACEHOLDER_PREFIX = "qdpx-"
+
+
+def _colour(value: str | None) -> str | None:
+    """#RRGGBB or None; #RGB is widened (the schema allows it, our field holds 7 characters)."""
+    if not value or not re.fullmatch(r"#([0-9A-Fa-f]{3}|[0-9A-Fa-f]{6})", value):
+        return None
+    return value if len(value) == 7 else "#" + "".join(ch * 2 for ch in value[1:])
+
+
+def _guid(*parts: object) -> str:
+    return str(uuid.uuid5(_NS, ":".join(str(p) for p in parts)))
+
+
+# --- export ----------------------------------------------------------------------------
+
+
+def _speaker_label(turn: Turn, participant: Participant) -> str:
+    if turn.speaker == Speaker.PARTICIPANT:
+        return participant.label
+    return Speaker(turn.speaker).label
+
+
+def _code_description(code: Code) -> str:
+    parts = [code.definition.strip()]
+    for label, value in (("Include when", code.include_when), ("Exclude when", code.exclude_when),
+                         ("Example", code.example)):
+        if value.strip():
+            parts.append(f"{label}: {value.strip()}")
+    if code.kind != Code.Kind.SEMANTIC:
+        parts.append(f"Kind: {code.kind}")
+    return "\n\n".join(parts).strip()
+
+
+def _parse_code_description(text: str) -> dict[str, str]:
+    """Inverse of _code_description; free text from other tools is all definition."""
+    chunks = _SECTION.split("\n\n" + text.strip()) if text.strip() else [""]
+    out = {"definition": chunks[0].strip()}
+    for label, value in zip(chunks[1::2], chunks[2::2], strict=False):
+        key = label.lower()
+        if key == "kind" and value.strip().lower() in Code.Kind.values:
+            out["kind"] = value.strip().lower()
+        elif key in _SECTION_FIELDS:
+            out[_SECTION_FIELDS[key]] = value.strip()
+    return out
+
+
+class _Exporter:
+    def __init__(self, project: Project) -> None:
+        self.project = project
+        self.users: dict[int, refiqda.User] = {}
+        self.notes: list[refiqda.Note] = []
+
+    def user_guid(self, user) -> str | None:
+        if user is None:
+            return None
+        if user.pk not in self.users:
+            self.users[user.pk] = refiqda.User(guid=_guid("user", user.pk, user.username),
+                                               name=user.get_full_name() or user.username, id=user.username)
+        return self.users[user.pk].guid
+
+    def codes(self) -> tuple[list[refiqda.Code], dict[int, str]]:
+        rows = list(Code.objects.for_project(self.project).order_by("position", "name", "pk"))
+        by_id = {c.pk: refiqda.Code(guid=str(c.uuid), name=c.name, color=_colour(c.colour),
+                                    description=_code_description(c)) for c in rows}
+        roots = []
+        for c in rows:
+            parent = by_id.get(c.parent_id) if c.parent_id else None
+            (parent.children if parent else roots).append(by_id[c.pk])
+        return roots, {c.pk: str(c.uuid) for c in rows}
+
+    def source(self, interview: Interview, code_guids: dict[int, str],
+               codings: list[Coding]) -> tuple[refiqda.TextSource, dict[int, int]]:
+        turns = list(interview.turns.order_by("position"))
+        pieces, turn_map, offsets, pos = [], [], {}, 0
+        for turn in turns:
+            prefix = f"{_speaker_label(turn, interview.participant)}: "
+            if pieces:
+                pieces.append("\n\n")
+                pos += 2
+            pieces.append(prefix + turn.text)
+            offsets[turn.pk] = pos + len(prefix)
+            turn_map.append({"speaker": turn.speaker, "start": offsets[turn.pk],
+                             "end": offsets[turn.pk] + len(turn.text)})
+            pos += len(prefix) + len(turn.text)
+        src = refiqda.TextSource(
+            guid=str(interview.uuid), name=interview.title, text="".join(pieces),
+            creating_user=self.user_guid(interview.created_by),
+            created=interview.conducted_at or interview.created_at,
+            variable_values=[refiqda.VariableValue(_guid("variable", TURNS_VARIABLE), json.dumps(turn_map))],
+        )
+        by_segment: dict[int, list[Coding]] = defaultdict(list)
+        for c in codings:
+            by_segment[c.segment_id].append(c)
+        for seg_codings in by_segment.values():
+            seg = seg_codings[0].segment
+            start = offsets[seg.turn_id] + seg.start
+            sel = refiqda.Selection(guid=_guid("segment", seg.pk), start=start, end=start + (seg.end - seg.start),
+                                    created=min(c.created_at for c in seg_codings))
+            for c in sorted(seg_codings, key=lambda c: c.pk):
+                coding = refiqda.Coding(guid=_guid("coding", c.pk), code_guid=code_guids[c.code_id],
+                                        creating_user=self.user_guid(c.coder), created=c.created_at)
+                if c.note.strip():
+                    note = refiqda.Note(guid=_guid("coding-note", c.pk), name=f"Note on {seg.text[:40]}",
+                                        text=c.note, creating_user=coding.creating_user, created=c.created_at)
+                    self.notes.append(note)
+                    coding.note_refs.append(note.guid)
+                sel.codings.append(coding)
+            src.selections.append(sel)
+        src.selections.sort(key=lambda s: (s.start, s.end))
+        return src, offsets
+
+
+def project_to_refiqda(project: Project) -> refiqda.Project:
+    """The whole project as REFI-QDA dataclasses (positions in code points)."""
+    ex = _Exporter(project)
+    roots, code_guids = ex.codes()
+    interviews = list(Interview.objects.for_project(project).select_related("participant", "created_by")
+                      .order_by("conducted_at", "created_at", "pk"))
+    codings_by_interview: dict[int, list[Coding]] = defaultdict(list)
+    for c in (Coding.objects.filter(interview__in=interviews, code_id__in=code_guids)
+              .select_related("segment", "coder").order_by("pk")):
+        codings_by_interview[c.interview_id].append(c)
+    sources = [ex.source(i, code_guids, codings_by_interview[i.pk])[0] for i in interviews]
+    variables = [refiqda.Variable(guid=_guid("variable", name), name=name) for name in CASE_VARIABLES]
+    variables.append(refiqda.Variable(guid=_guid("variable", TURNS_VARIABLE), name=TURNS_VARIABLE,
+                                      description="Where each turn's text lies in this source (code points, JSON)."))
+    cases = []
+    for p in Participant.objects.filter(project=project).order_by("label"):
+        values = [p.provider, p.model_id, p.interface]
+        cases.append(refiqda.Case(
+            guid=str(p.uuid), name=p.label,
+            variable_values=[refiqda.VariableValue(_guid("variable", n), v) for n, v in zip(CASE_VARIABLES, values, strict=True)],
+            source_refs=[str(i.uuid) for i in interviews if i.participant_id == p.pk]))
+    sets = [refiqda.Set(guid=str(t.uuid), name=t.name, description=t.definition,
+                        member_codes=[code_guids[tc.code_id] for tc in t.theme_codes.all() if tc.code_id in code_guids])
+            for t in Theme.objects.for_project(project).prefetch_related("theme_codes").order_by("position", "name")]
+    return refiqda.Project(
+        name=project.name, description=project.description, created=project.created_at,
+        creating_user=ex.user_guid(project.created_by), codes=roots, variables=variables, cases=cases,
+        sources=sources, notes=ex.notes, sets=sets, users=list(ex.users.values()),
+    )
+
+
+def project_export_qdpx(*, project: Project, out: BinaryIO, positions: str = "codepoints") -> None:
+    """Write the project as a .qdpx to `out`; positions 'codepoints' (standard) or 'utf16' (NVivo)."""
+    refiqda.write_qdpx(project_to_refiqda(project), out, positions=positions)
+
+
+# --- import ----------------------------------------------------------------------------
+
+
+@dataclass
+class ImportResult:
+    project: Project
+    interviews: int = 0
+    codes: int = 0
+    codings: int = 0
+    themes: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def _unique(name: str, taken: set[str], limit: int, hint: str = "") -> str:
+    name = (name.strip() or "Untitled")[:limit]
+    candidates = [name] + ([f"{name} ({hint})"[:limit]] if hint else []) + [f"{name} ({n})"[:limit] for n in range(2, 10_000)]
+    for candidate in candidates:
+        if candidate.lower() not in taken:
+            taken.add(candidate.lower())
+            return candidate
+    raise ValueError(f"too many items named {name!r}")
+
+
+def _turns_from_map(src: refiqda.TextSource, variables: dict[str, str]) -> list[tuple[str, int, int]] | None:
+    """(speaker, start, end) per turn from our own export's turn map, or None."""
+    var_guid = variables.get(TURNS_VARIABLE.lower())
+    raw = next((vv.value for vv in src.variable_values if refiqda.norm_guid(vv.variable_guid) == var_guid), None)
+    if not isinstance(raw, str):
+        return None
+    try:
+        spans = [(t["speaker"], int(t["start"]), int(t["end"])) for t in json.loads(raw)]
+    except (ValueError, TypeError, KeyError):
+        return None
+    text_len, last = len(src.text or ""), 0
+    for speaker, start, end in spans:
+        if speaker not in Speaker.values or not last <= start <= end <= text_len:
+            return None
+        last = end
+    return spans
+
+
+class _Importer:
+    def __init__(self, qp: refiqda.Project, *, owner, project: Project, filename: str) -> None:
+        self.qp, self.owner, self.project, self.filename = qp, owner, project, filename
+        self.result = ImportResult(project=project, warnings=list(qp.warnings))
+        self.users: dict[str, object] = {}
+        self.codes: dict[str, Code] = {}
+        self.variables = {v.name.strip().lower(): refiqda.norm_guid(v.guid) for v in qp.variables}
+        self.notes = qp.notes_by_guid()
+
+    def warn(self, message: str) -> None:
+        self.result.warnings.append(message)
+
+    def user(self, guid: str | None):
+        if not guid:
+            return self.owner
+        key = refiqda.norm_guid(guid)
+        if key not in self.users:
+            self.users[key] = self._map_user(self.qp.users_by_guid().get(key), key)
+        return self.users[key]
+
+    def _map_user(self, fu: refiqda.User | None, key: str):
+        if fu is None:
+            return self.owner
+        if self.owner.username in (fu.id, fu.name):
+            return self.owner
+        User = get_user_model()
+        username = f"{PLACEHOLDER_PREFIX}{key[:24]}"
+        placeholder, created = User.objects.get_or_create(
+            username=username, defaults={"first_name": (fu.name or fu.id or "Imported coder")[:150], "is_active": False})
+        if created:
+            placeholder.set_unusable_password()
+            placeholder.save(update_fields=["password"])
+            # A placeholder is not a person who can log in; the membership only keeps the
+            # coder visible in the project's coder filters.
+        Membership.objects.get_or_create(project=self.project, user=placeholder, defaults={"role": Role.VIEWER})
+        return placeholder
+
+    def import_codes(self) -> None:
+        taken: set[str] = set()
+        events = []
+        for fcode, parent, _ in self.qp.iter_codes():
+            fields = _parse_code_description(fcode.description)
+            name = _unique(fcode.name, taken, 200, parent.name if parent else "")
+            if name != fcode.name.strip()[:200]:
+                self.warn(f"Code {fcode.name!r} appears more than once; imported as {name!r}.")
+            code = Code.objects.create(
+                project=self.project, name=name, colour=_colour(fcode.color) or "#4c78a8",
+                parent=self.codes.get(refiqda.norm_guid(parent.guid)) if parent else None,
+                position=len(self.codes), created_by=self.owner, **fields)
+            self.codes[refiqda.norm_guid(fcode.guid)] = code
+            events.append(CodeEvent(project=self.project, code=code, actor=self.owner, action=CodeEvent.Action.IMPORTED,
+                                    reason=f"Imported from {self.filename or 'a REFI-QDA project'}",
+                                    data={"qdpx_guid": fcode.guid, "origin": self.qp.origin or ""}))
+        CodeEvent.objects.bulk_create(events)
+        self.result.codes = len(self.codes)
+
+    def participants(self) -> dict[str, Participant]:
+        """Participant per source guid, from the cases that name the sources."""
+        by_source: dict[str, Participant] = {}
+        taken: set[str] = set()
+        var_names = {g: n for n, g in self.variables.items()}
+        for case in self.qp.cases:
+            values = {var_names.get(refiqda.norm_guid(vv.variable_guid), ""): vv.value for vv in case.variable_values}
+            attrs = {k: (v if isinstance(v, (str, int, bool)) or v is None else str(v))
+                     for k, v in values.items() if k and k not in CASE_VARIABLES}
+            interface = str(values.get("interface") or "web").lower()
+            p = Participant.objects.create(
+                project=self.project, label=_unique(case.name or "Case", taken, 100),
+                provider=str(values.get("provider") or "")[:100], model_id=str(values.get("model") or "")[:200],
+                interface=interface if interface in Participant.Interface.values else Participant.Interface.WEB,
+                attributes=attrs)
+            for ref in case.source_refs:
+                by_source.setdefault(refiqda.norm_guid(ref), p)
+        self._taken_labels = taken
+        return by_source
+
+    def default_participant(self) -> Participant:
+        if not hasattr(self, "_default"):
+            self._default = Participant.objects.create(
+                project=self.project, label=_unique("Imported source", self._taken_labels, 100))
+        return self._default
+
+    def import_sources(self) -> None:
+        participants = self.participants()
+        titles: set[str] = set()
+        for src in self.qp.sources:
+            if src.text is None:
+                self.warn(f"Source {src.name!r} has no text in the file; not imported.")
+                continue
+            participant = participants.get(refiqda.norm_guid(src.guid)) or self.default_participant()
+            title = _unique(src.name, titles, 300)
+            if title != src.name.strip()[:300]:
+                self.warn(f"Two sources are called {src.name!r}; the second is imported as {title!r}.")
+            self.import_source(src, participant, title)
+            self.result.interviews += 1
+
+    def import_source(self, src: refiqda.TextSource, participant: Participant, title: str) -> None:
+        text = src.text or ""
+        interview = Interview.objects.create(
+            project=self.project, participant=participant, title=title, conducted_at=src.created,
+            origin=Interview.Origin.IMPORTED, source_format="qdpx", source_filename=self.filename[:500],
+            source_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source_conversation_id=src.guid[:200],
+            metadata={"qdpx": {"origin": self.qp.origin or "", "counting": self.qp.counting, "source_guid": src.guid}},
+            created_by=self.owner)
+        spans = _turns_from_map(src, self.variables) or [(Speaker.PARTICIPANT, 0, len(text))]
+        turns = Turn.objects.bulk_create([
+            Turn(interview=interview, position=i, speaker=speaker, text=text[s:e],
+                 metadata={"imported_from": "qdpx", "source_guid": src.guid, "source_start": s})
+            for i, (speaker, s, e) in enumerate(spans)])
+        # Selections in turn coordinates: [(turn index, start, end, selection)].
+        placed = self.place_selections(src, spans)
+        cuts: dict[int, set[int]] = defaultdict(set)
+        for ti, s, e, _ in placed:
+            cuts[ti].update((s, e))
+        segments, per_turn = [], []
+        for ti, turn in enumerate(turns):
+            rows = [Segment(interview=interview, turn=turn, position=len(segments) + k, start=s, end=e,
+                            text=turn.text[s:e], kind=kind, speaker=turn.speaker)
+                    for k, (s, e, kind) in enumerate(split_spans(turn.text, cuts[ti]))]
+            segments.extend(rows)
+            per_turn.append(rows)
+        Segment.objects.bulk_create(segments, batch_size=2000)
+        self.import_codings(interview, placed, per_turn)
+
+    def place_selections(self, src: refiqda.TextSource, spans: list[tuple[str, int, int]]):
+        placed = []
+        starts = [s for _, s, _ in spans]
+        for sel in src.selections:
+            if not sel.codings and not sel.note_refs:
+                continue
+            if sel.start == sel.end:
+                self.warn(f"{src.name!r}: a zero-length selection at {sel.start} has no text to code; skipped.")
+                continue
+            hit = False
+            for ti in range(max(bisect.bisect_right(starts, sel.start) - 1, 0), len(spans)):
+                _, ts, te = spans[ti]
+                if ts >= sel.end:
+                    break
+                s, e = max(sel.start, ts) - ts, min(sel.end, te) - ts
+                if s < e:
+                    placed.append((ti, s, e, sel))
+                    hit = True
+            if not hit:
+                self.warn(f"{src.name!r}: the selection {src.selected_text(sel)[:40]!r} lies outside every turn's "
+                          "text (a speaker label?); skipped.")
+        return placed
+
+    def import_codings(self, interview: Interview, placed, per_turn: list[list[Segment]]) -> None:
+        rows, seen = [], set()
+        for ti, s, e, sel in placed:
+            segs = [seg for seg in per_turn[ti] if s <= seg.start and seg.end <= e]
+            note = self.note_text(sel.note_refs)
+            for fc in sel.codings:
+                code = self.codes.get(refiqda.norm_guid(fc.code_guid))
+                if code is None:
+                    continue
+                coder = self.user(fc.creating_user or sel.creating_user)
+                text = "\n\n".join(t for t in (self.note_text(fc.note_refs), note) if t)
+                for seg in segs:
+                    key = (seg.pk, code.pk, coder.pk)
+                    if key not in seen:
+                        seen.add(key)
+                        rows.append(Coding(segment=seg, code=code, coder=coder, interview=interview, note=text))
+            if not sel.codings and note:
+                self.warn(f"{interview.title!r}: a note on {s}–{e} without codings was not imported.")
+        Coding.objects.bulk_create(rows, batch_size=2000)
+        self.result.codings += len(rows)
+
+    def note_text(self, refs: Iterable[str]) -> str:
+        return "\n\n".join(n.text for r in refs if (n := self.notes.get(refiqda.norm_guid(r))) and n.text.strip())
+
+    def import_sets(self) -> None:
+        for position, fset in enumerate(self.qp.sets):
+            codes = [c for g in fset.member_codes if (c := self.codes.get(refiqda.norm_guid(g)))]
+            if fset.member_codes and not codes or not fset.member_codes and (fset.member_sources or fset.member_notes):
+                self.warn(f"Set {fset.name!r} groups no codes; not imported as a theme.")
+                continue
+            theme = Theme.objects.create(project=self.project, name=fset.name[:200], definition=fset.description,
+                                         position=position, created_by=self.owner)
+            ThemeCode.objects.bulk_create([ThemeCode(theme=theme, code=c, position=i) for i, c in enumerate(dict.fromkeys(codes))])
+            self.result.themes += 1
+
+
+def split_spans(text: str, cuts: Iterable[int]) -> list[tuple[int, int, str]]:
+    """Segment `text` as usual, then split segments at every cut (selection boundary)."""
+    points = sorted(set(cuts))
+    out = []
+    for span in segment_text(text):
+        lo, hi = bisect.bisect_right(points, span.start), bisect.bisect_left(points, span.end)
+        for a, b in pairwise([span.start, *points[lo:hi], span.end]):
+            while a < b and text[a].isspace():
+                a += 1
+            while b > a and text[b - 1].isspace():
+                b -= 1
+            if a < b:
+                out.append((a, b, str(span.kind)))
+    return out
+
+
+@transaction.atomic
+def project_import_qdpx(*, source: refiqda.Project | bytes | BinaryIO | str, owner, name: str = "",
+                        filename: str = "") -> ImportResult:
+    """Create a new project owned by `owner` from a .qdpx; lands whole or not at all."""
+    qp = source if isinstance(source, refiqda.Project) else refiqda.read_project(source, name=filename)
+    project = project_create(owner=owner, name=(name or qp.name or "Imported project")[:200],
+                             description=qp.description)
+    importer = _Importer(qp, owner=owner, project=project, filename=filename)
+    importer.import_codes()
+    importer.import_sources()
+    importer.import_sets()
+    return importer.result
+

@@ -1,0 +1,81 @@
+"""Project-wide counts for the home page's phase strip, in a fixed number of queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Q
+
+from coding.models import Code, Coding
+from interviews.models import Interview, Segment, Speaker
+from projects.models import AuditEvent, Project
+from themes.models import Theme
+
+
+@dataclass
+class Phase:
+    number: int
+    name: str
+    summary: str
+    done: bool
+
+
+@dataclass
+class ProjectOverview:
+    interviews: int
+    codable_segments: int
+    coded_segments: int
+    codes: int
+    themes_by_status: dict[str, int]
+    recent_events: list = field(default_factory=list)
+
+    @property
+    def coded_percent(self) -> int:
+        return round(100 * self.coded_segments / self.codable_segments) if self.codable_segments else 0
+
+    @property
+    def phases(self) -> list[Phase]:
+        themes = sum(self.themes_by_status.values())
+        reviewed = sum(n for s, n in self.themes_by_status.items() if s in {"reviewed", "defined", "final"})
+        defined = sum(n for s, n in self.themes_by_status.items() if s in {"defined", "final"})
+        final = self.themes_by_status.get("final", 0)
+        return [
+            Phase(1, "Familiarisation", f"{self.interviews} interviews", self.interviews > 0),
+            Phase(2, "Coding", f"{self.coded_percent}% of segments coded, {self.codes} codes", self.coded_percent >= 100),
+            Phase(3, "Generating themes", f"{themes} themes", themes > 0),
+            Phase(4, "Reviewing themes", f"{reviewed} reviewed", themes > 0 and reviewed == themes),
+            Phase(5, "Defining and naming", f"{defined} defined", themes > 0 and defined == themes),
+            Phase(6, "Writing up", f"{final} final", themes > 0 and final == themes),
+        ]
+
+    @property
+    def next_action(self) -> str:
+        for phase in self.phases:
+            if not phase.done:
+                return {
+                    1: "Import or conduct interviews.",
+                    2: "Keep coding: open an interview and code its uncoded segments.",
+                    3: "Group codes into candidate themes on the themes board.",
+                    4: "Review the candidate themes in a team meeting.",
+                    5: "Write definitions and names for the reviewed themes.",
+                    6: "Export excerpt tables for the paper.",
+                }[phase.number]
+        return "All phases are complete."
+
+
+def project_overview(project: Project) -> ProjectOverview:
+    interviews = Interview.objects.for_project(project)
+    segments = Segment.objects.filter(interview__in=interviews, speaker=Speaker.PARTICIPANT)
+    codable = segments.count()
+    coded = Coding.objects.filter(segment__in=segments).values("segment").distinct().count()
+    themes = dict(
+        Theme.objects.for_project(project).values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    return ProjectOverview(
+        interviews=interviews.count(),
+        codable_segments=codable,
+        coded_segments=coded,
+        codes=Code.objects.for_project(project).filter(~Q(archived=True)).count(),
+        themes_by_status=themes,
+        recent_events=list(AuditEvent.objects.for_project(project)[:8]),
+    )

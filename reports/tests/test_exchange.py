@@ -1,0 +1,249 @@
+"""REFI-QDA exchange: export validates, import lands codings on the right text, round trips are lossless."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import CommandError, call_command
+from lxml import etree
+
+import refiqda
+from coding.models import Code, Coding
+from interviews.models import Interview, Participant, Segment, Speaker, Turn
+from interviews.segment_store import segments_for_turns
+from projects.models import Project
+from refiqda.tests.helpers import PROJECT_XSD, QDPX_SAMPLES, G, codebook, make_zip, project_xml
+from reports.exchange import PLACEHOLDER_PREFIX, project_export_qdpx, project_import_qdpx, split_spans
+from themes.models import Theme
+
+pytestmark = pytest.mark.django_db
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _export(project: Project, positions: str = "codepoints") -> bytes:
+    buf = io.BytesIO()
+    project_export_qdpx(project=project, out=buf, positions=positions)
+    return buf.getvalue()
+
+
+def _enrich(project: Project, analyst) -> None:
+    """Add what the demo lacks: a sub-code, code fields, a second coder, a note, an emoji, CRLF."""
+    owner = project.memberships.get(role="owner").user
+    parent = Code.objects.get(project=project, name="Structural barriers named")
+    child = Code.objects.create(project=project, name="Borders", parent=parent, colour="#123abc", kind="latent",
+                                definition="Borders and visas.", include_when="named limits", exclude_when="metaphors",
+                                example="Visas, money and racism", position=99)
+    participant = Participant.objects.create(project=project, label="Emoji bot", provider="Acme", model_id="acme-1",
+                                             interface="api", attributes={"tier": "free"})
+    interview = Interview.objects.create(project=project, participant=participant, title="Emoji 🚀 interview")
+    turns = Turn.objects.bulk_create([
+        Turn(interview=interview, position=0, speaker=Speaker.INTERVIEWER, text="Where is home? 🏠"),
+        Turn(interview=interview, position=1, speaker=Speaker.PARTICIPANT,
+             text="Home is 😀 people.\r\nBorders matter too. Second 🧭 sentence here."),
+    ])
+    Segment.objects.bulk_create(segments_for_turns(interview, turns))
+    seg = Segment.objects.get(interview=interview, text__startswith="Borders matter")
+    Coding.objects.create(segment=seg, code=child, coder=owner, interview=interview, note="Strong claim.\r\nCheck.")
+    Coding.objects.create(segment=seg, code=parent, coder=analyst, interview=interview)
+    seg2 = Segment.objects.get(interview=interview, text__startswith="Second")
+    Coding.objects.create(segment=seg2, code=child, coder=analyst, interview=interview)
+
+
+def _snapshot(project: Project, coder_name) -> dict:
+    interviews = {}
+    for i in Interview.objects.for_project(project).order_by("title"):
+        interviews[i.title] = {
+            "participant": (i.participant.label, i.participant.provider, i.participant.model_id, i.participant.interface),
+            "turns": [(t.speaker, t.text) for t in i.turns.order_by("position")],
+        }
+    codes = {c.name: (c.colour, c.definition, c.include_when, c.exclude_when, c.example, c.kind,
+                      c.parent.name if c.parent else None)
+             for c in Code.objects.for_project(project).select_related("parent")}
+    codings = sorted(
+        (c.interview.title, c.segment.turn.position, c.segment.text, c.code.name, coder_name(c.coder), c.note)
+        for c in Coding.objects.filter(interview__project=project).select_related("segment__turn", "code", "coder", "interview"))
+    themes = {t.name: (t.definition, [tc.code.name for tc in t.theme_codes.order_by("position")])
+              for t in Theme.objects.for_project(project)}
+    return {"interviews": interviews, "codes": codes, "codings": codings, "themes": themes}
+
+
+@pytest.mark.parametrize("positions", ["codepoints", "utf16"])
+def test_export_is_schema_valid_and_follows_the_rules(demo_project, analyst, positions):
+    _enrich(demo_project, analyst)
+    data = _export(demo_project, positions)
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        names = zf.namelist()
+        root = etree.fromstring(zf.read("project.qde"))
+    assert PROJECT_XSD.validate(root), PROJECT_XSD.error_log
+    interviews = Interview.objects.for_project(demo_project)
+    assert sorted(names) == sorted(["project.qde"] + [f"sources/{i.uuid}.txt" for i in interviews])
+    parsed = refiqda.read_project(data)
+    assert parsed.counting == positions
+    for src in parsed.sources:
+        for sel in src.selections:
+            assert src.selected_text(sel) == sel.name  # name = the selected text, in either counting
+    cases = {c.name: c for c in parsed.cases}
+    assert set(cases) == {p.label for p in Participant.objects.filter(project=demo_project)}
+    assert [vv.value for vv in cases["GPT-4o"].variable_values] == ["OpenAI", "gpt-4o-2024-08-06", "web"]
+    assert {s.name for s in parsed.sets} == {"Neutrality that takes sides"}
+    assert any(n.text == "Strong claim.\r\nCheck." for n in parsed.notes)
+    assert {u.id for u in parsed.users} >= {"demo", "arjun"}
+
+
+@pytest.mark.parametrize("positions", ["codepoints", "utf16"])
+def test_round_trip_gives_the_same_texts_codes_codings_and_themes(demo_project, analyst, positions):
+    _enrich(demo_project, analyst)
+    owner = demo_project.memberships.get(role="owner").user
+
+    def original_name(u):
+        return u.username
+
+    def imported_name(u):
+        # The importer keeps their own codings; other coders come back as placeholders.
+        return "arjun" if u.username.startswith(PLACEHOLDER_PREFIX) and u.first_name == "Arjun Analyst" else u.username
+
+    result = project_import_qdpx(source=_export(demo_project, positions), owner=owner, name="Round trip", filename="rt.qdpx")
+    assert result.project.pk != demo_project.pk
+    assert result.warnings == []
+    assert _snapshot(result.project, imported_name) == _snapshot(demo_project, original_name)
+    placeholder = get_user_model().objects.get(username__startswith=PLACEHOLDER_PREFIX)
+    assert not placeholder.is_active and not placeholder.has_usable_password()
+
+
+def _nvivo_project() -> bytes:
+    text = "Intro 😀 line.\r\nThe model said something quite striking here. And more 🚀 text follows.\r\nEnd."
+    sel_text = "something quite striking"
+    start = text.index(sel_text)
+    u16 = len(text[:start].encode("utf-16-le")) // 2
+    end16 = u16 + len(sel_text)
+    body = (codebook((1, "striking"), (2, "folder"))
+            + f'<Cases><Case guid="{G(40)}" name="Bot A"><SourceRef targetGUID="{G(5)}"/></Case></Cases>'
+            + f'<Sources><TextSource guid="{G(5)}" name="Transcript A" plainTextPath="internal://{G(5)}.txt">'
+            + f'<PlainTextSelection guid="{G(6)}" name="{sel_text}" startPosition="{u16}" endPosition="{end16}">'
+            + f'<Coding guid="{G(7)}" creatingUser="{G(30)}"><CodeRef targetGUID="{G(1)}"/></Coding></PlainTextSelection>'
+            + f'<PlainTextSelection guid="{G(8)}" startPosition="3" endPosition="3">'
+            + f'<Coding guid="{G(9)}"><CodeRef targetGUID="{G(1)}"/></Coding></PlainTextSelection>'
+            + "</TextSource>"
+            + f'<TextSource guid="{G(15)}" name="Transcript A"><PlainTextContent>Second doc.</PlainTextContent></TextSource>'
+            + "</Sources>"
+            + f'<Sets><Set guid="{G(50)}" name="A theme"><MemberCode targetGUID="{G(1)}"/></Set></Sets>')
+    users = f'<Users><User guid="{G(30)}" name="Nadia"/></Users>'
+    return make_zip({"project.qde": project_xml(users + body, origin="NVivo 14"), f"sources/{G(5)}.txt": text.encode()})
+
+
+def test_import_lands_codings_exactly_on_the_selected_text(owner):
+    result = project_import_qdpx(source=_nvivo_project(), owner=owner, filename="nvivo.qdpx")
+    project = result.project
+    [coding] = Coding.objects.filter(interview__project=project).select_related("segment", "coder")
+    assert coding.segment.text == "something quite striking"  # the sentence was split at the selection
+    assert coding.coder.first_name == "Nadia" and not coding.coder.is_active
+    interview = Interview.objects.get(project=project, title="Transcript A")
+    assert interview.participant.label == "Bot A"
+    turn = interview.turns.get()
+    # Segments still tile the text: the split pieces around the selection are kept.
+    texts = list(interview.segments.order_by("position").values_list("text", flat=True))
+    assert "The model said" in texts and "here." in texts
+    assert turn.text.startswith("Intro 😀 line.\r\n")
+    assert Interview.objects.filter(project=project, title="Transcript A (2)").exists()
+    assert any("zero-length" in w for w in result.warnings)
+    assert any("Two sources are called 'Transcript A'" in w for w in result.warnings)
+    assert Theme.objects.get(project=project).codes.get().name == "striking"
+    assert project.memberships.get(user=owner).role == "owner"
+
+
+def test_selected_text_equals_selection_name_wherever_given(owner):
+    """Every selection in our exports names its text: after import the coded text is that name."""
+    parsed = refiqda.read_project(_nvivo_project())
+    result = project_import_qdpx(source=parsed, owner=owner)
+    named = [(s.name, src.name) for src in parsed.sources for s in src.selections if s.name]
+    for name, _ in named:
+        coded = Coding.objects.filter(interview__project=result.project).values_list("segment__text", flat=True)
+        assert " ".join(coded) == name
+
+
+@pytest.mark.parametrize("path", QDPX_SAMPLES, ids=lambda p: p.name)
+def test_every_sample_imports_with_its_codes(owner, path):
+    parsed = refiqda.read_project(path)
+    result = project_import_qdpx(source=path.read_bytes(), owner=owner, filename=path.name)
+    assert result.codes == len(list(parsed.iter_codes())) == Code.objects.filter(project=result.project).count()
+    texts = [s for s in parsed.sources if s.text and s.text.strip()]
+    assert result.interviews == len([s for s in parsed.sources if s.text is not None])
+    codings = Coding.objects.filter(interview__project=result.project).select_related("segment__turn")
+    if path.name == "qc-demo.qdpx":
+        assert texts and codings.count() > 150
+        board = next(s for s in parsed.sources if s.name == "board_2017")
+        spans = [(s.start, s.end) for s in board.selections]
+        for c in codings.filter(interview__title="board_2017"):
+            seg = c.segment
+            assert any(a <= seg.start and seg.end <= b for a, b in spans)  # inside a selection
+        # Duplicate names in the code tree ("programming" twice) are disambiguated.
+        assert Code.objects.filter(project=result.project, name__startswith="programming").count() == 2
+
+
+def test_bad_file_is_refused_and_leaves_nothing_behind(owner):
+    before = Project.objects.count()
+    with pytest.raises(refiqda.QdpxError, match="not a ZIP"):
+        project_import_qdpx(source=b"not a zip", owner=owner, filename="x.qdpx")
+    broken = make_zip({"project.qde": project_xml(codebook((1, "a")) + "<Sources><TextSource")})
+    with pytest.raises(refiqda.QdpxError, match="not well-formed"):
+        project_import_qdpx(source=broken, owner=owner)
+    assert Project.objects.count() == before
+
+
+def test_failure_midway_rolls_everything_back(owner, monkeypatch):
+    import reports.exchange as exchange
+
+    def boom(self):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(exchange._Importer, "import_sets", boom)
+    before = (Project.objects.count(), Code.objects.count(), Interview.objects.count())
+    with pytest.raises(RuntimeError):
+        project_import_qdpx(source=_nvivo_project(), owner=owner)
+    assert (Project.objects.count(), Code.objects.count(), Interview.objects.count()) == before
+
+
+def test_split_spans_cuts_segments_at_selection_boundaries():
+    text = "One sentence here. Another one there."
+    assert split_spans(text, []) == [(0, 18, "sentence"), (19, 37, "sentence")]
+    assert split_spans(text, [4, 12, 19]) == [(0, 3, "sentence"), (4, 12, "sentence"), (13, 18, "sentence"),
+                                              (19, 37, "sentence")]
+
+
+def test_commands_export_and_import(demo_project, tmp_path, capsys):
+    out = tmp_path / "demo.qdpx"
+    call_command("export_qdpx", str(demo_project.uuid), str(out), "--positions", "utf16")
+    assert refiqda.read_project(out).counting == "utf16"
+    call_command("import_qdpx", str(out), "--project-name", "From shell", "--owner", "demo")
+    assert "Imported “From shell”" in capsys.readouterr().out
+    project = Project.objects.get(name="From shell")
+    assert Coding.objects.filter(interview__project=project).count() == Coding.objects.filter(
+        interview__project=demo_project).count()
+
+
+def test_commands_give_clear_errors(demo_project, tmp_path):
+    bad = tmp_path / "bad.qdpx"
+    bad.write_bytes(b"nope")
+    with pytest.raises(CommandError, match="bad.qdpx: not a ZIP archive"):
+        call_command("import_qdpx", str(bad), "--owner", "demo")
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("import_qdpx", str(tmp_path / "missing.qdpx"))
+    with pytest.raises(CommandError, match="no project with UUID or name"):
+        call_command("export_qdpx", "00000000-0000-0000-0000-000000000000", str(tmp_path / "o.qdpx"))
+    with pytest.raises(CommandError, match="no such directory"):
+        call_command("export_qdpx", str(demo_project.uuid), str(tmp_path / "nope" / "o.qdpx"))
+
+
+def test_import_command_exits_non_zero_on_a_hostile_file(tmp_path):
+    bomb = tmp_path / "laughs.qdpx"
+    bomb.write_bytes(make_zip({"project.qde": '<?xml version="1.0"?><!DOCTYPE p [<!ENTITY a "aaaa">]><Project name="&a;"/>'}))
+    proc = subprocess.run([sys.executable, "manage.py", "import_qdpx", str(bomb)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, env={"DJANGO_SETTINGS_MODULE": "config.settings_test", "PATH": "/usr/bin:/bin"})
+    assert proc.returncode != 0
+    assert "laughs.qdpx" in proc.stderr and "DTD" in proc.stderr

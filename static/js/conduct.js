@@ -1,0 +1,62 @@
+// Conduct page behaviour: inserting planned questions, Ctrl+Enter to send,
+// keeping streaming columns scrolled to the newest words.
+(function () {
+  "use strict";
+
+  // The question box the interviewer used last; planned questions go there.
+  let lastBox = null;
+
+  function boxes() {
+    return Array.from(document.querySelectorAll("textarea[data-question-box]"));
+  }
+
+  document.addEventListener("focusin", function (event) {
+    if (event.target.matches && event.target.matches("textarea[data-question-box]")) {
+      lastBox = event.target;
+    }
+  });
+
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest("[data-insert-question]");
+    if (!button) return;
+    event.preventDefault();
+    const box = lastBox && document.body.contains(lastBox) ? lastBox : boxes()[0];
+    if (!box) return;
+    const text = button.getAttribute("data-insert-question");
+    box.value = box.value.trim() ? box.value.trimEnd() + "\n\n" + text : text;
+    box.focus();
+    box.setSelectionRange(box.value.length, box.value.length);
+  });
+
+  // Ctrl/Cmd+Enter sends the form the question box belongs to.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey)) return;
+    const box = event.target.closest && event.target.closest("textarea[data-question-box]");
+    if (!box || !box.form) return;
+    event.preventDefault();
+    box.form.requestSubmit();
+  });
+
+  // Clear a question box once its question has been saved and sent.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    const form = event.detail.elt;
+    if (!event.detail.successful || !form.matches || !form.matches("form[data-clears]")) return;
+    form.querySelectorAll("textarea[data-question-box]").forEach(function (box) {
+      box.value = "";
+    });
+  });
+
+  // Follow the stream: keep a column pinned to the bottom unless the reader scrolled up.
+  function pinned(column) {
+    return column.scrollHeight - column.scrollTop - column.clientHeight < 80;
+  }
+  const wasPinned = new WeakMap();
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const column = event.detail.target.closest && event.detail.target.closest("[data-transcript]");
+    if (column) wasPinned.set(column, pinned(column));
+  });
+  document.addEventListener("htmx:afterSettle", function (event) {
+    const column = event.detail.target.closest && event.detail.target.closest("[data-transcript]");
+    if (column && wasPinned.get(column) !== false) column.scrollTop = column.scrollHeight;
+  });
+})();
