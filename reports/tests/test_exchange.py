@@ -183,7 +183,9 @@ def test_every_sample_imports_with_its_codes(owner, path):
             seg = c.segment
             assert any(a <= seg.start and seg.end <= b for a, b in spans)  # inside a selection
         # Duplicate names in the code tree ("programming" twice) are disambiguated.
-        assert Code.objects.filter(project=result.project, name__startswith="programming").count() == 2
+        assert set(Code.objects.filter(project=result.project, name__startswith="programming ").values_list(
+            "name", flat=True)) == {"programming (cs_as_programming)"}
+        assert any("'programming' appears more than once" in w for w in result.warnings)
 
 
 def test_bad_file_is_refused_and_leaves_nothing_behind(owner):
