@@ -1,0 +1,428 @@
+"""Split a turn's text into coding units (segments).
+
+A segment is one sentence of a paragraph, or one whole Markdown block: a
+heading, a list item, a table row, a fenced code block or a block quote.
+Offsets are Unicode code points into the turn text, end exclusive, so
+``text[span.start:span.end]`` is the segment, trimmed of surrounding
+whitespace. Markers stay inside the segment (``"- item"``, ``"## Title"``,
+the fences of a code block): the segment is the source as written; use
+:func:`strip_markup` for a plain-text rendering.
+
+Why not one library for everything? On the peer corpus pysbd is careful but
+slow (~2,400 sentences/s) and blingfire fast but wrong on abbreviations and
+Markdown (see bench/RESULTS.md). Most sentence ends in LLM answers are easy
+("word. Next"), so a rule pass decides those at regex speed and only the
+doubtful ones (initials, "U.S.", "etc.", small numbers, ellipses) go to
+pysbd, on a short window around the candidate.
+
+Invariants (property-tested in interviews/tests/test_segmentation.py):
+segments are ordered and non-overlapping, never start or end with
+whitespace, cover every non-blank character except thematic-break lines
+(``---``, ``***``), which carry no words; and re-segmenting a segment's own
+text yields that one segment again.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Literal, NamedTuple
+
+Kind = Literal["sentence", "heading", "list_item", "table_row", "code_block", "block_quote"]
+KINDS: tuple[Kind, ...] = (
+    "sentence",
+    "heading",
+    "list_item",
+    "table_row",
+    "code_block",
+    "block_quote",
+)
+
+
+class Span(NamedTuple):
+    start: int
+    end: int
+    kind: Kind
+
+
+# --- Markdown blocks -------------------------------------------------------
+
+_FENCE = re.compile(r"[^\S\n]*(`{3,}|~{3,})")
+_ATX = re.compile(r"[^\S\n]*#{1,6}(?:\s|$)")
+_HR = re.compile(r"[^\S\n]*([-*_])(?:[ \t]*\1){2,}\s*$")
+_SETEXT = re.compile(r"[^\S\n]*(?:=+|-+)\s*$")
+_QUOTE = re.compile(r"[^\S\n]*>")
+_PIPE_ROW = re.compile(r"[^\S\n]*\|")
+_TABLE_DELIM = re.compile(r"[^\S\n]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?\s*$")
+# Bullets an LLM or a plain-text export writes; ordered markers up to three
+# digits so a wrapped line starting "2023. " stays prose.
+_LIST = re.compile(r"[^\S\n]*(?:[-*+•◦▪‣]|\d{1,3}[.)])(?:\s|$)")
+
+
+def _is_delim(line: str) -> bool:
+    return "|" in line and "-" in line and _TABLE_DELIM.match(line) is not None
+
+
+def _block_start(line: str, next_line: str | None) -> bool:
+    """Does this line open a block, so that it interrupts a paragraph?"""
+    return bool(
+        _FENCE.match(line)
+        or _ATX.match(line)
+        or _HR.match(line)
+        or _QUOTE.match(line)
+        or _PIPE_ROW.match(line)
+        or _LIST.match(line)
+        or ("|" in line and next_line is not None and _is_delim(next_line))
+    )
+
+
+def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def segment_text(text: str) -> list[Span]:
+    """Split ``text`` into ordered, non-overlapping, trimmed segments."""
+    lines = text.split("\n")
+    starts = [0] * len(lines)
+    pos = 0
+    for i, line in enumerate(lines):
+        starts[i] = pos
+        pos += len(line) + 1
+    spans: list[Span] = []
+    i, n = 0, len(lines)
+
+    def emit(first: int, last: int, kind: Kind) -> None:
+        s, e = _trimmed(text, starts[first], starts[last] + len(lines[last]))
+        if s < e:
+            spans.append(Span(s, e, kind))
+
+    while i < n:
+        line = lines[i]
+        if not line.strip():
+            i += 1
+            continue
+        nxt = lines[i + 1] if i + 1 < n else None
+        fence = _FENCE.match(line)
+        if fence:
+            last = _end_of_fence(lines, i, fence.group(1))
+            emit(i, last, "code_block")
+            i = last + 1
+            continue
+        if _ATX.match(line):
+            emit(i, i, "heading")
+            i += 1
+            continue
+        if _HR.match(line):
+            i += 1  # a rule carries no words: not a coding unit
+            continue
+        if _QUOTE.match(line):
+            last = _end_of_lazy_block(lines, i, quote=True)
+            emit(i, last, "block_quote")
+            i = last + 1
+            continue
+        if _PIPE_ROW.match(line) or ("|" in line and nxt is not None and _is_delim(nxt)):
+            # The delimiter row belongs to the header row it underlines.
+            last = i + 1 if nxt is not None and _is_delim(nxt) else i
+            emit(i, last, "table_row")
+            i = last + 1
+            # Later rows need their leading pipe: alone, "a | b" is prose.
+            while i < n and _PIPE_ROW.match(lines[i]):
+                emit(i, i, "table_row")
+                i += 1
+            continue
+        if _LIST.match(line):
+            last = _end_of_lazy_block(lines, i, quote=False)
+            emit(i, last, "list_item")
+            i = last + 1
+            continue
+        i = _paragraph(text, lines, starts, i, spans)
+    return spans
+
+
+def _end_of_fence(lines: list[str], i: int, fence: str) -> int:
+    char, size = fence[0], len(fence)
+    closing = re.compile(r"[^\S\n]*" + re.escape(char) + "{" + str(size) + r",}\s*$")
+    for j in range(i + 1, len(lines)):
+        if closing.match(lines[j]):
+            return j
+    # An unclosed fence runs to the end, as CommonMark renders it.
+    last = len(lines) - 1
+    while last > i and not lines[last].strip():
+        last -= 1
+    return last
+
+
+def _end_of_lazy_block(lines: list[str], i: int, *, quote: bool) -> int:
+    """Last line of a list item or quote: its own line plus lazy continuations."""
+    last = i
+    for j in range(i + 1, len(lines)):
+        line = lines[j]
+        if not line.strip():
+            break
+        nxt = lines[j + 1] if j + 1 < len(lines) else None
+        if quote and _QUOTE.match(line):
+            last = j
+            continue
+        if _block_start(line, nxt) or _SETEXT.match(line):
+            break
+        last = j
+    return last
+
+
+def _paragraph(text: str, lines: list[str], starts: list[int], i: int, spans: list[Span]) -> int:
+    """Consume a paragraph from line ``i``; append its sentences; return the next line."""
+    first, last, n = i, i, len(lines)
+    j = i + 1
+    while j < n:
+        line = lines[j]
+        if not line.strip():
+            break
+        if _SETEXT.match(line):
+            # Setext heading: the paragraph plus its underline is one heading.
+            s, e = _trimmed(text, starts[first], starts[j] + len(line))
+            spans.append(Span(s, e, "heading"))
+            return j + 1
+        if _block_start(line, lines[j + 1] if j + 1 < n else None):
+            break
+        last = j
+        j += 1
+    s, e = _trimmed(text, starts[first], starts[last] + len(lines[last]))
+    for a, b in split_sentences(text, s, e):
+        spans.append(Span(a, b, "sentence"))
+    return last + 1
+
+
+# --- Sentences -------------------------------------------------------------
+
+_EMOJI = "\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u200d"
+_CLOSERS = "\"'”’»›)\\]*_~"
+# A candidate end: terminator, closing quotes/brackets/emphasis, emoji that
+# belong to the sentence, then whitespace. Full-width CJK terminators need
+# no whitespace after them.
+_CANDIDATE = re.compile(
+    r"(?P<term>[.!?…‼⁇⁈⁉]+)(?P<close>(?:[" + _CLOSERS + r"]|[ \u00a0\u202f]+[»›])*)"
+    r"(?P<emo>(?:[ \t]*[" + _EMOJI + r"]+)*)(?P<ws>\s+|$)"
+    r"|(?P<cjk>[。！？｡]+)(?P<cjkclose>[」』）》〉】\"”’)]*)(?P<cjkws>\s*)"
+)
+_OPENERS = "*_\"'“‘«‹([¿¡`~"
+_BLOCK_CHARS = frozenset("#-*+•◦▪‣0123456789>|`~=_ \t")
+
+
+def _starts_block(para: str, pos: int) -> bool:
+    """Would the text at ``pos`` open a Markdown block if it began a line?
+
+    A sentence never starts with such text, or the sentence segmented on its
+    own would parse as that block.
+    """
+    if para[pos] not in _BLOCK_CHARS and "|" not in para[pos : para.find("\n", pos)]:
+        return False
+    end = para.find("\n", pos)
+    line = para[pos:] if end < 0 else para[pos:end]
+    following = None if end < 0 else para[end + 1 : (para.find("\n", end + 1) + 1 or len(para) + 1) - 1]
+    return _block_start(line, following) or _SETEXT.match(line) is not None
+_CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.S)
+
+# Never ends a sentence when followed by a word: titles and Latin/German
+# abbreviations that introduce what follows.
+_NEVER_END = frozenset(
+    """mr mrs ms mx dr prof sr st vs cf e.g i.e eg ie viz approx ca fig figs
+    z.b d.h bzw vgl ggf evtl sog s.o u.u dt
+    mme mlle mm me gen col lt sgt capt rev hon sen rep gov pres
+    jan feb mar apr jun jul aug sep sept oct nov dec""".split()
+)
+# Abbreviations only before a number ("No. 5"); ordinary words otherwise.
+_NUMBERED = frozenset("no nr vol pp p op sec ch art fig figs".split())
+# Often end a sentence too: pysbd decides from the words around them.
+_MAYBE_END = frozenset(
+    """etc inc ltd co corp jr llc plc u.s u.k u.s.a u.n e.u a.m p.m al usw
+    bzw. ph.d m.d b.a m.a b.sc m.sc dept univ est""".split()
+)
+# Words that almost always begin a new sentence after "U.S." or "etc."
+_STARTERS = frozenset(
+    """The This That These Those It Its They Their We Our I He She His Her You
+    Your Other Others Many Most Some Such In On At For But However And So As If
+    When While Although Yet A An There Here What Why How""".split()
+)
+_MONTHS = frozenset(
+    """january february march april may june july august september october
+    november december januar februar märz mai juni juli oktober dezember
+    janvier février mars avril juin juillet août septembre octobre novembre
+    décembre""".split()
+)
+
+BREAK, NO_BREAK, DOUBT = 1, 0, 2
+
+
+def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Sentence spans of ``text[start:end]`` (one paragraph), as absolute offsets."""
+    if end is None:
+        end = len(text)
+    para = text[start:end]
+    masked = _code_spans(para) if "`" in para else ()
+    cuts: list[tuple[int, int]] = []  # (end of sentence, start of next), relative
+    sent_start = 0
+    # The last match may sit at the very end: not a cut, but it still bounds
+    # the window pysbd sees, the same whether or not more text follows.
+    matches = list(_CANDIDATE.finditer(para))
+    for k, m in enumerate(matches):
+        if m.end() >= len(para) or (masked and _inside(m.start(), masked)):
+            continue
+        following = _term_end(matches[k + 1]) if k + 1 < len(matches) else len(para)
+        if m.group("cjk") is not None:
+            seg_end, nxt = m.end("cjkclose"), m.end()
+            # 「ありがとう。」と言った: a quoted sentence inside a longer one.
+            embedded = m.group("cjkclose") and not m.group("cjkws")
+            verdict = NO_BREAK if embedded or _starts_block(para, nxt) else BREAK
+        else:
+            seg_end, nxt = m.end("emo"), m.end()
+            verdict = _decide(para, m, sent_start, nxt, following)
+        if verdict == DOUBT:
+            verdict = _pysbd_breaks(para[sent_start:following], m.start("term") - sent_start, nxt - sent_start)
+        if verdict == BREAK:
+            cuts.append((seg_end, nxt))
+            sent_start = nxt
+    out: list[tuple[int, int]] = []
+    prev = 0
+    for seg_end, nxt in cuts:
+        out.append((start + prev, start + seg_end))
+        prev = nxt
+    out.append((start + prev, start + len(para)))
+    return out
+
+
+def _code_spans(para: str) -> tuple[tuple[int, int], ...]:
+    return tuple(m.span() for m in _CODE_SPAN.finditer(para))
+
+
+def _inside(pos: int, ranges: tuple[tuple[int, int], ...]) -> bool:
+    return any(a <= pos < b for a, b in ranges)
+
+
+def _first_letter(para: str, pos: int) -> str:
+    while pos < len(para) and para[pos] in _OPENERS:
+        pos += 1
+    return para[pos] if pos < len(para) else ""
+
+
+def _term_end(m: re.Match[str]) -> int:
+    return m.end("term") if m.group("term") is not None else m.end("cjk")
+
+
+def _decide(para: str, m: re.Match[str], sent_start: int, nxt: int, following: int) -> int:
+    """Rule verdict for one candidate: BREAK, NO_BREAK or DOUBT."""
+    if _starts_block(para, nxt):
+        return NO_BREAK
+    first = _first_letter(para, nxt)
+    if not first or first.islower():
+        return NO_BREAK  # sentences start with a capital, a digit or a symbol
+    term = m.group("term")
+    if "." not in term:
+        return BREAK  # "!" / "?" / "…" followed by a capitalised word
+    if term != ".":
+        return DOUBT  # "..." could end a sentence or trail off
+    term_at = m.start("term")
+    word, word_at = _word_before(para, term_at, sent_start)
+    if len(word) == 1 and word.isalpha():
+        # Spaced abbreviations: "z. B.", "d. h.", "e. g.", "u. a."
+        before, _ = _word_before(para, word_at - 1, sent_start) if word_at > sent_start else ("", 0)
+        if (before[:-1] + "." + word).lower() in _NEVER_END and before.endswith("."):
+            return NO_BREAK
+        if (word + "." + _next_word(para, nxt)).lower() in _NEVER_END:
+            return NO_BREAK
+    if word.isdigit() and len(word) <= 2 and _is_enumeration(para[:following], word, word_at, sent_start):
+        return NO_BREAK
+    return _decide_word(word, para, nxt, first)
+
+
+def _word_before(para: str, pos: int, floor: int) -> tuple[str, int]:
+    """The word ending at ``pos`` (not before ``floor``) and where it starts."""
+    while pos > floor and para[pos - 1].isspace():
+        pos -= 1
+    i = pos
+    while i > floor and not para[i - 1].isspace():
+        i -= 1
+    return para[i:pos].lstrip(_OPENERS).rstrip(_CLOSERS), i
+
+
+def _is_enumeration(para: str, number: str, at: int, floor: int) -> bool:
+    """An inline "1. ... 2. ..." marker: after a colon or a sentence end, or followed by the next number.
+
+    ``para`` is cut at the next candidate so the verdict is the same when the
+    sentence is segmented on its own.
+    """
+    i = at
+    while i > floor and para[i - 1].isspace():
+        i -= 1
+    if i == floor or para[i - 1] in ":;.!?":
+        return True
+    return f" {int(number) + 1}." in para[at:]
+
+
+def _decide_word(word: str, para: str, nxt: int, first: str) -> int:
+    low = word.lower()
+    if not word:
+        return DOUBT
+    if low in _NUMBERED:
+        # "No. 5", "Fig. 3" never end; "say no. The" does.
+        return NO_BREAK if first.isdigit() else (BREAK if len(word) > 1 else DOUBT)
+    if low in _NEVER_END:
+        return NO_BREAK
+    if low in _MAYBE_END or low.rstrip(".") in _MAYBE_END:
+        return BREAK if _next_word(para, nxt) in _STARTERS else DOUBT
+    if word.isdigit():
+        if len(word) <= 2:
+            return NO_BREAK if _next_word(para, nxt).lower() in _MONTHS else DOUBT
+        return BREAK
+    if len(word) == 1:
+        return DOUBT  # an initial ("J. K. Rowling") or a one-letter word
+    if "." in word and "://" not in word:
+        return DOUBT  # "U.S.A", "Ph.D", "example.com"
+    if not unicodedata.category(first).startswith(("L", "N")):
+        return DOUBT  # next starts with a symbol, emoji or CJK
+    return BREAK
+
+
+def _next_word(para: str, pos: int) -> str:
+    m = re.match(r"[^\W\d_]+", para[pos:].lstrip(_OPENERS))
+    return m.group(0) if m else ""
+
+
+@lru_cache(maxsize=1)
+def _pysbd():
+    import pysbd
+
+    return pysbd.Segmenter(language="en", clean=False, char_span=True)
+
+
+def _pysbd_breaks(window: str, term_pos: int, next_pos: int) -> int:
+    """Ask pysbd whether ``window`` has a sentence start between the terminator and the next word."""
+    for span in _pysbd().segment(window):
+        if term_pos < span.start <= next_pos:
+            return BREAK
+    return NO_BREAK
+
+
+# --- Helpers for other apps ------------------------------------------------
+
+_MARKER = {
+    "heading": re.compile(r"^[ \t]*#{1,6}[ \t]*|[ \t]+#+\s*$|\n[ \t]*(?:=+|-+)\s*$"),
+    "list_item": re.compile(r"^[ \t]*(?:[-*+•◦▪‣]|\d{1,3}[.)])[ \t]*"),
+    "block_quote": re.compile(r"^[ \t]*>[ \t]?", re.M),
+}
+
+
+def strip_markup(segment: str, kind: str) -> str:
+    """The segment without its block marker ("- ", "## ", "> "), for quotes in tables."""
+    if kind == "table_row":
+        cells = [c.strip() for c in segment.split("\n", 1)[0].strip().strip("|").split("|")]
+        return " | ".join(cells)
+    if kind == "code_block":
+        body = segment.split("\n")
+        return "\n".join(body[1:-1] if len(body) > 1 and _FENCE.match(body[-1]) else body[1:])
+    pattern = _MARKER.get(kind)
+    return pattern.sub("", segment).strip() if pattern else segment

@@ -1,0 +1,123 @@
+"""Segmentation: the quality set and the invariants every segmentation must keep."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from interviews.segmentation import KINDS, Span, segment_text, split_sentences, strip_markup
+from interviews.tests.segmentation_cases import CASES, expected_segments
+
+_HR_LINE = re.compile(r"[^\S\n]*([-*_])(?:[ \t]*\1){2,}\s*$")
+
+
+@pytest.mark.parametrize(("text", "expected"), [(t, e) for _, t, e in CASES], ids=[c[0] for c in CASES])
+def test_quality_case(text: str, expected: list) -> None:
+    got = [(span.kind, text[span.start : span.end]) for span in segment_text(text)]
+    assert got == expected_segments(expected)
+
+
+def test_quality_set_is_large_enough() -> None:
+    assert len(CASES) >= 60
+    assert len({c[0] for c in CASES}) == len(CASES), "case ids must be unique"
+
+
+def test_offsets_count_code_points_not_bytes_or_utf16() -> None:
+    text = "Ça va 😊. Ünïcödé works. 漢字も。"
+    spans = segment_text(text)
+    assert [text[s.start : s.end] for s in spans] == ["Ça va 😊.", "Ünïcödé works.", "漢字も。"]
+    assert spans[1].start == len("Ça va 😊. ")
+
+
+def test_empty_and_blank_text_have_no_segments() -> None:
+    assert segment_text("") == []
+    assert segment_text(" \n\t\n  ") == []
+
+
+def test_split_sentences_uses_absolute_offsets() -> None:
+    text = "# Title\n\nOne. Two."
+    assert [text[a:b] for a, b in split_sentences(text, 9, len(text))] == ["One.", "Two."]
+
+
+def test_strip_markup_gives_plain_quotes() -> None:
+    assert strip_markup("- **Trust**: neighbours", "list_item") == "**Trust**: neighbours"
+    assert strip_markup("12) Cost", "list_item") == "Cost"
+    assert strip_markup("## Key themes ##", "heading") == "Key themes"
+    assert strip_markup("Overview\n====", "heading") == "Overview"
+    assert strip_markup("> We are.\n> Fine.", "block_quote") == "We are.\nFine."
+    assert strip_markup("| Ghana | 42.5% |\n|---|---|", "table_row") == "Ghana | 42.5%"
+    assert strip_markup("```python\nx = 1\n```", "code_block") == "x = 1"
+    assert strip_markup("Plain.", "sentence") == "Plain."
+
+
+# --- properties -------------------------------------------------------------
+
+# Fragments of real answers: words, abbreviations, numbers, punctuation,
+# Markdown markers, emoji and CJK, so hypothesis reaches the tricky paths.
+FRAGMENTS = [
+    "the", "The", "It", "we", "Dr.", "U.S.", "e.g.", "etc.", "No.", "z. B.", "3.5", "2023.", "1.", "2.",
+    "J.", "a.m.", ".", "!", "?", "...", "…", "?!", ",", ":", ";", '"', "“", "”", "'", "«", "»", "(", ")",
+    "*", "**", "_", "`", "```", "~~~", "#", "## ", "- ", "* ", "+ ", "1) ", "> ", "|", "---", "===",
+    "|---|---|", "😊", "👨‍👩‍👧", "。", "！", "？", "「", "」", "家庭", "Ça", "über", "https://x.org/a.b",
+    " ", " ", "  ", "\n", "\n\n", "\t", "\r\n", "\u00a0", "\u2028",
+]
+realistic_text = st.lists(st.sampled_from(FRAGMENTS), max_size=60).map("".join)
+any_text = st.text(max_size=200)
+texts = st.one_of(realistic_text, any_text)
+
+
+def _check_invariants(text: str, spans: list[Span]) -> None:
+    covered = bytearray(len(text))
+    previous_end = 0
+    for span in spans:
+        assert span.kind in KINDS
+        assert previous_end <= span.start < span.end <= len(text), "ordered, non-overlapping, non-empty"
+        assert not text[span.start].isspace() and not text[span.end - 1].isspace(), "trimmed"
+        covered[span.start : span.end] = b"\1" * (span.end - span.start)
+        previous_end = span.end
+    lines_start = 0
+    for line in text.split("\n"):
+        if not _HR_LINE.match(line):
+            for offset, char in enumerate(line):
+                if not char.isspace():
+                    assert covered[lines_start + offset], f"uncovered {char!r} at {lines_start + offset}"
+        lines_start += len(line) + 1
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_segments_are_ordered_trimmed_and_cover_every_word(text: str) -> None:
+    _check_invariants(text, segment_text(text))
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts)
+def test_offsets_reproduce_the_text_and_resegmenting_is_stable(text: str) -> None:
+    spans = segment_text(text)
+    assert segment_text(text) == spans  # deterministic
+    for span in spans:
+        piece = text[span.start : span.end]
+        again = segment_text(piece)
+        assert again == [Span(0, len(piece), span.kind)], piece
+    # Gaps between segments are whitespace or thematic breaks only, so the
+    # segments plus their gaps give back the original text.
+    rebuilt, cursor = [], 0
+    for span in spans:
+        gap = text[cursor : span.start]
+        assert all(line.strip() == "" or _HR_LINE.match(line) for line in gap.split("\n"))
+        rebuilt.append(gap + text[span.start : span.end])
+        cursor = span.end
+    rebuilt.append(text[cursor:])
+    assert "".join(rebuilt) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(FRAGMENTS[:30]), min_size=1, max_size=20).map(" ".join))
+def test_paragraph_sentences_keep_their_kind_when_resegmented(text: str) -> None:
+    paragraph = text.replace("\n", " ")
+    for span in segment_text(paragraph):
+        piece = paragraph[span.start : span.end]
+        assert [s.kind for s in segment_text(piece)] == [span.kind]
