@@ -113,6 +113,9 @@ class Interview(models.Model):
     source_filename = models.CharField(max_length=500, blank=True)
     source_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     source_conversation_id = models.CharField(max_length=200, blank=True, help_text="Conversation id inside the source file.")
+    # Hash of the imported turns as written: finds a conversation imported before even
+    # when it arrives in a newer export file with a different source_sha256.
+    content_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     metadata = models.JSONField(default=dict, blank=True)
     guide_version = models.ForeignKey(GuideVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="interviews")
     rerun_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns")
@@ -199,3 +202,42 @@ class Segment(models.Model):
 
     def __str__(self) -> str:
         return self.text[:60]
+
+
+class ImportJob(models.Model):
+    """One upload of transcript files: preview, the user's choices, progress and outcome."""
+
+    class Status(models.TextChoices):
+        UPLOADED = "uploaded", "Waiting for your choices"
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Importing"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.UPLOADED)
+    # [{"name", "path", "sha256", "format"}]: the uploads, stored until the job finishes.
+    files = models.JSONField(default=list, blank=True)
+    # {"files": [{"name", "sha256", "imported_before", "conversations": [{key, title, ...}]}]}
+    preview = models.JSONField(default=dict, blank=True)
+    options = models.JSONField(default=dict, blank=True)
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    summary = models.JSONField(default=dict, blank=True)
+    errors = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["project", "-created_at"], name="importjob_project_recent")]
+
+    def __str__(self) -> str:
+        return f"import {self.uuid} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.RUNNING)

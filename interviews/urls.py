@@ -1,7 +1,13 @@
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from interviews import views_import
 
 app_name = "interviews"
 
-urlpatterns: list = []
+urlpatterns: list = [
+    path("interviews/import/", views_import.import_start, name="import_start"),
+    path("interviews/import/<uuid:job_uuid>/", views_import.import_job, name="import_job"),
+    path("interviews/import/<uuid:job_uuid>/start/", views_import.import_job_start, name="import_job_start"),
+]

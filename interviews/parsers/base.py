@@ -117,10 +117,13 @@ class ParsedConversation:
     speaker_labels: dict[str, str] = field(default_factory=dict)
 
     def content_sha256(self) -> str:
-        """Hash of what will be stored (speakers and texts), for duplicate detection."""
+        """Hash of the turns as written (label or speaker, text), for duplicate detection.
+
+        Labels rather than mapped speakers, so a re-import is recognised whatever
+        mapping the user picks."""
         h = hashlib.sha256()
         for t in self.turns:
-            h.update(t.speaker.encode())
+            h.update((t.label or t.speaker).encode("utf-8", "surrogatepass"))
             h.update(b"\x00")
             h.update(t.text.encode("utf-8", "surrogatepass"))
             h.update(b"\x01")

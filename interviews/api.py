@@ -1,0 +1,167 @@
+"""REST API for participants, interviews (with turns and segments) and imports.
+
+Everything lives under /api/projects/<project_uuid>/ with the pages' rules: outsiders
+get 404, viewers may read but not write (403).
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, Prefetch, Q
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from interviews.models import ImportJob, Interview, Participant, Segment, Turn
+from interviews.parsers import FORMATS, ParseError
+from interviews.services_import import ImportOptions, ImportOptionsError, get_progress, importjob_create, importjob_queue
+from projects.api_permissions import ProjectScopedMixin
+
+
+class ParticipantSerializer(serializers.ModelSerializer):
+    interview_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Participant
+        fields = ["uuid", "label", "provider", "model_id", "interface", "snapshot_date", "attributes", "interview_count",
+                  "created_at"]
+        read_only_fields = ["uuid", "created_at", "interview_count"]
+
+    def validate_label(self, value: str) -> str:
+        project = self.context["project"]
+        clash = Participant.objects.filter(project=project, label=value)
+        if self.instance is not None:
+            clash = clash.exclude(pk=self.instance.pk)
+        if clash.exists():
+            raise serializers.ValidationError("This project already has a participant with this label.")
+        return value
+
+
+class SegmentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Segment
+        fields = ["id", "position", "start", "end", "text", "kind", "speaker"]
+
+
+class TurnSerializer(serializers.ModelSerializer):
+    segments = SegmentSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Turn
+        fields = ["uuid", "position", "speaker", "text", "model_slug", "timestamp", "status", "metadata", "segments"]
+
+
+class InterviewSerializer(serializers.ModelSerializer):
+    participant = serializers.SlugRelatedField(slug_field="uuid", read_only=True)
+    participant_label = serializers.CharField(source="participant.label", read_only=True)
+    turn_count = serializers.IntegerField(read_only=True)
+
+    class Meta:
+        model = Interview
+        fields = ["uuid", "title", "participant", "participant_label", "conducted_at", "origin", "status", "depth",
+                  "notes", "source_format", "source_filename", "source_sha256", "source_conversation_id",
+                  "content_sha256", "turn_count", "created_at"]
+        read_only_fields = fields
+
+
+class InterviewDetailSerializer(InterviewSerializer):
+    turns = TurnSerializer(many=True, read_only=True)
+
+    class Meta(InterviewSerializer.Meta):
+        fields = [*InterviewSerializer.Meta.fields, "metadata", "turns"]
+        read_only_fields = fields
+
+
+class ImportJobSerializer(serializers.ModelSerializer):
+    progress = serializers.SerializerMethodField()
+    file_names = serializers.SerializerMethodField()
+
+    class Meta:
+        model = ImportJob
+        fields = ["uuid", "status", "file_names", "progress", "summary", "errors", "created_at", "started_at", "finished_at"]
+        read_only_fields = fields
+
+    def get_progress(self, job: ImportJob) -> dict:
+        return get_progress(job)
+
+    def get_file_names(self, job: ImportJob) -> list[str]:
+        return [f["name"] for f in job.files]
+
+
+class ImportCreateSerializer(serializers.Serializer):
+    files = serializers.ListField(child=serializers.FileField(), allow_empty=False)
+    format = serializers.ChoiceField(choices=["auto", *FORMATS], default="auto")
+    participant = serializers.CharField(required=False, default="auto",
+                                        help_text="auto, a participant uuid, or new:<label>")
+    depth = serializers.ChoiceField(choices=Interview.Depth.choices, default=Interview.Depth.COMPREHENSIVE)
+    allow_duplicates = serializers.BooleanField(default=False)
+
+
+class ParticipantViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                         mixins.UpdateModelMixin, viewsets.GenericViewSet):
+    """The project's interviewed chatbots."""
+
+    serializer_class = ParticipantSerializer
+    lookup_field = "uuid"
+
+    def get_queryset(self):
+        alive = Q(interviews__deleted_at__isnull=True)
+        return Participant.objects.filter(project=self.project).annotate(interview_count=Count("interviews", filter=alive))
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "project": self.project}
+
+    def perform_create(self, serializer):
+        serializer.save(project=self.project)
+
+
+class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Interviews; the detail includes every turn with its segments (a constant number of queries)."""
+
+    lookup_field = "uuid"
+
+    def get_serializer_class(self):
+        return InterviewDetailSerializer if self.action == "retrieve" else InterviewSerializer
+
+    def get_queryset(self):
+        qs = Interview.objects.for_project(self.project).annotate(turn_count=Count("turns"))
+        depth = self.request.query_params.get("depth")
+        if depth:
+            qs = qs.filter(depth=depth)
+        participant = self.request.query_params.get("participant")
+        if participant:
+            qs = qs.filter(participant__uuid=participant)
+        if self.action == "retrieve":
+            qs = qs.prefetch_related(Prefetch("turns", Turn.objects.order_by("position").prefetch_related(
+                Prefetch("segments", Segment.objects.order_by("position")))))
+        return qs.order_by("-created_at", "title")
+
+
+class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
+                    viewsets.GenericViewSet):
+    """Upload files and import every conversation in them (duplicates skipped unless allowed)."""
+
+    lookup_field = "uuid"
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_serializer_class(self):
+        return ImportCreateSerializer if self.action == "create" else ImportJobSerializer
+
+    def get_queryset(self):
+        return ImportJob.objects.filter(project=self.project).order_by("-created_at")
+
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        data = request.data.copy()
+        if hasattr(request.data, "getlist"):
+            data.setlist("files", request.FILES.getlist("files"))
+        ser = ImportCreateSerializer(data=data)
+        ser.is_valid(raise_exception=True)
+        v = ser.validated_data
+        try:
+            job = importjob_create(project=self.project, user=request.user, uploads=v["files"], format=v["format"])
+            importjob_queue(job=job, options=ImportOptions(participant=v["participant"], depth=v["depth"],
+                                                           allow_duplicates=v["allow_duplicates"]))
+        except (ParseError, ImportOptionsError) as e:
+            return Response({"detail": str(e)}, status=status.HTTP_400_BAD_REQUEST)
+        job.refresh_from_db()
+        return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

@@ -1,0 +1,599 @@
+"""Importing transcripts: upload → preview → one atomic batch of interviews, turns, segments.
+
+The parsers (interviews/parsers) know formats; this module knows the database. A batch
+lands whole or not at all: everything runs in one transaction, rows go in with bulk
+inserts (PostgreSQL COPY for segments), and progress is reported through the cache
+because rows written inside the open transaction are invisible to the page polling it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.core.files.uploadedfile import UploadedFile
+from django.db import connection, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from interviews.models import ImportJob, Interview, Participant, Segment, Turn
+from interviews.parsers import (
+    FORMATS,
+    SPEAKERS,
+    Limits,
+    ParsedConversation,
+    ParseError,
+    SourceFile,
+    parse_upload,
+)
+from interviews.segmentation import segment_text
+from projects.models import Project
+
+# Conversations per bulk insert: large enough for few round trips, small enough to
+# keep memory flat on a 1,000-conversation export.
+CHUNK_TURNS = 5000
+PROGRESS_TTL = 24 * 3600
+
+PROVIDERS = (
+    (("gpt", "o1", "o3", "o4", "chatgpt", "text-davinci", "dall"), "OpenAI"),
+    (("claude",), "Anthropic"),
+    (("gemini", "bard", "palm"), "Google"),
+    (("llama", "meta"), "Meta"),
+    (("deepseek",), "DeepSeek"),
+    (("mistral", "mixtral", "codestral"), "Mistral AI"),
+    (("grok",), "xAI"),
+    (("qwen",), "Alibaba"),
+    (("copilot", "phi", "bing"), "Microsoft"),
+)
+FORMAT_FALLBACK_LABEL = {"chatgpt": "ChatGPT", "claude": "Claude"}
+WEB_FORMATS = {"chatgpt", "claude", "markdown"}
+
+
+class ImportOptionsError(ValueError):
+    """Bad import options (not bad files: those raise ParseError)."""
+
+
+def import_limits() -> Limits:
+    """Size caps from settings."""
+    max_upload = getattr(settings, "RTA_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
+    return Limits(
+        max_file_bytes=max_upload,
+        max_text_bytes=min(max_upload, 50 * 1024 * 1024),
+        max_archive_total_bytes=getattr(settings, "RTA_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024),
+    )
+
+
+def file_sha256(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1024 * 1024), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# --- Options -----------------------------------------------------------------
+
+
+@dataclass
+class ImportOptions:
+    """What the user chose in the preview (or on the command line)."""
+
+    # Conversation keys ("<source name>#<index>") to import; None means all non-duplicates.
+    selected: set[str] | None = None
+    # source name -> {label -> speaker} for formats with speaker labels.
+    label_maps: dict[str, dict[str, str]] = field(default_factory=dict)
+    # "auto" (from model slugs), a participant uuid, or "new:<label>".
+    participant: str = "auto"
+    depth: str = Interview.Depth.COMPREHENSIVE
+    allow_duplicates: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "selected": sorted(self.selected) if self.selected is not None else None,
+            "label_maps": self.label_maps,
+            "participant": self.participant,
+            "depth": self.depth,
+            "allow_duplicates": self.allow_duplicates,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ImportOptions:
+        sel = data.get("selected")
+        return cls(
+            selected=set(sel) if sel is not None else None,
+            label_maps=data.get("label_maps") or {},
+            participant=data.get("participant") or "auto",
+            depth=data.get("depth") or Interview.Depth.COMPREHENSIVE,
+            allow_duplicates=bool(data.get("allow_duplicates")),
+        )
+
+    def validate(self) -> None:
+        for source, mapping in self.label_maps.items():
+            for label, speaker in mapping.items():
+                if speaker not in SPEAKERS:
+                    raise ImportOptionsError(f"{source}: label {label!r} must map to one of {', '.join(SPEAKERS)}")
+        if self.depth not in Interview.Depth.values:
+            raise ImportOptionsError(f"depth must be one of {', '.join(Interview.Depth.values)}")
+
+
+def conversation_key(conv: ParsedConversation) -> str:
+    return f"{conv.source_name}#{conv.index}"
+
+
+@dataclass
+class StoredFile:
+    """An uploaded file kept on disk until its job finishes."""
+
+    name: str
+    path: str
+    sha256: str
+    format: str = "auto"
+
+    def source(self) -> SourceFile:
+        return SourceFile.from_path(self.path, self.name)
+
+    def conversations(self, limits: Limits) -> Iterator[ParsedConversation]:
+        return parse_upload(self.source(), format=self.format, limits=limits)
+
+
+# --- Preview -------------------------------------------------------------------
+
+
+def preview_files(*, project: Project, files: list[StoredFile]) -> dict[str, Any]:
+    """Summaries of every conversation (title, date, models, turns, duplicate flag).
+
+    Parses everything once, keeping only summaries, so a bad file fails here with its
+    message before anything is queued."""
+    limits = import_limits()
+    out_files = []
+    hashes: list[str] = []
+    for f in files:
+        convs = []
+        for conv in f.conversations(limits):
+            h = conv.content_sha256()
+            hashes.append(h)
+            convs.append({
+                "key": conversation_key(conv),
+                "source_name": conv.source_name,
+                "format": conv.source_format,
+                "title": conv.title or _fallback_title(conv),
+                "started_at": conv.started_at.isoformat() if conv.started_at else None,
+                "models": conv.model_slugs,
+                "turns": len(conv.turns),
+                "content_sha256": h,
+                "labels": conv.speaker_labels,
+            })
+        out_files.append({"name": f.name, "sha256": f.sha256, "conversations": convs})
+    dups = duplicates(project=project, content_hashes=hashes, file_hashes=[f.sha256 for f in files])
+    for pf in out_files:
+        pf["imported_before"] = dups["files"].get(pf["sha256"])
+        for c in pf["conversations"]:
+            c["duplicate_of"] = dups["contents"].get(c["content_sha256"])
+    return {"files": out_files}
+
+
+def duplicates(*, project: Project, content_hashes: Iterable[str], file_hashes: Iterable[str]) -> dict[str, dict]:
+    """Earlier interviews of the project with the same content or source file (one query)."""
+    from django.db.models import Q
+
+    content_hashes, file_hashes = list(set(content_hashes)), list(set(file_hashes))
+    rows = Interview.objects.alive().filter(project=project).filter(
+        Q(content_sha256__in=content_hashes) | Q(source_sha256__in=file_hashes)
+    ).values("uuid", "title", "content_sha256", "source_sha256", "created_at")
+    found: dict[str, dict] = {"contents": {}, "files": {}}
+    for r in rows:
+        info = {"uuid": str(r["uuid"]), "title": r["title"], "imported_at": r["created_at"].isoformat()}
+        if r["content_sha256"] in content_hashes:
+            found["contents"].setdefault(r["content_sha256"], info)
+        if r["source_sha256"] in file_hashes:
+            found["files"].setdefault(r["source_sha256"], info)
+    return found
+
+
+def _fallback_title(conv: ParsedConversation) -> str:
+    stem = os.path.splitext(os.path.basename(conv.source_name))[0]
+    return f"{stem} #{conv.index + 1}" if conv.index or conv.source_format in ("chatgpt", "claude") else stem
+
+
+# --- Jobs ----------------------------------------------------------------------
+
+
+def job_dir(job: ImportJob) -> Path:
+    return Path(settings.MEDIA_ROOT) / "imports" / str(job.uuid)
+
+
+def importjob_create(*, project: Project, user, uploads: list[UploadedFile], format: str = "auto") -> ImportJob:
+    """Store the uploads and preview them; a bad file raises ParseError and leaves nothing."""
+    if not uploads:
+        raise ImportOptionsError("Choose at least one file to import.")
+    if format != "auto" and format not in FORMATS:
+        raise ImportOptionsError(f"format must be auto or one of {', '.join(FORMATS)}")
+    limits = import_limits()
+    for up in uploads:
+        if up.size > limits.max_file_bytes:
+            raise ParseError(up.name, None, f"a file of at most {limits.max_file_bytes // (1024 * 1024)} MB",
+                             f"{up.size / (1024 * 1024):.1f} MB")
+    job = ImportJob(project=project, created_by=user)
+    folder = job_dir(job)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        stored = [_store_upload(up, folder, i, format) for i, up in enumerate(uploads)]
+        job.files = [vars(s) for s in stored]
+        job.preview = preview_files(project=project, files=stored)
+        job.progress_total = sum(len(f["conversations"]) for f in job.preview["files"])
+        job.save()
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return job
+
+
+def _store_upload(up: UploadedFile, folder: Path, i: int, format: str) -> StoredFile:
+    # The stored name is ours; the user's name is only shown, never used as a path.
+    name = os.path.basename(up.name or f"upload-{i}") or f"upload-{i}"
+    path = folder / f"{i:03d}.upload"
+    h = hashlib.sha256()
+    with open(path, "wb") as out:
+        for chunk in up.chunks():
+            h.update(chunk)
+            out.write(chunk)
+    return StoredFile(name=name, path=str(path), sha256=h.hexdigest(), format=format)
+
+
+def stored_file_from_path(path: str, format: str = "auto") -> StoredFile:
+    return StoredFile(name=os.path.basename(path), path=path, sha256=file_sha256(path), format=format)
+
+
+def importjob_queue(*, job: ImportJob, options: ImportOptions) -> ImportJob:
+    """Save the user's choices and start the import in the worker after commit."""
+    from interviews.tasks import import_batch_task
+
+    options.validate()
+    _check_participant_choice(job.project, options.participant)
+    if options.selected is not None:
+        known = {c["key"] for f in job.preview["files"] for c in f["conversations"]}
+        options.selected &= known
+        if not options.selected:
+            raise ImportOptionsError("Tick at least one conversation to import.")
+    job.options = options.to_json()
+    job.status = ImportJob.Status.QUEUED
+    job.progress_total = _count_selected(job.preview, options)
+    job.save(update_fields=["options", "status", "progress_total"])
+    set_progress(job.uuid, 0, job.progress_total)
+    transaction.on_commit(lambda: import_batch_task.delay(job.id))
+    return job
+
+
+def _count_selected(preview: dict[str, Any], options: ImportOptions) -> int:
+    return sum(1 for f in preview["files"] for c in f["conversations"] if _wanted(c["key"], c.get("duplicate_of"), options))
+
+
+def _wanted(key: str, duplicate_of: Any, options: ImportOptions) -> bool:
+    if options.selected is not None:
+        return key in options.selected
+    return options.allow_duplicates or not duplicate_of
+
+
+def _check_participant_choice(project: Project, choice: str) -> None:
+    if choice == "auto" or choice.startswith("new:"):
+        if choice.startswith("new:") and not choice[4:].strip():
+            raise ImportOptionsError("Give the new participant a label.")
+        return
+    if not Participant.objects.filter(project=project, uuid=_uuid_or_none(choice)).exists():
+        raise ImportOptionsError("Choose a participant of this project.")
+
+
+def _uuid_or_none(value: str):
+    import uuid
+
+    try:
+        return uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        return None
+
+
+def progress_key(job_uuid) -> str:
+    return f"rta:import-progress:{job_uuid}"
+
+
+def set_progress(job_uuid, done: int, total: int) -> None:
+    cache.set(progress_key(job_uuid), {"done": done, "total": total}, PROGRESS_TTL)
+
+
+def get_progress(job: ImportJob) -> dict[str, int]:
+    if job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED):
+        return {"done": job.progress_done, "total": job.progress_total}
+    return cache.get(progress_key(job.uuid)) or {"done": job.progress_done, "total": job.progress_total}
+
+
+def importjob_run(*, job_id: int) -> ImportJob:
+    """Run a queued job (the task's body). Safe to run twice: the job row is locked for the
+    whole import and a finished job is left alone."""
+    ImportJob.objects.filter(id=job_id, status=ImportJob.Status.QUEUED).update(
+        status=ImportJob.Status.RUNNING, started_at=timezone.now())
+    with transaction.atomic():
+        job = ImportJob.objects.select_for_update().select_related("project", "created_by").get(id=job_id)
+        if job.status not in (ImportJob.Status.QUEUED, ImportJob.Status.RUNNING):
+            return job
+        files = [StoredFile(**f) for f in job.files]
+        options = ImportOptions.from_json(job.options)
+        try:
+            summary = import_batch(project=job.project, user=job.created_by, files=files, options=options,
+                                   total=job.progress_total,
+                                   progress=lambda done, total: set_progress(job.uuid, done, total))
+        except (ParseError, ImportOptionsError) as e:
+            _finish(job, ImportJob.Status.FAILED, errors=[str(e)])
+        else:
+            _finish(job, ImportJob.Status.DONE, summary=summary.to_json())
+    # Uploads are not kept once the import has landed (or failed for good).
+    transaction.on_commit(lambda: shutil.rmtree(job_dir(job), ignore_errors=True))
+    return job
+
+
+def _finish(job: ImportJob, status: str, *, summary: dict | None = None, errors: list[str] | None = None) -> None:
+    job.status = status
+    job.summary = summary or {}
+    job.errors = errors or []
+    job.finished_at = timezone.now()
+    job.progress_done = len(job.summary.get("interviews", [])) + len(job.summary.get("skipped", []))
+    job.save(update_fields=["status", "summary", "errors", "finished_at", "progress_done"])
+    set_progress(job.uuid, job.progress_done, job.progress_total)
+
+
+# --- The batch -------------------------------------------------------------------
+
+
+@dataclass
+class BatchSummary:
+    interviews: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
+    participants_created: list[str] = field(default_factory=list)
+    turns: int = 0
+    segments: int = 0
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return vars(self)
+
+
+@dataclass
+class _Pending:
+    interview: Interview
+    turns: list[Turn]
+
+
+@transaction.atomic
+def import_batch(
+    *, project: Project, user, files: list[StoredFile], options: ImportOptions,
+    progress: Callable[[int, int], None] | None = None, total: int | None = None,
+) -> BatchSummary:
+    """Import the chosen conversations of the files as interviews, all or nothing."""
+    options.validate()
+    started = time.perf_counter()
+    limits = import_limits()
+    batch = _Batch(project, user, options, progress, total)
+    for f in files:
+        buffer: list[ParsedConversation] = []
+        buffered_turns = 0
+        # Streamed in chunks: a 1,000-conversation export never sits in memory whole.
+        for conv in _wanted_conversations(f, limits, options):
+            buffer.append(conv)
+            buffered_turns += len(conv.turns)
+            if buffered_turns >= CHUNK_TURNS:
+                batch.store(f, buffer)
+                buffer, buffered_turns = [], 0
+        batch.store(f, buffer)
+    batch.summary.seconds = round(time.perf_counter() - started, 3)
+    return batch.summary
+
+
+class _Batch:
+    def __init__(self, project: Project, user, options: ImportOptions,
+                 progress: Callable[[int, int], None] | None, total: int | None) -> None:
+        self.project, self.user, self.options = project, user, options
+        self.progress, self.total = progress, total
+        self.summary = BatchSummary()
+        self.participants = _ParticipantPicker(project, options.participant, self.summary)
+        self.hashes_seen: set[str] = set()
+        self.done = 0
+
+    def store(self, f: StoredFile, convs: list[ParsedConversation]) -> None:
+        """Check a chunk for duplicates (one query) and bulk-insert the rest."""
+        if not convs:
+            return
+        hashes = [c.content_sha256() for c in convs]
+        earlier = duplicates(project=self.project, content_hashes=hashes, file_hashes=[])["contents"]
+        pending = []
+        for conv, h in zip(convs, hashes, strict=True):
+            reason = self._skip_reason(conv, earlier.get(h), h)
+            if reason:
+                self.summary.skipped.append({"key": conversation_key(conv), "title": conv.title or _fallback_title(conv),
+                                             "source": conv.source_name, **reason})
+                continue
+            self.hashes_seen.add(h)
+            pending.append(_build(self.project, self.user, f, conv, h, self.participants.pick(conv), self.options))
+        _flush(pending, self.summary)
+        self.done += len(convs)
+        if self.progress:
+            self.progress(self.done, max(self.total or 0, self.done))
+
+    def _skip_reason(self, conv: ParsedConversation, earlier: dict | None, h: str) -> dict | None:
+        if not conv.turns:
+            return {"reason": "no visible turns"}
+        if self.options.allow_duplicates:
+            return None
+        if earlier:
+            return {"reason": f"already imported as “{earlier['title']}”", "duplicate_of": earlier["uuid"]}
+        if h in self.hashes_seen:
+            return {"reason": "the same conversation appears twice in this import"}
+        return None
+
+
+def _wanted_conversations(f: StoredFile, limits: Limits, options: ImportOptions) -> Iterator[ParsedConversation]:
+    for conv in f.conversations(limits):
+        key = conversation_key(conv)
+        if options.selected is not None and key not in options.selected:
+            continue
+        mapping = options.label_maps.get(conv.source_name)
+        if mapping and conv.speaker_labels:
+            conv.apply_label_map(mapping)
+        yield conv
+
+
+def _build(project: Project, user, f: StoredFile, conv: ParsedConversation, content_hash: str,
+           participant: Participant, options: ImportOptions) -> _Pending:
+    meta = dict(conv.metadata)
+    meta["model_slugs"] = conv.model_slugs
+    if conv.speaker_labels:
+        meta["speaker_labels"] = conv.speaker_labels
+    interview = Interview(
+        project=project, participant=participant, title=(conv.title or _fallback_title(conv))[:300],
+        conducted_at=conv.started_at, origin=Interview.Origin.IMPORTED, status=Interview.Status.READY,
+        depth=options.depth, source_format=conv.source_format, source_filename=conv.source_name[:500],
+        source_sha256=f.sha256, source_conversation_id=conv.external_id[:200], content_sha256=content_hash,
+        metadata=meta, created_by=user,
+    )
+    turns = [
+        Turn(interview=interview, position=i, speaker=t.speaker, text=t.text,
+             model_slug=str(t.metadata.get("model") or "")[:200],
+             timestamp=_dt(t.metadata.get("created_at")), metadata=t.metadata)
+        for i, t in enumerate(conv.turns)
+    ]
+    return _Pending(interview, turns)
+
+
+def _dt(value: Any):
+    return parse_datetime(value) if isinstance(value, str) and value else None
+
+
+def _flush(chunk: list[_Pending], summary: BatchSummary) -> None:
+    if not chunk:
+        return
+    Interview.objects.bulk_create([p.interview for p in chunk])
+    turns = []
+    for p in chunk:
+        for t in p.turns:
+            t.interview_id = p.interview.id
+            turns.append(t)
+    Turn.objects.bulk_create(turns, batch_size=2000)
+    summary.segments += _insert_segments(chunk)
+    summary.turns += len(turns)
+    for p in chunk:
+        summary.interviews.append({
+            "uuid": str(p.interview.uuid), "title": p.interview.title, "turns": len(p.turns),
+            "participant": p.interview.participant.label, "source": p.interview.source_filename,
+            "format": p.interview.source_format,
+        })
+
+
+SEGMENT_COLUMNS = ("interview_id", "turn_id", "position", "start", "end", "text", "kind", "speaker")
+
+
+def _segment_rows(chunk: list[_Pending]) -> Iterator[tuple]:
+    for p in chunk:
+        position = 0
+        for turn in p.turns:
+            text = turn.text
+            for span in segment_text(text):
+                yield (p.interview.id, turn.id, position, span.start, span.end, text[span.start:span.end],
+                       str(span.kind), turn.speaker)
+                position += 1
+
+
+def _insert_segments(chunk: list[_Pending]) -> int:
+    """Segments of the chunk's turns; COPY on PostgreSQL (several times faster than INSERT)."""
+    if connection.vendor == "postgresql":
+        n = 0
+        table = Segment._meta.db_table
+        cols = ", ".join(f'"{c}"' for c in SEGMENT_COLUMNS)
+        with connection.cursor() as cursor, cursor.cursor.copy(f'COPY "{table}" ({cols}) FROM STDIN') as copy:
+            for row in _segment_rows(chunk):
+                copy.write_row(row)
+                n += 1
+        return n
+    rows = [Segment(**dict(zip(SEGMENT_COLUMNS, r, strict=True))) for r in _segment_rows(chunk)]
+    Segment.objects.bulk_create(rows, batch_size=2000)
+    return len(rows)
+
+
+class _ParticipantPicker:
+    """The participant for each conversation: the user's choice, or one per model slug."""
+
+    def __init__(self, project: Project, choice: str, summary: BatchSummary) -> None:
+        self.project = project
+        self.choice = choice
+        self.summary = summary
+        self.by_key: dict[str, Participant] = {}
+        for p in Participant.objects.filter(project=project):
+            self.by_key.setdefault(p.label.lower(), p)
+            if p.model_id:
+                self.by_key.setdefault(p.model_id.lower(), p)
+        self.fixed: Participant | None = None
+        if choice.startswith("new:"):
+            self.fixed = self._get_or_create(choice[4:].strip(), model_id="", fmt="")
+        elif choice != "auto":
+            self.fixed = Participant.objects.get(project=project, uuid=_uuid_or_none(choice))
+
+    def pick(self, conv: ParsedConversation) -> Participant:
+        if self.fixed:
+            return self.fixed
+        slug = main_model(conv)
+        if slug:
+            return self._get_or_create(slug, model_id=slug, fmt=conv.source_format)
+        return self._get_or_create(FORMAT_FALLBACK_LABEL.get(conv.source_format, "Unknown chatbot"),
+                                   model_id="", fmt=conv.source_format)
+
+    def _get_or_create(self, label: str, *, model_id: str, fmt: str) -> Participant:
+        label = label[:100]
+        found = self.by_key.get(label.lower()) or (self.by_key.get(model_id.lower()) if model_id else None)
+        if found:
+            return found
+        p = Participant(project=self.project, label=label, model_id=model_id[:200], provider=provider_for(label),
+                        interface=Participant.Interface.WEB if fmt in WEB_FORMATS else Participant.Interface.API)
+        p.full_clean(validate_unique=False)
+        p.save()
+        self.summary.participants_created.append(label)
+        self.by_key[label.lower()] = p
+        if model_id:
+            self.by_key.setdefault(model_id.lower(), p)
+        return p
+
+
+def main_model(conv: ParsedConversation) -> str | None:
+    """The model that wrote most of the participant's turns (the first named, on a tie)."""
+    counts = Counter(t.metadata.get("model") for t in conv.turns
+                     if t.speaker == "participant" and t.metadata.get("model"))
+    if counts:
+        best = max(counts.values())
+        return next(m for m in conv.model_slugs + list(counts) if counts.get(m) == best)
+    return conv.model_slugs[0] if conv.model_slugs else None
+
+
+def provider_for(slug: str) -> str:
+    s = slug.lower()
+    for prefixes, provider in PROVIDERS:
+        if s.startswith(prefixes):
+            return provider
+    return ""
+
+
+def import_paths(*, project: Project, user, paths: list[str], format: str = "auto",
+                 options: ImportOptions | None = None) -> BatchSummary:
+    """The command-line import: parse, check and store files in one transaction."""
+    files = [stored_file_from_path(p, format) for p in paths]
+    return import_batch(project=project, user=user, files=files, options=options or ImportOptions())
+
+
+__all__ = [
+    "BatchSummary", "ImportOptionsError", "ImportOptions", "StoredFile", "duplicates", "import_batch", "import_paths",
+    "importjob_create", "importjob_queue", "importjob_run", "preview_files",
+]

@@ -1,0 +1,123 @@
+"""Import pages: upload → choose conversations, speakers and participant → progress → summary."""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from interviews.models import ImportJob, Interview, Participant
+from interviews.parsers import FORMATS, SPEAKERS, ParseError
+from interviews.services_import import (
+    ImportOptions,
+    ImportOptionsError,
+    get_progress,
+    import_limits,
+    importjob_create,
+    importjob_queue,
+)
+from projects.permissions import member_or_404, writer_or_403
+
+RECENT_JOBS = 10
+
+
+@login_required
+def import_start(request: HttpRequest, project_uuid) -> HttpResponse:
+    """The upload page (GET) and the upload itself (POST, analysts and owners)."""
+    membership = member_or_404(request, project_uuid)
+    error = ""
+    if request.method == "POST":
+        membership = writer_or_403(request, project_uuid)
+        fmt = request.POST.get("format", "auto")
+        try:
+            job = importjob_create(project=membership.project, user=request.user,
+                                   uploads=request.FILES.getlist("files"), format=fmt)
+        except (ParseError, ImportOptionsError) as e:
+            error = str(e)
+        else:
+            return redirect("interviews:import_job", project_uuid=membership.project.uuid, job_uuid=job.uuid)
+    jobs = ImportJob.objects.filter(project=membership.project).select_related("created_by").order_by("-created_at")[:RECENT_JOBS]
+    return render(request, "interviews/import_start.html", {
+        "project": membership.project, "membership": membership, "nav": "interviews", "error": error,
+        "formats": FORMATS, "jobs": jobs, "max_mb": import_limits().max_file_bytes // (1024 * 1024),
+        "selected_format": request.POST.get("format", "auto"),
+    }, status=400 if error else 200)
+
+
+@login_required
+def import_job(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
+    """One import: the preview form while uploaded, then progress, then the summary."""
+    membership = member_or_404(request, project_uuid)
+    job = get_object_or_404(ImportJob.objects.select_related("created_by"), project=membership.project, uuid=job_uuid)
+    context = {"project": membership.project, "membership": membership, "nav": "interviews", "job": job,
+               "progress": get_progress(job)}
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "interviews/import_job.html#job-status", context)
+    if job.status == ImportJob.Status.UPLOADED:
+        context.update(_preview_context(job))
+    return render(request, "interviews/import_job.html", context)
+
+
+@login_required
+@require_POST
+def import_job_start(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
+    """Start the import with the choices made in the preview."""
+    membership = writer_or_403(request, project_uuid)
+    job = get_object_or_404(ImportJob, project=membership.project, uuid=job_uuid)
+    url = reverse("interviews:import_job", args=[membership.project.uuid, job.uuid])
+    if job.status != ImportJob.Status.UPLOADED:
+        return redirect(url)  # already started: a double submit changes nothing
+    try:
+        importjob_queue(job=job, options=_options_from_form(request, job))
+    except ImportOptionsError as e:
+        context = {"project": membership.project, "membership": membership, "nav": "interviews", "job": job,
+                   "progress": get_progress(job), "error": str(e), **_preview_context(job, request.POST)}
+        return render(request, "interviews/import_job.html", context, status=400)
+    return redirect(url)
+
+
+def _label_groups(job: ImportJob) -> list[dict]:
+    """Per source file with speaker labels: its labels and the guessed speaker of each."""
+    groups: dict[str, dict[str, str]] = {}
+    for f in job.preview.get("files", []):
+        for c in f["conversations"]:
+            if c.get("labels"):
+                groups.setdefault(c["source_name"], {}).update({k: v for k, v in c["labels"].items()
+                                                                if k not in groups.get(c["source_name"], {})})
+    return [{"index": gi, "source": source, "labels": [{"index": li, "label": lab, "guess": guess}
+                                                         for li, (lab, guess) in enumerate(labels.items())]}
+            for gi, (source, labels) in enumerate(groups.items())]
+
+
+def _preview_context(job: ImportJob, posted=None) -> dict:
+    conversations = [c for f in job.preview.get("files", []) for c in f["conversations"]]
+    ticked = set(posted.getlist("conversations")) if posted is not None else {
+        c["key"] for c in conversations if not c.get("duplicate_of")}
+    return {
+        "files": job.preview.get("files", []),
+        "conversations": conversations,
+        "ticked": ticked,
+        "label_groups": _label_groups(job),
+        "speakers": SPEAKERS,
+        "participants": Participant.objects.filter(project=job.project).only("uuid", "label", "model_id"),
+        "depths": Interview.Depth.choices,
+        "posted": posted,
+    }
+
+
+def _options_from_form(request: HttpRequest, job: ImportJob) -> ImportOptions:
+    post = request.POST
+    label_maps: dict[str, dict[str, str]] = {}
+    for group in _label_groups(job):
+        for item in group["labels"]:
+            value = post.get(f"label-{group['index']}-{item['index']}", item["guess"])
+            label_maps.setdefault(group["source"], {})[item["label"]] = value
+    participant = post.get("participant", "auto")
+    if participant == "new":
+        participant = "new:" + post.get("new_participant", "").strip()
+    return ImportOptions(
+        selected=set(post.getlist("conversations")), label_maps=label_maps, participant=participant,
+        depth=post.get("depth", Interview.Depth.COMPREHENSIVE), allow_duplicates=True,
+    )

@@ -1,0 +1,61 @@
+// Import pages: drag-and-drop upload, tick all/none, the "new participant" field.
+(function () {
+  "use strict";
+
+  function listFiles(input, list) {
+    list.textContent = "";
+    Array.prototype.forEach.call(input.files, function (file) {
+      var item = document.createElement("li");
+      item.textContent = file.name + " (" + Math.max(1, Math.round(file.size / 1024)) + " KB)";
+      list.appendChild(item);
+    });
+  }
+
+  function setUpDropzone() {
+    var zone = document.getElementById("dropzone");
+    var input = document.getElementById("id_files");
+    var list = document.getElementById("file-list");
+    if (!zone || !input) { return; }
+    input.addEventListener("change", function () { listFiles(input, list); });
+    ["dragenter", "dragover"].forEach(function (name) {
+      zone.addEventListener(name, function (event) {
+        event.preventDefault();
+        zone.classList.add("dragging");
+      });
+    });
+    ["dragleave", "drop"].forEach(function (name) {
+      zone.addEventListener(name, function () { zone.classList.remove("dragging"); });
+    });
+    zone.addEventListener("drop", function (event) {
+      event.preventDefault();
+      if (event.dataTransfer && event.dataTransfer.files.length) {
+        input.files = event.dataTransfer.files;
+        listFiles(input, list);
+      }
+    });
+  }
+
+  function setUpChoices() {
+    var form = document.getElementById("import-choices");
+    if (!form) { return; }
+    form.addEventListener("click", function (event) {
+      var mode = event.target.getAttribute && event.target.getAttribute("data-tick");
+      if (!mode) { return; }
+      form.querySelectorAll("input[name=conversations]").forEach(function (box) {
+        box.checked = mode === "all";
+      });
+    });
+    var select = document.getElementById("id_participant");
+    var field = document.getElementById("new-participant-field");
+    if (select && field) {
+      var toggle = function () { field.hidden = select.value !== "new"; };
+      select.addEventListener("change", toggle);
+      toggle();
+    }
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    setUpDropzone();
+    setUpChoices();
+  });
+}());
