@@ -24,6 +24,10 @@
     if (!box) return;
     const text = button.getAttribute("data-insert-question");
     box.value = box.value.trim() ? box.value.trimEnd() + "\n\n" + text : text;
+    // A planned question sent from this box is ticked on the checklist.
+    const planned = button.getAttribute("data-planned-index");
+    const slot = box.form && box.form.querySelector("input[name=planned]");
+    if (slot && planned !== null) slot.value = planned;
     box.focus();
     box.setSelectionRange(box.value.length, box.value.length);
   });
@@ -41,9 +45,12 @@
   document.addEventListener("htmx:afterRequest", function (event) {
     const form = event.detail.elt;
     if (!event.detail.successful || !form.matches || !form.matches("form[data-clears]")) return;
+    if (form.querySelector("[role=alert]")) return; // keep the question when it was refused
     form.querySelectorAll("textarea[data-question-box]").forEach(function (box) {
       box.value = "";
     });
+    const slot = form.querySelector("input[name=planned]");
+    if (slot) slot.value = "";
   });
 
   // Follow the stream: keep a column pinned to the bottom unless the reader scrolled up.

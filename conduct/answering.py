@@ -1,0 +1,182 @@
+"""Run one model answer in the worker: claim it, stream it into the Turn, record provenance.
+
+Not one transaction: partial text must be committed as it arrives so the page
+can show it and so a killed worker loses nothing already received.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, transaction
+from django.utils import timezone
+
+from conduct.client import Endpoint, Failure, FailureKind, stream_answer
+from conduct.crypto import KeyUnreadable
+from conduct.models import AnswerJob, LiveEndpoint, heartbeat_seconds
+from interviews.models import Participant, Speaker, Turn
+
+log = logging.getLogger(__name__)
+
+# Failures where nothing useful arrived and the model was never really asked.
+_FAILED_KINDS = {FailureKind.AUTH, FailureKind.MODEL_NOT_FOUND, FailureKind.BAD_REQUEST}
+
+
+def answer_run(turn_id: int) -> str:
+    """Answer the participant turn `turn_id`; safe to call twice (a second call finds it claimed)."""
+    token = _claim(turn_id)
+    if token is None:
+        return "skipped"
+    turn = Turn.objects.select_related("interview__participant", "interview__guide_version").get(pk=turn_id)
+    try:
+        endpoint = endpoint_for(turn.interview.participant)
+    except _NoKey as exc:
+        _finish(turn, token, "", {"failure": exc.failure.as_dict()}, Turn.Status.FAILED)
+        return "failed"
+    messages = conversation(turn)
+    stop = threading.Event()
+    beat = threading.Thread(target=_heartbeat, args=(turn_id, token, stop), daemon=True)
+    beat.start()
+    try:
+        result = stream_answer(
+            endpoint,
+            messages,
+            on_text=lambda text: _save_partial(turn_id, token, text),
+            should_stop=lambda: _stop_requested(turn_id, token),
+            interval=float(getattr(settings, "CONDUCT_SAVE_INTERVAL", 0.15)),
+            max_attempts=int(getattr(settings, "CONDUCT_MAX_ATTEMPTS", 4)),
+            backoff_base=float(getattr(settings, "CONDUCT_BACKOFF_BASE", 1.0)),
+        )
+    finally:
+        stop.set()
+        beat.join(timeout=2)
+    status = _status_for(result.failure, result.text)
+    _finish(turn, token, result.text, {"provenance": result.provenance, **_failure_meta(result.failure)}, status)
+    if status == Turn.Status.COMPLETE:
+        from conduct.services import replay_next
+
+        replay_next(interview=turn.interview)
+    return str(status)
+
+
+def _status_for(failure: Failure | None, text: str) -> Turn.Status:
+    if failure is None:
+        return Turn.Status.COMPLETE
+    if failure.kind in _FAILED_KINDS or not text:
+        return Turn.Status.FAILED
+    return Turn.Status.INTERRUPTED
+
+
+def _failure_meta(failure: Failure | None) -> dict[str, Any]:
+    return {"failure": failure.as_dict()} if failure else {}
+
+
+def _claim(turn_id: int) -> str | None:
+    """Take the job if it is still queued; returns our token.
+
+    A job whose worker died stays RUNNING until the page marks it interrupted
+    (keeping its text); only the researcher's retry queues it again, so a
+    re-delivered task never overwrites text that already arrived.
+    """
+    token = str(uuid.uuid4())
+    now = timezone.now()
+    with transaction.atomic():
+        claimed = AnswerJob.objects.filter(
+            turn_id=turn_id, state=AnswerJob.State.QUEUED, stop_requested=False
+        ).update(state=AnswerJob.State.RUNNING, worker_token=token, heartbeat_at=now)
+        if not claimed:
+            return None
+        Turn.objects.filter(pk=turn_id).update(status=Turn.Status.STREAMING, text="", timestamp=now)
+    return token
+
+
+def _save_partial(turn_id: int, token: str, text: str) -> None:
+    # Only the holder of the job writes; a stopped or re-claimed answer is left alone.
+    if AnswerJob.objects.filter(turn_id=turn_id, worker_token=token, state=AnswerJob.State.RUNNING).exists():
+        Turn.objects.filter(pk=turn_id, status=Turn.Status.STREAMING).update(text=text)
+
+
+def _stop_requested(turn_id: int, token: str) -> bool:
+    return not AnswerJob.objects.filter(turn_id=turn_id, worker_token=token, stop_requested=False).exists()
+
+
+def _heartbeat(turn_id: int, token: str, stop: threading.Event) -> None:
+    """Tell the web app this worker is alive, even while the model is silent."""
+    try:
+        while not stop.wait(heartbeat_seconds()):
+            AnswerJob.objects.filter(turn_id=turn_id, worker_token=token).update(heartbeat_at=timezone.now())
+    except Exception:  # a heartbeat must never kill the answer
+        log.exception("conduct heartbeat failed for turn %s", turn_id)
+    finally:
+        close_old_connections()
+
+
+def _finish(turn: Turn, token: str, text: str, metadata: dict[str, Any], status: Turn.Status) -> None:
+    with transaction.atomic():
+        job = AnswerJob.objects.select_for_update().get(turn_id=turn.pk)
+        if job.worker_token != token:
+            return  # another worker took over; its result wins
+        previous = Turn.objects.get(pk=turn.pk).metadata
+        keep = {k: previous[k] for k in ("previous_attempts",) if k in previous}
+        Turn.objects.filter(pk=turn.pk).update(
+            text=text,
+            status=status,
+            metadata={**keep, **metadata},
+            model_slug=(metadata.get("provenance") or {}).get("model_returned") or turn.model_slug,
+            timestamp=timezone.now(),
+        )
+        job.state = AnswerJob.State.DONE
+        job.save(update_fields=["state"])
+
+
+class _NoKey(Exception):
+    def __init__(self, failure: Failure) -> None:
+        self.failure = failure
+
+
+def endpoint_for(participant: Participant) -> Endpoint:
+    """The participant's endpoint with its key: the project's stored key, else OPENAI_API_KEY."""
+    live = LiveEndpoint.objects.select_related("api_key").filter(participant=participant).first()
+    base_url = participant.base_url or settings.OPENAI_BASE_URL or "https://api.openai.com/v1"
+    api_key = settings.OPENAI_API_KEY
+    if live and live.api_key:
+        try:
+            api_key = live.api_key.reveal()
+        except KeyUnreadable as exc:
+            raise _NoKey(Failure(FailureKind.AUTH, str(exc))) from exc
+    if not api_key:
+        raise _NoKey(
+            Failure(
+                FailureKind.AUTH,
+                "No API key for this participant: set OPENAI_API_KEY for the deployment, or store a key "
+                "for the project and choose it in the participant's endpoint settings.",
+            )
+        )
+    return Endpoint(
+        model=participant.model_id,
+        base_url=base_url,
+        api_key=api_key,
+        temperature=participant.temperature,
+        top_p=participant.top_p,
+        seed=participant.seed,
+        max_tokens=participant.max_tokens,
+        timeout=live.timeout_seconds if live else 60.0,
+    )
+
+
+def conversation(turn: Turn) -> list[dict[str, str]]:
+    """The messages sent for `turn`: the guide's system prompt, then every earlier turn with text."""
+    messages: list[dict[str, str]] = []
+    version = turn.interview.guide_version
+    if version and version.system_prompt:
+        messages.append({"role": "system", "content": version.system_prompt})
+    earlier = Turn.objects.filter(interview_id=turn.interview_id, position__lt=turn.position).order_by("position")
+    roles = {Speaker.INTERVIEWER: "user", Speaker.PARTICIPANT: "assistant", Speaker.SYSTEM: "system"}
+    for previous in earlier.only("speaker", "text"):
+        if previous.text:
+            messages.append({"role": roles[Speaker(previous.speaker)], "content": previous.text})
+    return messages

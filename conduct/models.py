@@ -1,0 +1,161 @@
+"""Live interviews: endpoint keys, conduct sessions and the worker state of answers.
+
+Transcript data itself (interviews, turns, segments) lives in the interviews
+app; this app keeps only what conducting needs on top of it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from conduct.crypto import decrypt_secret
+from interviews.models import GuideVersion, Interview, Participant, Turn
+from projects.models import Project
+
+
+def heartbeat_seconds() -> float:
+    return float(getattr(settings, "CONDUCT_HEARTBEAT_SECONDS", 5.0))
+
+
+def stale_after() -> timedelta:
+    """A running answer whose worker has not been heard from this long is lost."""
+    return timedelta(seconds=float(getattr(settings, "CONDUCT_STALE_SECONDS", 4 * heartbeat_seconds())))
+
+
+class EndpointKey(models.Model):
+    """An API key a project stores for its endpoints, encrypted at rest; shown only as a hint."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="endpoint_keys")
+    label = models.CharField(max_length=100, help_text="e.g. “OpenRouter (lab account)”")
+    encrypted = models.TextField(editable=False)
+    hint = models.CharField(max_length=20, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["label"]
+        constraints = [models.UniqueConstraint(fields=["project", "label"], name="unique_endpoint_key_label")]
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.hint})"
+
+    def reveal(self) -> str:
+        """The plain key, for the worker's request only; never render or serialise it."""
+        return decrypt_secret(self.encrypted)
+
+
+class LiveEndpoint(models.Model):
+    """Settings of a live participant that interviews.Participant does not hold."""
+
+    participant = models.OneToOneField(Participant, on_delete=models.CASCADE, related_name="live_endpoint")
+    api_key = models.ForeignKey(
+        EndpointKey,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="endpoints",
+        help_text="Empty means the deployment's OPENAI_API_KEY.",
+    )
+    timeout_seconds = models.FloatField(default=60.0, help_text="Seconds to wait for the first and each next chunk.")
+
+    def __str__(self) -> str:
+        return f"endpoint of {self.participant}"
+
+
+class ConductSessionQuerySet(models.QuerySet):
+    def for_project(self, project: Project) -> ConductSessionQuerySet:
+        """The project's sessions, newest first, with their guide."""
+        return (
+            self.filter(project=project)
+            .select_related("guide_version__guide", "created_by")
+            .order_by("-created_at")
+        )
+
+
+class ConductSession(models.Model):
+    """Interviews conducted together from one guide version, shown side by side."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="conduct_sessions")
+    guide_version = models.ForeignKey(GuideVersion, on_delete=models.PROTECT, related_name="conduct_sessions")
+    # Indexes into guide_version.planned_questions the interviewer has ticked.
+    checked_questions = models.JSONField(default=list, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ConductSessionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.guide_version} at {self.created_at:%Y-%m-%d %H:%M}"
+
+    @property
+    def is_ended(self) -> bool:
+        return self.ended_at is not None
+
+
+class Seat(models.Model):
+    """One interview's place in a session; `replay` holds questions a re-run still has to ask."""
+
+    session = models.ForeignKey(ConductSession, on_delete=models.CASCADE, related_name="seats")
+    interview = models.OneToOneField(Interview, on_delete=models.CASCADE, related_name="conduct_seat")
+    position = models.PositiveIntegerField()
+    replay = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["session", "position"]
+
+    def __str__(self) -> str:
+        return f"{self.session_id}#{self.position}"
+
+
+class AnswerJob(models.Model):
+    """Worker-side state of one model answer: who holds it, when it was last alive, stop requests."""
+
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+
+    turn = models.OneToOneField(Turn, on_delete=models.CASCADE, related_name="answer_job")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.QUEUED)
+    attempt = models.PositiveIntegerField(default=1)
+    worker_token = models.CharField(max_length=36, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    stop_requested = models.BooleanField(default=False)
+    queued_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"answer job for turn {self.turn_id} ({self.state})"
+
+    @property
+    def is_stale(self) -> bool:
+        """Running, but its worker went quiet (killed or crashed)."""
+        return (
+            self.state == self.State.RUNNING
+            and self.heartbeat_at is not None
+            and timezone.now() - self.heartbeat_at > stale_after()
+        )
+
+    @property
+    def is_live(self) -> bool:
+        """Queued or running with a living worker: the page should keep polling."""
+        return self.state == self.State.QUEUED or (self.state == self.State.RUNNING and not self.is_stale)
+
+    @property
+    def waiting_long(self) -> bool:
+        """Queued for a while with no worker picking it up."""
+        return self.state == self.State.QUEUED and timezone.now() - self.queued_at > timedelta(seconds=15)

@@ -1,0 +1,38 @@
+"""Celery tasks of the conduct app: each model answer runs in the worker."""
+
+from __future__ import annotations
+
+import threading
+
+from celery import shared_task
+from django.conf import settings
+from django.db import close_old_connections
+
+from conduct.answering import answer_run
+
+
+@shared_task(acks_late=True, ignore_result=True)
+def answer_turn_task(turn_id: int) -> str:
+    """Stream the model's answer into participant turn `turn_id` (idempotent: claims the job first)."""
+    return answer_run(turn_id)
+
+
+def enqueue_answer(turn_id: int) -> None:
+    """Send the answer to the worker; without a broker (laptop mode) run it in a thread.
+
+    In-process eager execution would block the request until the whole answer
+    arrived, and the page could not show it streaming.
+    """
+    from config.celery import app
+
+    if app.conf.task_always_eager and getattr(settings, "CONDUCT_EAGER_IN_THREAD", True):
+        threading.Thread(target=_run_in_thread, args=(turn_id,), daemon=True).start()
+    else:
+        answer_turn_task.delay(turn_id)
+
+
+def _run_in_thread(turn_id: int) -> None:
+    try:
+        answer_run(turn_id)
+    finally:
+        close_old_connections()
