@@ -39,6 +39,7 @@ class Theme(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Set when moved to the trash.")
+    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
 
     objects = ThemeQuerySet.as_manager()
 
@@ -60,3 +61,238 @@ class ThemeCode(models.Model):
     class Meta:
         ordering = ["theme", "position"]
         constraints = [models.UniqueConstraint(fields=["theme", "code"], name="unique_theme_code")]
+
+
+class ThemeStatusChange(models.Model):
+    """One step in a theme's life: candidate → reviewed → defined → final (or discarded)."""
+
+    theme = models.ForeignKey(Theme, on_delete=models.CASCADE, related_name="status_changes")
+    from_status = models.CharField(max_length=10, choices=Theme.Status.choices, blank=True)
+    to_status = models.CharField(max_length=10, choices=Theme.Status.choices)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    reason = models.TextField(blank=True)
+    review = models.ForeignKey("Review", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+
+class Exemplar(models.Model):
+    """A quote pinned to a theme for the write-up.
+
+    `spans` holds [start, end) offsets into `turn.text` (code points); the quote shown is
+    the spans joined with " [...] ", so every word can be checked against the source.
+    """
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    theme = models.ForeignKey(Theme, on_delete=models.CASCADE, related_name="exemplars")
+    turn = models.ForeignKey("interviews.Turn", on_delete=models.CASCADE, related_name="+")
+    segment = models.ForeignKey("interviews.Segment", null=True, on_delete=models.SET_NULL, related_name="+")
+    spans = models.JSONField(default=list)
+    quote = models.TextField()
+    note = models.TextField(blank=True)
+    position = models.PositiveIntegerField(default=0)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+
+    def verify(self) -> bool:
+        """True when the stored quote still matches the source turn text at its spans."""
+        pieces = [self.turn.text[start:end] for start, end in self.spans]
+        return " [...] ".join(pieces) == self.quote
+
+
+class MemoQuerySet(models.QuerySet):
+    def alive(self) -> MemoQuerySet:
+        return self.filter(deleted_at__isnull=True)
+
+    def for_project(self, project: Project) -> MemoQuerySet:
+        """Live memos of a project with author and targets loaded (journal, theme page)."""
+        return (
+            self.alive()
+            .filter(project=project)
+            .select_related("author", "updated_by", "interview", "code", "theme")
+        )
+
+
+class Memo(models.Model):
+    class Kind(models.TextChoices):
+        REFLEXIVE = "reflexive", "Reflexive"
+        ANALYTIC = "analytic", "Analytic"
+        METHODOLOGICAL = "methodological", "Methodological"
+        FAMILIARISATION = "familiarisation", "Familiarisation"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memos")
+    # At most one of these is set; none means a memo on the project as a whole.
+    interview = models.ForeignKey("interviews.Interview", null=True, blank=True, on_delete=models.CASCADE, related_name="memos")
+    code = models.ForeignKey(Code, null=True, blank=True, on_delete=models.CASCADE, related_name="memos")
+    theme = models.ForeignKey(Theme, null=True, blank=True, on_delete=models.CASCADE, related_name="memos")
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.REFLEXIVE)
+    title = models.CharField(max_length=200)
+    body = models.TextField(blank=True, help_text="Markdown.")
+    # The number of the latest revision; an edit based on an older one is a conflict.
+    version = models.PositiveIntegerField(default=1)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, help_text="Set when moved to the trash.")
+
+    objects = MemoQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["project", "-created_at"], name="memo_project_recent")]
+        constraints = [
+            models.CheckConstraint(
+                condition=(
+                    models.Q(interview__isnull=True, code__isnull=True)
+                    | models.Q(interview__isnull=True, theme__isnull=True)
+                    | models.Q(code__isnull=True, theme__isnull=True)
+                ),
+                name="memo_one_target",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.title
+
+    @property
+    def target_kind(self) -> str:
+        if self.theme_id:
+            return "theme"
+        if self.code_id:
+            return "code"
+        if self.interview_id:
+            return "interview"
+        return "project"
+
+    @property
+    def target(self):
+        return self.theme or self.code or self.interview or self.project
+
+
+class MemoRevision(models.Model):
+    """The text of a memo as saved at one moment; revisions are never edited."""
+
+    memo = models.ForeignKey(Memo, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    title = models.CharField(max_length=200)
+    body = models.TextField(blank=True)
+    kind = models.CharField(max_length=16, choices=Memo.Kind.choices)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [models.UniqueConstraint(fields=["memo", "number"], name="unique_memo_revision")]
+
+
+class Comment(models.Model):
+    """A comment in a theme's discussion; replies point at a top-level comment."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    theme = models.ForeignKey(Theme, on_delete=models.CASCADE, related_name="comments")
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="replies")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    body = models.TextField()
+    mentions = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="theme_mentions")
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["theme", "created_at"], name="comment_theme_time")]
+
+
+class ThreadRead(models.Model):
+    """How far a member has read a theme's thread (unread markers)."""
+
+    theme = models.ForeignKey(Theme, on_delete=models.CASCADE, related_name="reads")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    last_read_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["theme", "user"], name="unique_thread_read")]
+
+
+class Snapshot(models.Model):
+    """The theme structure (themes, sub-themes, codes) frozen at one moment, as JSON."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="theme_snapshots")
+    review = models.ForeignKey("Review", null=True, blank=True, on_delete=models.SET_NULL, related_name="snapshots")
+    label = models.CharField(max_length=200)
+    data = models.JSONField(default=dict)
+    taken_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    taken_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-taken_at", "-id"]
+
+
+class Review(models.Model):
+    """A team review meeting: attendees, an agenda of themes, decisions and notes."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open"
+        CLOSED = "closed", "Closed"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="reviews")
+    title = models.CharField(max_length=200)
+    date = models.DateField()
+    attendees = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="+")
+    notes = models.TextField(blank=True, help_text="Markdown.")
+    status = models.CharField(max_length=6, choices=Status.choices, default=Status.OPEN)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-date", "-id"]
+
+    def __str__(self) -> str:
+        return self.title
+
+
+class AgendaItem(models.Model):
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="agenda")
+    theme = models.ForeignKey(Theme, on_delete=models.CASCADE, related_name="+")
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [models.UniqueConstraint(fields=["review", "theme"], name="unique_agenda_theme")]
+
+
+class Decision(models.Model):
+    """What the meeting decided about one theme; applied to the themes with one click."""
+
+    class Kind(models.TextChoices):
+        RENAME = "rename", "Rename"
+        MERGE = "merge", "Merge into another theme"
+        SPLIT = "split", "Split off a new theme"
+        REDEFINE = "redefine", "Redefine"
+        STATUS = "status", "Change status"
+        MOVE_CODES = "move_codes", "Move codes"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="decisions")
+    theme = models.ForeignKey(Theme, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    # rename {name}; merge {into}; split {name, codes}; redefine {definition}; status {status}; move_codes {codes, to}
+    payload = models.JSONField(default=dict)
+    note = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    applied_at = models.DateTimeField(null=True, blank=True)
+    applied_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["created_at", "id"]
