@@ -321,7 +321,7 @@ def importjob_run(*, job_id: int) -> ImportJob:
     ImportJob.objects.filter(id=job_id, status=ImportJob.Status.QUEUED).update(
         status=ImportJob.Status.RUNNING, started_at=timezone.now())
     with transaction.atomic():
-        job = ImportJob.objects.select_for_update().select_related("project", "created_by").get(id=job_id)
+        job = ImportJob.objects.select_for_update(of=("self",)).select_related("project", "created_by").get(id=job_id)
         if job.status not in (ImportJob.Status.QUEUED, ImportJob.Status.RUNNING):
             return job
         files = [StoredFile(**f) for f in job.files]

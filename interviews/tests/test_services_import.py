@@ -1,0 +1,171 @@
+"""The import service: one atomic batch, bulk inserts, duplicates, participants, jobs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from interviews.models import ImportJob, Interview, Participant, Segment, Turn
+from interviews.parsers import ParseError
+from interviews.services_import import (
+    ImportOptions,
+    ImportOptionsError,
+    import_paths,
+    importjob_create,
+    importjob_queue,
+    importjob_run,
+)
+
+SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
+CHATGPT = SAMPLES / "chatgpt" / "chatgpt2graph-conversations.json"
+CLAUDE = SAMPLES / "claude" / "claude-history-synthetic-conversations.json"
+
+pytestmark = pytest.mark.django_db
+
+
+def counts() -> tuple[int, int, int, int]:
+    return (Interview.objects.count(), Turn.objects.count(), Segment.objects.count(), Participant.objects.count())
+
+
+def test_chatgpt_sample_lands_with_turns_segments_and_a_participant(project, owner):
+    summary = import_paths(project=project, user=owner, paths=[str(CHATGPT)])
+    interview = Interview.objects.get()
+    assert interview.title == "Average Distance in U(0,1)"
+    assert interview.origin == "imported" and interview.source_format == "chatgpt"
+    assert interview.source_conversation_id == "966da5c4-5bb7-4e4d-ab6d-a7316b96266e"
+    assert len(interview.source_sha256) == 64 and len(interview.content_sha256) == 64
+    assert interview.participant.label == "gpt-4-code-interpreter"
+    assert interview.participant.provider == "OpenAI"
+    assert interview.metadata["model_slugs"] == ["gpt-4-code-interpreter"]
+    turns = list(interview.turns.order_by("position"))
+    assert [t.speaker for t in turns] == ["interviewer", "participant"] * 8
+    assert turns[1].model_slug == "gpt-4-code-interpreter"
+    assert turns[1].timestamp is not None
+    segments = list(Segment.objects.filter(interview=interview).select_related("turn").order_by("position"))
+    assert summary.segments == len(segments) > len(turns)
+    assert [s.position for s in segments] == list(range(len(segments)))
+    for s in segments:  # offsets are code points into the turn text, end exclusive
+        assert s.turn.text[s.start:s.end] == s.text
+        assert s.speaker == s.turn.speaker
+    assert summary.participants_created == ["gpt-4-code-interpreter"]
+
+
+def test_claude_sample_gets_one_participant_for_the_unnamed_model(project, owner):
+    summary = import_paths(project=project, user=owner, paths=[str(CLAUDE)])
+    assert len(summary.interviews) == 3
+    assert set(Interview.objects.values_list("participant__label", flat=True)) == {"Claude"}
+    assert Turn.objects.filter(interview__title="Build a sortable data table in React").count() == 4
+
+
+def test_chosen_participant_is_used_and_an_existing_one_is_reused(project, owner):
+    gpt = Participant.objects.create(project=project, label="GPT-4 (2023)", model_id="gpt-4-code-interpreter")
+    import_paths(project=project, user=owner, paths=[str(CHATGPT)])
+    assert Interview.objects.get().participant == gpt
+    import_paths(project=project, user=owner, paths=[str(CLAUDE)], options=ImportOptions(participant="new:Claude 3.5"))
+    assert set(Interview.objects.filter(source_format="claude").values_list("participant__label", flat=True)) == {"Claude 3.5"}
+
+
+def test_a_file_imported_before_is_flagged_not_duplicated(project, owner):
+    import_paths(project=project, user=owner, paths=[str(CHATGPT)])
+    before = counts()
+    summary = import_paths(project=project, user=owner, paths=[str(CHATGPT)])
+    assert counts() == before
+    assert summary.interviews == []
+    assert summary.skipped[0]["reason"] == "already imported as “Average Distance in U(0,1)”"
+    again = import_paths(project=project, user=owner, paths=[str(CHATGPT)], options=ImportOptions(allow_duplicates=True))
+    assert len(again.interviews) == 1
+
+
+def test_a_conversation_re_exported_in_another_file_is_recognised(project, owner, tmp_path):
+    import_paths(project=project, user=owner, paths=[str(CLAUDE)])
+    data = json.loads(CLAUDE.read_text())
+    data[0]["updated_at"] = "2027-01-01T00:00:00Z"  # a newer export: another file hash
+    newer = tmp_path / "conversations.json"
+    newer.write_text(json.dumps(data, indent=1))
+    summary = import_paths(project=project, user=owner, paths=[str(newer)])
+    assert len(summary.skipped) == 3 and summary.interviews == []
+
+
+def test_a_bad_file_in_a_batch_leaves_the_database_unchanged(project, owner, tmp_path):
+    bad = tmp_path / "conversations.json"
+    data = json.loads(CLAUDE.read_text())
+    data[2]["chat_messages"][0]["sender"] = "robot"  # the third conversation is broken
+    bad.write_text(json.dumps(data))
+    before = counts()
+    with pytest.raises(ParseError, match="conversation 3 .* field 'sender'"):
+        import_paths(project=project, user=owner, paths=[str(CHATGPT), str(bad)])
+    assert counts() == before
+
+
+def test_label_maps_reassign_speakers(project, owner, tmp_path):
+    path = tmp_path / "talk.txt"
+    path.write_text("Alice: Hello?\nBob: Hi.\nAlice: Bye?\nBob: Bye.\n")
+    options = ImportOptions(label_maps={"talk.txt": {"Alice": "participant", "Bob": "interviewer"}},
+                            participant="new:Bob's bot")
+    import_paths(project=project, user=owner, paths=[str(path)], options=options)
+    assert list(Turn.objects.order_by("position").values_list("speaker", flat=True)) == [
+        "participant", "interviewer", "participant", "interviewer"]
+    assert Interview.objects.get().metadata["speaker_labels"] == {"Alice": "participant", "Bob": "interviewer"}
+
+
+def test_bad_label_map_is_refused(project, owner):
+    with pytest.raises(ImportOptionsError, match="must map to one of interviewer, participant, system"):
+        import_paths(project=project, user=owner, paths=[str(CHATGPT)],
+                     options=ImportOptions(label_maps={"x": {"A": "robot"}}))
+
+
+def upload(path: Path, name: str | None = None) -> SimpleUploadedFile:
+    return SimpleUploadedFile(name or path.name, path.read_bytes())
+
+
+def test_job_preview_then_selected_import(project, analyst, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    job = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE), upload(CHATGPT)])
+    assert job.status == ImportJob.Status.UPLOADED
+    (claude, chatgpt) = job.preview["files"]
+    assert [c["title"] for c in claude["conversations"]] == ["Build a sortable data table in React",
+                                                             "Explain async/await vs Promises",
+                                                             "Debug a failing pytest fixture"]
+    assert chatgpt["conversations"][0]["models"] == ["gpt-4-code-interpreter"]
+    assert chatgpt["conversations"][0]["turns"] == 16
+    assert Interview.objects.count() == 0  # nothing stored before the user chooses
+    keys = {claude["conversations"][1]["key"], chatgpt["conversations"][0]["key"]}
+    importjob_queue(job=job, options=ImportOptions(selected=keys))
+    importjob_run(job_id=job.id)  # what the task does (eager Celery waits for commit)
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.DONE
+    assert job.progress_done == job.progress_total == 2
+    assert sorted(Interview.objects.values_list("title", flat=True)) == ["Average Distance in U(0,1)",
+                                                                         "Explain async/await vs Promises"]
+    assert importjob_run(job_id=job.id).status == ImportJob.Status.DONE  # safe to run twice
+    assert Interview.objects.count() == 2
+
+
+def test_job_preview_flags_duplicates(project, analyst, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    import_paths(project=project, user=analyst, paths=[str(CHATGPT)])
+    job = importjob_create(project=project, user=analyst, uploads=[upload(CHATGPT)])
+    f = job.preview["files"][0]
+    assert f["imported_before"]["title"] == "Average Distance in U(0,1)"
+    assert f["conversations"][0]["duplicate_of"]["title"] == "Average Distance in U(0,1)"
+
+
+def test_job_with_a_bad_file_is_not_created_and_leaves_no_upload(project, analyst, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    bad = SimpleUploadedFile("conversations.json", CLAUDE.read_bytes()[:-30])
+    with pytest.raises(ParseError, match=r"^conversations\.json: line \d+, column \d+: expected valid JSON"):
+        importjob_create(project=project, user=analyst, uploads=[upload(CHATGPT), bad])
+    assert ImportJob.objects.count() == 0
+    assert not any((tmp_path / "imports").rglob("*.upload"))
+
+
+def test_queue_refuses_an_empty_selection(project, analyst, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    job = importjob_create(project=project, user=analyst, uploads=[upload(CHATGPT)])
+    with pytest.raises(ImportOptionsError, match="Tick at least one conversation"):
+        importjob_queue(job=job, options=ImportOptions(selected=set()))
+    with pytest.raises(ImportOptionsError, match="Give the new participant a label"):
+        importjob_queue(job=job, options=ImportOptions(participant="new:  "))
