@@ -1,0 +1,499 @@
+"""Lossless project backups: one ZIP of JSON per model, restored into a new project.
+
+The plan is built from the models themselves, not written by hand: every model of
+the project's apps that reaches `projects.Project` through foreign keys is backed up,
+with rows found by following that path. A model that should not travel (secrets,
+transient worker state) is listed in EXCLUDED with the reason; the coverage test
+fails when a model is neither reachable nor excluded, so a new model is never
+silently left out.
+
+Restore inserts every row with fresh primary keys and fresh UUIDs (so a backup can
+be restored next to its original on the same instance) and remaps:
+  * foreign keys between backed-up rows (old pk → new pk);
+  * UUIDs wherever they appear as text: UUID fields, char/text fields holding exactly
+    a UUID (e.g. AuditEvent.target_id) and strings inside JSON (snapshots, metadata);
+  * users by username: an existing account with that username, else a new inactive
+    account without a password (authorship is kept; nobody gains a login).
+Integer ids inside JSON are not remapped (we only store UUIDs there).
+
+Memberships: by default only the restoring user (as owner) and the inactive accounts
+this restore created keep a membership, so a backup from elsewhere never grants a
+same-named stranger access; `members="all"` restores every membership by username.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import io
+import json
+import uuid
+import zipfile
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+from django.apps import apps
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import DatabaseError, models, transaction
+from django.utils import timezone
+
+from projects.models import Membership, Project, Role
+
+FORMAT = "rta-studio-project-backup"
+VERSION = 1
+PROJECT_APPS = ("projects", "interviews", "conduct", "coding", "themes", "reports")
+PROJECT_LABEL = "projects.project"
+
+# Models that never travel in a backup, and why.
+EXCLUDED: dict[str, str] = {
+    "conduct.endpointkey": "API keys are secrets encrypted with this instance's key; re-enter them after a restore.",
+    "conduct.answerjob": "transient worker state (queue, heartbeat, lease); a restored project has no running answers.",
+    "interviews.importjob": "upload job state pointing at files on the original server's disk; a restored job must "
+                            "never be able to read server paths. The imported interviews themselves are backed up.",
+}
+USER = "$user"  # target label used for foreign keys and many-to-many fields to the user model
+
+MAX_MEMBER_BYTES = 512 * 1024 * 1024
+MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
+MAX_RATIO = 200
+
+
+class BackupError(ValueError):
+    """The archive cannot be restored; the message says what and where."""
+
+
+# --- the plan ----------------------------------------------------------------------------
+
+
+@dataclass
+class ModelPlan:
+    model: type[models.Model]
+    label: str
+    path: str  # lookup from this model to Project ("" for Project itself)
+    fks: dict[str, str] = field(default_factory=dict)  # FK attname → target label (backed-up models)
+    user_fks: list[str] = field(default_factory=list)  # FK attnames to the user model
+    m2m: dict[str, str] = field(default_factory=dict)  # auto-created M2M field name → target label or USER
+
+    @property
+    def fields(self) -> list[models.Field]:
+        return [f for f in self.model._meta.concrete_fields
+                if not f.primary_key and not getattr(f, "generated", False)]
+
+
+def _project_models() -> list[type[models.Model]]:
+    return [m for app in PROJECT_APPS for m in apps.get_app_config(app).get_models()]
+
+
+def _label(model: type[models.Model]) -> str:
+    return model._meta.label_lower
+
+
+def _forward_fks(model: type[models.Model]) -> list[models.ForeignKey]:
+    return [f for f in model._meta.concrete_fields if f.is_relation and (f.many_to_one or f.one_to_one)]
+
+
+def _paths() -> dict[str, str]:
+    """Lookup path from each project-scoped model to Project: required FKs first, then the shortest."""
+    paths: dict[str, tuple[int, int, str]] = {PROJECT_LABEL: (0, 0, "")}
+    models_ = [m for m in _project_models() if _label(m) not in EXCLUDED]
+    changed = True
+    while changed:
+        changed = False
+        for m in models_:
+            for f in _forward_fks(m):
+                target = _label(f.related_model)
+                if target not in paths or target in EXCLUDED or f.related_model is m:
+                    continue
+                nullable, length, rest = paths[target]
+                cand = (nullable + int(f.null), length + 1, f.name + ("__" + rest if rest else ""))
+                if _label(m) != PROJECT_LABEL and (_label(m) not in paths or cand < paths[_label(m)]):
+                    paths[_label(m)] = cand
+                    changed = True
+    return {label: p[2] for label, p in paths.items()}
+
+
+def _topological(plans: dict[str, ModelPlan]) -> list[ModelPlan]:
+    """Order so that each model's required FK targets come first (nullable ones may be deferred)."""
+    ordered: list[ModelPlan] = []
+    state: dict[str, int] = {}
+
+    def visit(label: str, trail: tuple[str, ...]) -> None:
+        if state.get(label) == 2:
+            return
+        if state.get(label) == 1:
+            raise RuntimeError(f"backup plan: required foreign keys form a cycle: {' → '.join(trail + (label,))}")
+        state[label] = 1
+        plan = plans[label]
+        for f in _forward_fks(plan.model):
+            target = _label(f.related_model)
+            if target in plans and target != label and not f.null:
+                visit(target, trail + (label,))
+        state[label] = 2
+        ordered.append(plan)
+
+    for label in sorted(plans, key=lambda lb: (lb != PROJECT_LABEL, lb)):
+        visit(label, ())
+    return ordered
+
+
+def backup_plan() -> list[ModelPlan]:
+    """Every backed-up model with its path to Project, in insertion order."""
+    user_model = get_user_model()
+    paths = _paths()
+    plans: dict[str, ModelPlan] = {}
+    for m in _project_models():
+        label = _label(m)
+        if label in EXCLUDED or label not in paths:
+            continue
+        plans[label] = ModelPlan(model=m, label=label, path=paths[label])
+    for plan in plans.values():
+        for f in _forward_fks(plan.model):
+            target = _label(f.related_model)
+            if f.related_model is user_model:
+                plan.user_fks.append(f.attname)
+            elif target in plans:
+                plan.fks[f.attname] = target
+            elif target in EXCLUDED:
+                if not f.null:
+                    raise RuntimeError(f"backup plan: {plan.label}.{f.name} requires excluded {target}")
+            else:
+                raise RuntimeError(f"backup plan: {plan.label}.{f.name} points to {target}, which a backup cannot carry")
+        for f in plan.model._meta.many_to_many:
+            if not f.remote_field.through._meta.auto_created:
+                continue  # an explicit through model is backed up as a model of its own
+            target = USER if f.related_model is user_model else _label(f.related_model)
+            if target != USER and target not in plans:
+                raise RuntimeError(f"backup plan: {plan.label}.{f.name} links to {target}, which a backup cannot carry")
+            plan.m2m[f.name] = target
+    return _topological(plans)
+
+
+def uncovered_models() -> list[str]:
+    """Models of the project's apps that are neither backed up nor excluded with a reason."""
+    covered = {p.label for p in backup_plan()} | set(EXCLUDED)
+    return sorted(_label(m) for m in _project_models() if _label(m) not in covered)
+
+
+# --- export ------------------------------------------------------------------------------
+
+
+def _encode(value: Any) -> Any:
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()  # full precision (DjangoJSONEncoder would cut microseconds)
+    if isinstance(value, decimal.Decimal | uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes | memoryview):
+        return {"$base64": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, dt.timedelta):
+        return {"$seconds": value.total_seconds()}
+    return value
+
+
+def _rows(plan: ModelPlan, project: Project) -> Iterator[dict]:
+    qs = plan.model._base_manager.filter(**({"pk": project.pk} if not plan.path else {plan.path: project}))
+    user_cache: dict[int, str] = {}
+    users = get_user_model()._base_manager
+    if plan.m2m:
+        qs = qs.prefetch_related(*plan.m2m)
+    for obj in qs.order_by("pk").iterator(chunk_size=2000):
+        row = {}
+        for f in plan.fields:
+            value = getattr(obj, f.attname)
+            if f.attname in plan.user_fks and value is not None:
+                if value not in user_cache:
+                    user_cache[value] = users.filter(pk=value).values_list("username", flat=True).first() or ""
+                value = user_cache[value]
+            elif f.is_relation and f.attname not in plan.fks and f.attname not in plan.user_fks:
+                value = None  # a key to an excluded model (e.g. an API key): never exported
+            row[f.attname] = _encode(value if f.is_relation else f.value_from_object(obj))
+        for name, target in plan.m2m.items():
+            related = getattr(obj, name).all()
+            row[name] = sorted(u.username for u in related) if target == USER else sorted(o.pk for o in related)
+        yield {"pk": obj.pk, "fields": row}
+
+
+def project_backup(*, project: Project, out: BinaryIO | str) -> dict:
+    """Write the whole project as a backup ZIP to `out`; returns the manifest."""
+    plan = backup_plan()
+    manifest: dict[str, Any] = {
+        "format": FORMAT, "version": VERSION, "created_at": timezone.now().isoformat(),
+        "project": {"uuid": str(project.uuid), "name": project.name}, "models": [],
+    }
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for p in plan:
+            name = f"data/{p.label}.json"
+            count = 0
+            # Stream rows straight into the archive: memory stays flat however big the project.
+            with zf.open(name, "w", force_zip64=True) as raw, io.TextIOWrapper(raw, encoding="utf-8") as fh:
+                fh.write("[")
+                for row in _rows(p, project):
+                    fh.write(("," if count else "") + "\n" + json.dumps(row, ensure_ascii=False))
+                    count += 1
+                fh.write("\n]")
+            manifest["models"].append({"model": p.label, "file": name, "count": count,
+                                       "fields": [f.attname for f in p.fields] + list(p.m2m)})
+        zf.writestr("manifest.json", json.dumps(manifest, indent=2))
+    return manifest
+
+
+# --- restore -----------------------------------------------------------------------------
+
+
+@dataclass
+class RestoreResult:
+    project: Project
+    counts: dict[str, int]
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Archive:
+    def __init__(self, source: BinaryIO | bytes | str, name: str) -> None:
+        self.name = name
+        try:
+            self.zf = zipfile.ZipFile(io.BytesIO(source) if isinstance(source, bytes) else source)
+        except zipfile.BadZipFile:
+            raise BackupError(f"{name}: not a ZIP archive (a project backup is a .zip)") from None
+        total = 0
+        for info in self.zf.infolist():
+            total += info.file_size
+            if info.file_size > MAX_MEMBER_BYTES or (info.file_size > 1 << 20 and info.file_size > MAX_RATIO * max(info.compress_size, 1)):
+                raise BackupError(f"{name}: member {info.filename!r} is too large or too compressed (a ZIP bomb?)")
+        if total > MAX_TOTAL_BYTES:
+            raise BackupError(f"{name}: the archive unpacks to more than {MAX_TOTAL_BYTES} bytes")
+
+    def json(self, member: str) -> Any:
+        try:
+            info = self.zf.getinfo(member)
+        except KeyError:
+            raise BackupError(f"{self.name}: {member} is missing") from None
+        data = bytearray()
+        with self.zf.open(info) as fh:
+            while chunk := fh.read(1 << 20):
+                data += chunk
+                if len(data) > MAX_MEMBER_BYTES:
+                    raise BackupError(f"{self.name}: {member} unpacks to more than {MAX_MEMBER_BYTES} bytes")
+        try:
+            return json.loads(bytes(data))
+        except ValueError as exc:
+            raise BackupError(f"{self.name}: {member} is not valid JSON ({exc})") from None
+
+
+def _remap_json(value: Any, uuids: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return uuids.get(value.lower(), value)
+    if isinstance(value, list):
+        return [_remap_json(v, uuids) for v in value]
+    if isinstance(value, dict):
+        return {uuids.get(k.lower(), k): _remap_json(v, uuids) for k, v in value.items()}
+    return value
+
+
+def _decode(f: models.Field, value: Any, uuids: dict[str, str]) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, dict) and "$base64" in value and not isinstance(f, models.JSONField):
+        return base64.b64decode(value["$base64"])
+    if isinstance(value, dict) and "$seconds" in value and isinstance(f, models.DurationField):
+        return dt.timedelta(seconds=value["$seconds"])
+    if isinstance(f, models.JSONField):
+        return _remap_json(value, uuids)
+    if isinstance(f, models.UUIDField):
+        return uuid.UUID(uuids.get(str(value).lower(), str(value)))
+    if isinstance(f, models.CharField | models.TextField) and isinstance(value, str):
+        return uuids.get(value.lower(), value)
+    return f.to_python(value)
+
+
+class _Restorer:
+    def __init__(self, archive: _Archive, *, owner, name: str, members: str) -> None:
+        self.archive, self.owner, self.name, self.members = archive, owner, name, members
+        self.pk_maps: dict[str, dict[int, int]] = defaultdict(dict)
+        self.users: dict[str, Any] = {owner.username: owner}
+        self.created_users: set[int] = set()
+        self.warnings: list[str] = []
+        self.counts: dict[str, int] = {}
+
+    def manifest(self) -> dict:
+        manifest = self.archive.json("manifest.json")
+        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+            raise BackupError(f"{self.archive.name}: not an RTA Studio project backup (manifest format is not {FORMAT!r})")
+        if not isinstance(manifest.get("version"), int) or manifest["version"] > VERSION:
+            raise BackupError(f"{self.archive.name}: backup version {manifest.get('version')!r} is newer than this "
+                              f"instance understands ({VERSION}); upgrade first")
+        return manifest
+
+    def user(self, username: str | None):
+        if not username:
+            return None
+        if username not in self.users:
+            User = get_user_model()
+            user = User._base_manager.filter(username=username).first()
+            if user is None:
+                user = User(username=username[:150], is_active=False)
+                user.set_unusable_password()
+                user.save()
+                self.created_users.add(user.pk)
+                self.warnings.append(f"User {username!r} does not exist here; created as an inactive account without a password.")
+            self.users[username] = user
+        return self.users[username]
+
+    def run(self) -> RestoreResult:
+        manifest = self.manifest()
+        plans = {p.label: p for p in backup_plan()}
+        entries = {}
+        for entry in manifest.get("models", []):
+            label = entry.get("model")
+            if label in EXCLUDED:
+                continue
+            if label not in plans:
+                raise BackupError(f"{self.archive.name}: the backup holds {label!r}, which this instance does not know "
+                                  "(made by a newer version?)")
+            entries[label] = self.archive.json(entry["file"])
+            if not isinstance(entries[label], list):
+                raise BackupError(f"{self.archive.name}: {entry['file']} is not a list of rows")
+        if len(entries.get(PROJECT_LABEL, [])) != 1:
+            raise BackupError(f"{self.archive.name}: the backup must hold exactly one project")
+        uuids = self.new_uuids(plans, entries)
+        deferred: list[tuple[ModelPlan, list[models.Model], list[dict]]] = []
+        for plan in backup_plan():
+            rows = entries.get(plan.label, [])
+            if plan.label == "projects.membership":
+                rows = [r for r in rows if self.keep_membership(r)]
+            deferred.append((plan, self.insert(plan, rows, uuids), rows))
+        for plan, objs, rows in deferred:
+            self.fix_deferred(plan, objs, rows)
+        project = Project.objects.get(pk=next(iter(self.pk_maps[PROJECT_LABEL].values())))
+        self.ensure_owner(project)
+        return RestoreResult(project=project, counts=self.counts, warnings=self.warnings)
+
+    def new_uuids(self, plans: dict[str, ModelPlan], entries: dict[str, list]) -> dict[str, str]:
+        """A fresh UUID for every unique UUID in the backup (rows' public ids), so restores never collide.
+
+        Other fields, JSON included, are then mapped through the same table.
+        """
+        uuids: dict[str, str] = {}
+        for label, rows in entries.items():
+            names = [f.attname for f in plans[label].fields if isinstance(f, models.UUIDField) and f.unique]
+            for row in rows:
+                for n in names:
+                    value = row.get("fields", {}).get(n)
+                    if isinstance(value, str):
+                        uuids.setdefault(value.lower(), str(uuid.uuid4()))
+        return uuids
+
+    def build(self, plan: ModelPlan, row: dict, uuids: dict[str, str]) -> models.Model:
+        values = row.get("fields")
+        if not isinstance(values, dict) or not isinstance(row.get("pk"), int):
+            raise BackupError(f"{self.archive.name}: a {plan.label} row is malformed")
+        obj = plan.model()
+        for f in plan.fields:
+            if f.attname not in values:
+                continue  # an older backup without this field: keep the model default
+            raw = values[f.attname]
+            if f.attname in plan.user_fks:
+                user = self.user(raw)
+                setattr(obj, f.attname, user.pk if user else None)
+            elif f.attname in plan.fks:
+                target = plan.fks[f.attname]
+                new = self.pk_maps[target].get(raw) if raw is not None else None
+                if raw is not None and new is None:
+                    if not f.null:
+                        raise BackupError(f"{self.archive.name}: {plan.label} row {row['pk']} points to {target} "
+                                          f"{raw}, which the backup does not hold")
+                    # Target not inserted yet (self reference or later model): set after all inserts.
+                setattr(obj, f.attname, new)
+            elif f.is_relation:
+                setattr(obj, f.attname, None)
+            else:
+                try:
+                    setattr(obj, f.attname, _decode(f, raw, uuids))
+                except (ValidationError, ValueError, TypeError) as exc:
+                    raise BackupError(f"{self.archive.name}: {plan.label} row {row['pk']}, field {f.name}: {exc}") from None
+        if plan.label == PROJECT_LABEL and self.name:
+            obj.name = self.name[:200]
+        return obj
+
+    def insert(self, plan: ModelPlan, rows: list[dict], uuids: dict[str, str]) -> list[models.Model]:
+        objs = [self.build(plan, r, uuids) for r in rows]
+        auto = [f for f in plan.fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
+        originals = [{f.attname: getattr(o, f.attname) for f in auto} for o in objs]
+        try:
+            plan.model._base_manager.bulk_create(objs, batch_size=1000)
+            # bulk_create stamps auto_now(_add) fields with "now"; put the original times back.
+            for obj, orig in zip(objs, originals, strict=True):
+                for k, v in orig.items():
+                    setattr(obj, k, v)
+            if auto and objs:
+                plan.model._base_manager.bulk_update(objs, [f.name for f in auto], batch_size=500)
+        except DatabaseError as exc:
+            raise BackupError(f"{self.archive.name}: cannot restore {plan.label}: {exc}".strip()) from None
+        for row, obj in zip(rows, objs, strict=True):
+            self.pk_maps[plan.label][row["pk"]] = obj.pk
+        if plan.m2m:
+            self.insert_m2m(plan, rows, objs)
+        self.counts[plan.label] = len(objs)
+        return objs
+
+    def insert_m2m(self, plan: ModelPlan, rows: list[dict], objs: list[models.Model]) -> None:
+        for name, target in plan.m2m.items():
+            through = getattr(plan.model, name).through
+            f = plan.model._meta.get_field(name)
+            src_col, dst_col = f.m2m_field_name() + "_id", f.m2m_reverse_field_name() + "_id"
+            links = []
+            for row, obj in zip(rows, objs, strict=True):
+                for old in row["fields"].get(name) or []:
+                    new = self.user(old).pk if target == USER else self.pk_maps[target].get(old)
+                    if new is not None:
+                        links.append(through(**{src_col: obj.pk, dst_col: new}))
+            through.objects.bulk_create(links, batch_size=1000)
+
+    def fix_deferred(self, plan: ModelPlan, objs: list[models.Model], rows: list[dict]) -> None:
+        changed: dict[str, list[models.Model]] = defaultdict(list)
+        for obj, row in zip(objs, rows, strict=True):
+            for attname, target in plan.fks.items():
+                raw = row["fields"].get(attname)
+                if raw is not None and getattr(obj, attname) is None:
+                    new = self.pk_maps[target].get(raw)
+                    if new is None:
+                        self.warnings.append(f"{plan.label} row {row['pk']}: {attname} pointed outside the backup; cleared.")
+                        continue
+                    setattr(obj, attname, new)
+                    changed[attname].append(obj)
+        for attname, changed_objs in changed.items():
+            field_name = plan.model._meta.get_field(attname.removesuffix("_id")).name
+            plan.model._base_manager.bulk_update(changed_objs, [field_name], batch_size=500)
+
+    def keep_membership(self, row: dict) -> bool:
+        if self.members == "all":
+            return True
+        username = row.get("fields", {}).get("user_id")
+        if username == self.owner.username:
+            return True
+        user = self.user(username)
+        return user is not None and user.pk in self.created_users
+
+    def ensure_owner(self, project: Project) -> None:
+        membership, created = Membership.objects.get_or_create(project=project, user=self.owner, defaults={"role": Role.OWNER})
+        if not created and membership.role != Role.OWNER:
+            membership.role = Role.OWNER
+            membership.save(update_fields=["role"])
+
+
+@transaction.atomic
+def project_restore(*, source: BinaryIO | bytes | str, owner, name: str = "", members: str = "me",
+                    filename: str = "backup.zip") -> RestoreResult:
+    """Restore a backup into a new project owned by `owner`; lands whole or not at all."""
+    if members not in ("me", "all"):
+        raise ValueError("members must be 'me' or 'all'")
+    return _Restorer(_Archive(source, filename), owner=owner, name=name, members=members).run()
+
+
+def backup_filename(project: Project) -> str:
+    stamp = timezone.now().strftime("%Y%m%d-%H%M")
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in project.name)[:60].strip("-") or "project"
+    return f"{safe}-{stamp}.rta-backup.zip"
+
