@@ -54,7 +54,7 @@ class GuideForm(forms.Form):
         help_text="Optional. Sent as the system message before every question.",
     )
     planned_questions = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 8}), help_text=PLANNED_HELP
+        required=False, strip=False, widget=forms.Textarea(attrs={"rows": 8}), help_text=PLANNED_HELP
     )
     notes = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))
 

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Prefetch
+from django.db.models import Count, Prefetch, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -452,11 +452,13 @@ def interview_compare(request: HttpRequest, project_uuid: UUID, interview_uuid: 
     membership = member_or_404(request, project_uuid)
     alive = Interview.objects.for_project(membership.project)
     interview = get_object_or_404(alive, uuid=interview_uuid)
-    original = interview.rerun_of if interview.rerun_of_id and interview.rerun_of.deleted_at is None else interview
-    turns = Turn.objects.order_by("position")
-    compared = list(
-        alive.filter(pk=original.pk).prefetch_related(Prefetch("turns", queryset=turns))
-    ) + list(alive.filter(rerun_of=original).order_by("created_at").prefetch_related(Prefetch("turns", queryset=turns)))
+    original_id = interview.rerun_of_id or interview.pk
+    compared = sorted(
+        alive.filter(Q(pk=original_id) | Q(rerun_of_id=original_id)).prefetch_related(
+            Prefetch("turns", queryset=Turn.objects.order_by("position"))
+        ),
+        key=lambda iv: (iv.pk != original_id, iv.created_at),
+    )
     rows = list(zip_longest(*[_exchanges(iv) for iv in compared]))
     context = {
         "project": membership.project,
