@@ -1,0 +1,16 @@
+"""Benchmark phases, run in this order by bench/run.py.
+
+Each entry names a module in this package that defines:
+    TITLE: str
+    NEEDS_DJANGO: bool = False   # run.py sets up a throw-away migrated test database first
+    PEERS_ONLY: bool = False     # skipped unless PEERS=1
+    def run(ctx: bench.common.Context) -> bench.common.Section
+See bench/README.md, "Adding a phase".
+"""
+
+from __future__ import annotations
+
+PHASES: list[str] = [
+    "peers",  # first, so later phases can quote the peers' numbers from the same run
+    "segmentation",
+]
