@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "projects",
     "interviews",
@@ -169,9 +170,11 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
 
 REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate header makes DRF answer anonymous requests with
+    # 401 (SessionAuthentication has none, which would turn them into 403).
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
@@ -184,6 +187,10 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Reflexive thematic analysis of interviews with LLM chatbots.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Swagger UI from our own origin (drf-spectacular-sidecar): CSP forbids CDNs.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")

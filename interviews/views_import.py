@@ -6,7 +6,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from interviews.models import ImportJob, Interview, Participant
 from interviews.parsers import FORMATS, SPEAKERS, ParseError
@@ -47,6 +47,7 @@ def import_start(request: HttpRequest, project_uuid) -> HttpResponse:
 
 
 @login_required
+@require_GET
 def import_job(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
     """One import: the preview form while uploaded, then progress, then the summary."""
     membership = member_or_404(request, project_uuid)
@@ -83,9 +84,8 @@ def _label_groups(job: ImportJob) -> list[dict]:
     groups: dict[str, dict[str, str]] = {}
     for f in job.preview.get("files", []):
         for c in f["conversations"]:
-            if c.get("labels"):
-                groups.setdefault(c["source_name"], {}).update({k: v for k, v in c["labels"].items()
-                                                                if k not in groups.get(c["source_name"], {})})
+            for label, guess in c.get("labels") or []:
+                groups.setdefault(c["source_name"], {}).setdefault(label, guess)
     return [{"index": gi, "source": source, "labels": [{"index": li, "label": lab, "guess": guess}
                                                          for li, (lab, guess) in enumerate(labels.items())]}
             for gi, (source, labels) in enumerate(groups.items())]

@@ -1,0 +1,189 @@
+"""A project with one object of every kind, to fill URL kwargs in cross-cutting tests.
+
+URL kwargs are resolved by name: `<model>_uuid` finds the model of that name in our apps
+(`interview_uuid` → interviews.Interview) and builds one instance, filling required
+fields and foreign keys from the same world, so every object hangs together (the turn
+belongs to the interview, which belongs to the project). Models whose names differ from
+their kwarg go in ALIASES; objects that need real content get a builder in BUILDERS.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid as uuidlib
+from collections.abc import Callable
+from typing import Any
+
+from django.apps import apps
+from django.db import models
+from django.utils import timezone
+
+OUR_APPS = ["projects", "interviews", "conduct", "coding", "themes", "reports"]
+
+# kwarg stem → "app_label.ModelName" when the URL names the object differently from its model.
+ALIASES: dict[str, str] = {
+    "key": "conduct.EndpointKey",
+    "job": "interviews.ImportJob",
+    "import": "interviews.ImportJob",
+    "session": "conduct.ConductSession",
+    "guide_version": "interviews.GuideVersion",
+    "meeting": "themes.Review",
+}
+
+TRANSCRIPT = "I think identity is negotiated. It shifts with every conversation."
+
+
+class UnknownKwarg(LookupError):
+    pass
+
+
+class World:
+    """One object of each kind in `project`, created on first use."""
+
+    def __init__(self, *, project, owner, analyst, viewer, outsider) -> None:
+        self.project = project
+        self.users = {"owner": owner, "analyst": analyst, "viewer": viewer, "outsider": outsider}
+        self.objects: dict[type[models.Model], models.Model] = {}
+        membership = apps.get_model("projects.Membership")
+        self.objects[membership] = membership.objects.get(project=project, user=owner)
+
+    # --- kwargs -------------------------------------------------------------------------
+    def kwarg(self, name: str, *, url_name: str = "") -> Any:
+        """The value for URL kwarg `name` (url_name resolves DRF's bare `uuid`)."""
+        if name == "project_uuid":
+            return self.project.uuid
+        if name == "username":
+            # Membership views act on another member: the viewer (never the acting owner).
+            return self.users["viewer"].username
+        if name in ("uuid", "pk") and url_name.startswith("api-"):
+            stem = url_name.removeprefix("api-").rsplit("-", 1)[0].replace("-", "_")
+            if stem == "project":
+                return self.project.uuid
+            return self.kwarg(f"{stem}_uuid")
+        if name.endswith("_uuid"):
+            return self.get(self.model_for(name.removesuffix("_uuid"))).uuid
+        if name.endswith("_id") or name.endswith("_pk"):
+            return self.get(self.model_for(name.rsplit("_", 1)[0])).pk
+        raise UnknownKwarg(name)
+
+    @staticmethod
+    def model_for(stem: str) -> type[models.Model]:
+        if stem in ALIASES:
+            return apps.get_model(ALIASES[stem])
+        wanted = stem.replace("_", "")
+        for label in OUR_APPS:
+            for model in apps.get_app_config(label).get_models():
+                if model._meta.model_name == wanted:
+                    return model
+        raise UnknownKwarg(stem)
+
+    # --- objects ------------------------------------------------------------------------
+    def populate(self) -> World:
+        """One object of every model in our apps that belongs to a project, so lists have rows."""
+        for label in OUR_APPS:
+            for model in apps.get_app_config(label).get_models():
+                if _belongs_to_project(model):
+                    self.get(model)
+        return self
+
+    def get(self, model: type[models.Model]) -> models.Model:
+        if model._meta.label == "projects.Project":
+            return self.project
+        if model is apps.get_model("auth.User") or model._meta.label == "auth.User":
+            return self.users["owner"]
+        if model not in self.objects:
+            builder = BUILDERS.get(model._meta.label)
+            self.objects[model] = builder(self) if builder else self.autofill(model)
+        return self.objects[model]
+
+    def autofill(self, model: type[models.Model], **values: Any) -> models.Model:
+        """An instance with every required field filled; foreign keys point into this world."""
+        for field in model._meta.concrete_fields:
+            if field.primary_key or field.name in values:
+                continue
+            if field.is_relation:
+                if not field.null or field.related_model is apps.get_model("projects.Project"):
+                    target = field.related_model
+                    values[field.name] = None if target is model else self.get(target)
+                continue
+            if field.has_default() or field.null or getattr(field, "auto_now", False) or getattr(field, "auto_now_add", False):
+                continue
+            values[field.name] = _value_for(field)
+        return model.objects.create(**values)
+
+
+def _belongs_to_project(model: type[models.Model], depth: int = 0) -> bool:
+    if model._meta.label == "projects.Project":
+        return depth > 0
+    if depth > 4:
+        return False
+    return any(
+        f.related_model is not model and _belongs_to_project(f.related_model, depth + 1)
+        for f in model._meta.concrete_fields
+        if f.is_relation and not f.null
+    )
+
+
+def _value_for(field: models.Field) -> Any:
+    if field.choices:
+        return field.choices[0][0]
+    if isinstance(field, models.EmailField):
+        return "world@example.org"
+    if isinstance(field, models.URLField):
+        return "http://127.0.0.1:9/"
+    if isinstance(field, (models.CharField, models.TextField, models.SlugField)):
+        return "world"[: field.max_length or 5]
+    if isinstance(field, models.BooleanField):
+        return False
+    if isinstance(field, (models.PositiveIntegerField, models.PositiveSmallIntegerField, models.PositiveBigIntegerField)):
+        return 1
+    if isinstance(field, (models.IntegerField, models.FloatField, models.DecimalField)):
+        return 0
+    if isinstance(field, models.DateTimeField):
+        return timezone.now()
+    if isinstance(field, models.DateField):
+        return dt.date.today()
+    if isinstance(field, models.UUIDField):
+        return uuidlib.uuid4()
+    if isinstance(field, models.JSONField):
+        return {}
+    if isinstance(field, models.BinaryField):
+        return b"world"
+    raise TypeError(f"tests/world.py cannot fill {field.model.__name__}.{field.name} ({type(field).__name__}): add a builder")
+
+
+def _turn(world: World):
+    interview = world.get(apps.get_model("interviews.Interview"))
+    return world.autofill(apps.get_model("interviews.Turn"), interview=interview, position=0, speaker="participant", text=TRANSCRIPT)
+
+
+def _segment(world: World):
+    turn = world.get(apps.get_model("interviews.Turn"))
+    end = TRANSCRIPT.index(".") + 1
+    return world.autofill(
+        apps.get_model("interviews.Segment"), interview=turn.interview, turn=turn, position=0,
+        start=0, end=end, text=TRANSCRIPT[:end], speaker="participant",
+    )
+
+
+def _guide_version(world: World):
+    return world.autofill(apps.get_model("interviews.GuideVersion"), number=1, opening_prompt="Who are you?")
+
+
+def _coding(world: World):
+    segment = world.get(apps.get_model("interviews.Segment"))
+    return world.autofill(apps.get_model("coding.Coding"), segment=segment, interview=segment.interview)
+
+
+def _import_job(world: World):
+    # A finished job: an "uploaded" one always has stored files, which the world has not.
+    return world.autofill(apps.get_model("interviews.ImportJob"), status="done")
+
+
+BUILDERS: dict[str, Callable[[World], models.Model]] = {
+    "interviews.Turn": _turn,
+    "interviews.Segment": _segment,
+    "interviews.GuideVersion": _guide_version,
+    "coding.Coding": _coding,
+    "interviews.ImportJob": _import_job,
+}
