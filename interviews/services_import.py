@@ -170,7 +170,8 @@ def preview_files(*, project: Project, files: list[StoredFile]) -> dict[str, Any
                 "models": conv.model_slugs,
                 "turns": len(conv.turns),
                 "content_sha256": h,
-                "labels": conv.speaker_labels,
+                # Pairs, not an object: jsonb would reorder the labels.
+                "labels": [[label, guess] for label, guess in conv.speaker_labels.items()],
             })
         out_files.append({"name": f.name, "sha256": f.sha256, "conversations": convs})
     dups = duplicates(project=project, content_hashes=hashes, file_hashes=[f.sha256 for f in files])

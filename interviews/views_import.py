@@ -101,7 +101,7 @@ def _preview_context(job: ImportJob, posted=None) -> dict:
         "ticked": ticked,
         "label_groups": _label_groups(job),
         "speakers": SPEAKERS,
-        "participants": Participant.objects.filter(project=job.project).only("uuid", "label", "model_id"),
+        "participants": Participant.objects.filter(project_id=job.project_id).only("uuid", "label", "model_id"),
         "depths": Interview.Depth.choices,
         "posted": posted,
     }

@@ -1,0 +1,190 @@
+"""Import pages: upload, preview choices, progress fragment, permissions, query counts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from interviews.models import ImportJob, Interview, Participant, Turn
+from interviews.services_import import ImportOptions, importjob_create, importjob_queue, importjob_run
+
+SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
+CHATGPT = SAMPLES / "chatgpt" / "chatgpt2graph-conversations.json"
+CLAUDE = SAMPLES / "claude" / "claude-history-synthetic-conversations.json"
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+
+
+def start_url(project) -> str:
+    return reverse("interviews:import_start", args=[project.uuid])
+
+
+def job_url(job) -> str:
+    return reverse("interviews:import_job", args=[job.project.uuid, job.uuid])
+
+
+def upload(path: Path) -> SimpleUploadedFile:
+    return SimpleUploadedFile(path.name, path.read_bytes())
+
+
+def test_upload_page_for_members_shows_the_form(client_for, project, analyst):
+    response = client_for(analyst).get(start_url(project))
+    assert response.status_code == 200
+    assert b'name="files"' in response.content and b"Upload and preview" in response.content
+
+
+def test_upload_page_tells_viewers_they_cannot_import(client_for, project, viewer):
+    response = client_for(viewer).get(start_url(project))
+    assert response.status_code == 200
+    assert b'name="files"' not in response.content and b"read-only" in response.content
+
+
+def test_upload_page_is_404_for_outsiders(client_for, project, outsider):
+    assert client_for(outsider).get(start_url(project)).status_code == 404
+
+
+def test_upload_creates_a_job_and_redirects_to_its_preview(client_for, project, analyst):
+    client = client_for(analyst)
+    response = client.post(start_url(project), {"files": [upload(CLAUDE)], "format": "auto"})
+    job = ImportJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == job_url(job)
+    page = client.get(job_url(job)).content.decode()
+    assert "Build a sortable data table in React" in page
+    assert page.count('name="conversations"') == 3
+    assert Interview.objects.count() == 0
+
+
+def test_upload_by_viewer_is_403(client_for, project, viewer):
+    response = client_for(viewer).post(start_url(project), {"files": [upload(CLAUDE)]})
+    assert response.status_code == 403
+    assert ImportJob.objects.count() == 0
+
+
+def test_upload_by_outsider_is_404(client_for, project, outsider):
+    assert client_for(outsider).post(start_url(project), {"files": [upload(CLAUDE)]}).status_code == 404
+    assert ImportJob.objects.count() == 0
+
+
+def test_bad_upload_shows_the_message_inline(client_for, project, analyst):
+    bad = SimpleUploadedFile("notes.txt", b"Just prose.\n")
+    response = client_for(analyst).post(start_url(project), {"files": [bad]})
+    assert response.status_code == 400
+    assert "notes.txt: expected speaker labels at the start of lines" in response.content.decode()
+    assert ImportJob.objects.count() == 0
+
+
+def test_empty_upload_is_refused_inline(client_for, project, analyst):
+    response = client_for(analyst).post(start_url(project), {"format": "auto"})
+    assert response.status_code == 400 and b"Choose at least one file" in response.content
+
+
+def text_job(project, user):
+    f = SimpleUploadedFile("talk.txt", b"Alice: Hello?\nBob: Hi.\nAlice: Bye?\nBob: Bye.\n")
+    return importjob_create(project=project, user=user, uploads=[f])
+
+
+def test_preview_maps_labels_and_creates_the_participant(client_for, project, analyst, django_capture_on_commit_callbacks):
+    job = text_job(project, analyst)
+    page = client_for(analyst).get(job_url(job)).content.decode()
+    assert "<code>Alice</code> is the" in page and "<code>Bob</code> is the" in page
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(analyst).post(reverse("interviews:import_job_start", args=[project.uuid, job.uuid]), {
+            "conversations": [job.preview["files"][0]["conversations"][0]["key"]],
+            "label-0-0": "participant", "label-0-1": "interviewer",
+            "participant": "new", "new_participant": "Bob's bot", "depth": "brief",
+        })
+    assert response.status_code == 302
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.DONE, job.errors
+    interview = Interview.objects.get()
+    assert interview.participant.label == "Bob's bot" and interview.depth == "brief"
+    assert list(Turn.objects.order_by("position").values_list("speaker", flat=True)) == [
+        "participant", "interviewer", "participant", "interviewer"]
+    summary = client_for(analyst).get(job_url(job)).content.decode()
+    assert "1 interview imported (4 turns" in summary
+
+
+def test_start_with_nothing_ticked_shows_an_inline_error(client_for, project, analyst):
+    job = text_job(project, analyst)
+    response = client_for(analyst).post(reverse("interviews:import_job_start", args=[project.uuid, job.uuid]),
+                                        {"participant": "auto"})
+    assert response.status_code == 400
+    assert "Tick at least one conversation to import." in response.content.decode()
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.UPLOADED
+
+
+def test_start_by_viewer_is_403_and_outsider_404(client_for, project, analyst, viewer, outsider):
+    job = text_job(project, analyst)
+    url = reverse("interviews:import_job_start", args=[project.uuid, job.uuid])
+    data = {"conversations": [job.preview["files"][0]["conversations"][0]["key"]], "participant": "auto"}
+    assert client_for(viewer).post(url, data).status_code == 403
+    assert client_for(outsider).post(url, data).status_code == 404
+    assert client_for(outsider).get(job_url(job)).status_code == 404
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.UPLOADED
+
+
+def test_job_of_another_project_is_404(client_for, project, analyst, make_user):
+    from projects.models import Membership, Project, Role
+
+    other = Project.objects.create(name="Other")
+    Membership.objects.create(project=other, user=analyst, role=Role.OWNER)
+    job = text_job(other, analyst)
+    url = reverse("interviews:import_job", args=[project.uuid, job.uuid])
+    assert client_for(analyst).get(url).status_code == 404
+
+
+def test_progress_fragment_while_running(client_for, project, analyst):
+    job = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE)])
+    importjob_queue(job=job, options=ImportOptions())
+    response = client_for(analyst).get(job_url(job), headers={"HX-Request": "true"})
+    html = response.content.decode()
+    assert html.lstrip().startswith('<section id="job-status"')
+    assert 'hx-trigger="every 1s"' in html and '<progress id="import-progress" max="3" value="0"' in html
+    importjob_run(job_id=job.id)
+    html = client_for(analyst).get(job_url(job), headers={"HX-Request": "true"}).content.decode()
+    assert "hx-trigger" not in html and "3 interviews imported" in html
+
+
+def test_failed_job_shows_the_error(client_for, project, analyst, tmp_path):
+    job = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE)])
+    importjob_queue(job=job, options=ImportOptions())
+    Path(job.files[0]["path"]).write_text("[{\"uuid\": \"x\", \"chat_messages\": \"oops\"}]")  # the stored file went bad
+    importjob_run(job_id=job.id)
+    html = client_for(analyst).get(job_url(job)).content.decode()
+    assert "Nothing was imported" in html
+    assert "field &#x27;chat_messages&#x27;: expected a list of messages" in html
+    assert Interview.objects.count() == 0
+
+
+def test_recent_jobs_list_queries_do_not_grow(client_for, project, analyst, django_assert_num_queries):
+    client = client_for(analyst)
+    text_job(project, analyst)
+    # session, user, membership (+project), recent jobs (+creator)
+    with django_assert_num_queries(4):
+        client.get(start_url(project))
+    for _ in range(4):
+        text_job(project, analyst)
+    with django_assert_num_queries(4):
+        client.get(start_url(project))
+
+
+def test_preview_queries_do_not_grow_with_conversations(client_for, project, analyst, django_assert_num_queries):
+    Participant.objects.create(project=project, label="GPT-4o")
+    small = text_job(project, analyst)
+    big = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE), upload(CHATGPT)])
+    client = client_for(analyst)
+    # session, user, membership (+project), job (+creator), participants
+    with django_assert_num_queries(5):
+        client.get(job_url(small))
+    with django_assert_num_queries(5):
+        client.get(job_url(big))
