@@ -8,7 +8,7 @@ Export
   * Codes → Codes (hierarchy, colour; definition, include/exclude, example and kind in the
     Description). Each coded segment → one PlainTextSelection (name = the segment text)
     holding one Coding per (code, coder); coders are Users; a coding's note → a Note.
-  * Memos → Notes attached where they belong; themes → Sets of codes; participants →
+  * Memos → Notes referenced from their project, source, code or set (theme); themes → Sets of codes; participants →
     Cases with the variables provider, model and interface.
   * Positions in code points (the standard) or UTF-16 code units (NVivo).
 
@@ -47,7 +47,7 @@ from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.segmentation import segment_text
 from projects.models import Membership, Project, Role
 from projects.services import project_create
-from themes.models import Theme, ThemeCode
+from themes.models import Memo, MemoRevision, Theme, ThemeCode
 
 TURNS_VARIABLE = "RTA turns"
 CASE_VARIABLES = ("provider", "model", "interface")
@@ -123,6 +123,7 @@ class _Exporter:
         for c in rows:
             parent = by_id.get(c.parent_id) if c.parent_id else None
             (parent.children if parent else roots).append(by_id[c.pk])
+        self.code_objs = by_id
         return roots, {c.pk: str(c.uuid) for c in rows}
 
     def source(self, interview: Interview, code_guids: dict[int, str],
@@ -188,14 +189,37 @@ def project_to_refiqda(project: Project) -> refiqda.Project:
             guid=str(p.uuid), name=p.label,
             variable_values=[refiqda.VariableValue(_guid("variable", n), v) for n, v in zip(CASE_VARIABLES, values, strict=True)],
             source_refs=[str(i.uuid) for i in interviews if i.participant_id == p.pk]))
+    themes = list(Theme.objects.for_project(project).prefetch_related("theme_codes").order_by("position", "name"))
     sets = [refiqda.Set(guid=str(t.uuid), name=t.name, description=t.definition,
                         member_codes=[code_guids[tc.code_id] for tc in t.theme_codes.all() if tc.code_id in code_guids])
-            for t in Theme.objects.for_project(project).prefetch_related("theme_codes").order_by("position", "name")]
-    return refiqda.Project(
+            for t in themes]
+    qp = refiqda.Project(
         name=project.name, description=project.description, created=project.created_at,
         creating_user=ex.user_guid(project.created_by), codes=roots, variables=variables, cases=cases,
-        sources=sources, notes=ex.notes, sets=sets, users=list(ex.users.values()),
+        sources=sources, notes=ex.notes, sets=sets,
     )
+    _export_memos(ex, qp, project, sources={i.pk: s for i, s in zip(interviews, sources, strict=True)},
+                  sets={t.pk: s for t, s in zip(themes, sets, strict=True)})
+    qp.users = list(ex.users.values())
+    return qp
+
+
+def _export_memos(ex: _Exporter, qp: refiqda.Project, project: Project, *, sources: dict[int, refiqda.TextSource],
+                  sets: dict[int, refiqda.Set]) -> None:
+    """Memos become Notes, referenced from what they are about (a memo on something not exported: the project)."""
+    for memo in (Memo.objects.filter(project=project, deleted_at__isnull=True).select_related("author")
+                 .order_by("created_at", "pk")):
+        note = refiqda.Note(guid=str(memo.uuid), name=memo.title, text=memo.body, creating_user=ex.user_guid(memo.author),
+                            created=memo.created_at, modified=memo.updated_at)
+        ex.notes.append(note)
+        if memo.interview_id in sources:
+            sources[memo.interview_id].note_refs.append(note.guid)
+        elif memo.code_id in ex.code_objs:
+            ex.code_objs[memo.code_id].note_refs.append(note.guid)
+        elif memo.theme_id in sets:
+            sets[memo.theme_id].member_notes.append(note.guid)
+        else:
+            qp.note_refs.append(note.guid)
 
 
 def project_export_qdpx(*, project: Project, out: BinaryIO, positions: str = "codepoints") -> None:
@@ -213,6 +237,7 @@ class ImportResult:
     codes: int = 0
     codings: int = 0
     themes: int = 0
+    memos: int = 0
     warnings: list[str] = field(default_factory=list)
 
 
@@ -252,6 +277,8 @@ class _Importer:
         self.codes: dict[str, Code] = {}
         self.variables = {v.name.strip().lower(): refiqda.norm_guid(v.guid) for v in qp.variables}
         self.notes = qp.notes_by_guid()
+        self.interviews: dict[str, Interview] = {}
+        self.themes: dict[str, Theme] = {}
 
     def warn(self, message: str) -> None:
         self.result.warnings.append(message)
@@ -348,6 +375,7 @@ class _Importer:
             source_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source_conversation_id=src.guid[:200],
             metadata={"qdpx": {"origin": self.qp.origin or "", "counting": self.qp.counting, "source_guid": src.guid}},
             created_by=self.owner)
+        self.interviews[refiqda.norm_guid(src.guid)] = interview
         spans = _turns_from_map(src, self.variables) or [(Speaker.PARTICIPANT, 0, len(text))]
         turns = Turn.objects.bulk_create([
             Turn(interview=interview, position=i, speaker=speaker, text=text[s:e],
@@ -424,7 +452,37 @@ class _Importer:
             theme = Theme.objects.create(project=self.project, name=fset.name[:200], definition=fset.description,
                                          position=position, created_by=self.owner)
             ThemeCode.objects.bulk_create([ThemeCode(theme=theme, code=c, position=i) for i, c in enumerate(dict.fromkeys(codes))])
+            self.themes[refiqda.norm_guid(fset.guid)] = theme
             self.result.themes += 1
+
+    def import_memos(self) -> None:
+        """Notes become memos on what refers to them; notes on codings were already kept as coding notes."""
+        targets: dict[str, dict] = {}
+
+        def attach(refs: Iterable[str], **target) -> None:
+            for ref in refs:
+                targets.setdefault(refiqda.norm_guid(ref), target)
+
+        attach(self.qp.note_refs)
+        for src in self.qp.sources:
+            attach(src.note_refs, interview=self.interviews.get(refiqda.norm_guid(src.guid)))
+        for fcode, _, _ in self.qp.iter_codes():
+            attach(fcode.note_refs, code=self.codes.get(refiqda.norm_guid(fcode.guid)))
+        for fset in self.qp.sets:
+            attach(fset.member_notes, theme=self.themes.get(refiqda.norm_guid(fset.guid)))
+        consumed = {refiqda.norm_guid(r) for src in self.qp.sources for sel in src.selections
+                    for r in [*sel.note_refs, *(n for c in sel.codings for n in c.note_refs)]}
+        for note in self.qp.notes:
+            key = refiqda.norm_guid(note.guid)
+            if key in consumed and key not in targets:
+                continue
+            target = {k: v for k, v in targets.get(key, {}).items() if v is not None}
+            title = (note.name.strip() or note.text.strip().split("\n", 1)[0] or "Imported note")[:200]
+            memo = Memo.objects.create(project=self.project, title=title, body=note.text,
+                                       author=self.user(note.creating_user), updated_by=self.user(note.creating_user), **target)
+            MemoRevision.objects.create(memo=memo, number=1, title=memo.title, body=memo.body, kind=memo.kind,
+                                        author=memo.author)
+            self.result.memos += 1
 
 
 def split_spans(text: str, cuts: Iterable[int]) -> list[tuple[int, int, str]]:
@@ -454,5 +512,6 @@ def project_import_qdpx(*, source: refiqda.Project | bytes | BinaryIO | str, own
     importer.import_codes()
     importer.import_sources()
     importer.import_sets()
+    importer.import_memos()
     return importer.result
 

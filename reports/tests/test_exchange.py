@@ -20,7 +20,7 @@ from interviews.segment_store import segments_for_turns
 from projects.models import Project
 from refiqda.tests.helpers import PROJECT_XSD, QDPX_SAMPLES, G, codebook, make_zip, project_xml
 from reports.exchange import PLACEHOLDER_PREFIX, project_export_qdpx, project_import_qdpx, split_spans
-from themes.models import Theme
+from themes.models import Memo, Theme
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,6 +53,11 @@ def _enrich(project: Project, analyst) -> None:
     Coding.objects.create(segment=seg, code=parent, coder=analyst, interview=interview)
     seg2 = Segment.objects.get(interview=interview, text__startswith="Second")
     Coding.objects.create(segment=seg2, code=child, coder=analyst, interview=interview)
+    theme = Theme.objects.get(project=project)
+    Memo.objects.create(project=project, title="Project memo", body="Overall *thoughts*.\r\nTwo lines.", author=owner)
+    Memo.objects.create(project=project, interview=interview, title="On the emoji bot", body="Odd.", author=analyst)
+    Memo.objects.create(project=project, code=child, title="Borders code", body="Keep narrow.", author=owner)
+    Memo.objects.create(project=project, theme=theme, title="Theme memo", body="Neutral?", author=owner)
 
 
 def _snapshot(project: Project, coder_name) -> dict:
@@ -70,7 +75,9 @@ def _snapshot(project: Project, coder_name) -> dict:
         for c in Coding.objects.filter(interview__project=project).select_related("segment__turn", "code", "coder", "interview"))
     themes = {t.name: (t.definition, [tc.code.name for tc in t.theme_codes.order_by("position")])
               for t in Theme.objects.for_project(project)}
-    return {"interviews": interviews, "codes": codes, "codings": codings, "themes": themes}
+    memos = sorted((m.title, m.body, coder_name(m.author), m.target_kind, "" if m.target_kind == "project" else str(m.target))
+                   for m in Memo.objects.filter(project=project).select_related("interview", "code", "theme", "project", "author"))
+    return {"interviews": interviews, "codes": codes, "codings": codings, "themes": themes, "memos": memos}
 
 
 @pytest.mark.parametrize("positions", ["codepoints", "utf16"])
@@ -93,6 +100,11 @@ def test_export_is_schema_valid_and_follows_the_rules(demo_project, analyst, pos
     assert [vv.value for vv in cases["GPT-4o"].variable_values] == ["OpenAI", "gpt-4o-2024-08-06", "web"]
     assert {s.name for s in parsed.sets} == {"Neutrality that takes sides"}
     assert any(n.text == "Strong claim.\r\nCheck." for n in parsed.notes)
+    notes = {n.guid: n.name for n in parsed.notes}
+    assert [notes[r] for r in parsed.note_refs] == ["Project memo"]
+    assert [notes[r] for s in parsed.sets for r in s.member_notes] == ["Theme memo"]
+    assert [notes[r] for c, _, _ in parsed.iter_codes() for r in c.note_refs] == ["Borders code"]
+    assert [notes[r] for s in parsed.sources for r in s.note_refs] == ["On the emoji bot"]
     assert {u.id for u in parsed.users} >= {"demo", "arjun"}
 
 
