@@ -106,7 +106,8 @@ class ParticipantViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retri
 
     def get_queryset(self):
         alive = Q(interviews__deleted_at__isnull=True)
-        return Participant.objects.filter(project=self.project).annotate(interview_count=Count("interviews", filter=alive))
+        return (Participant.objects.filter(project=self.project)
+                .annotate(interview_count=Count("interviews", filter=alive)).order_by("label"))
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "project": self.project}
