@@ -6,3 +6,9 @@ from django.apps import AppConfig
 class CodingConfig(AppConfig):
     name = "coding"
     verbose_name = "Coding"
+
+    def ready(self) -> None:
+        # Deleted codes go to the project trash (projects/trash.py).
+        from projects.trash import trash_register
+
+        trash_register("code", "coding.Code", title_field="name", unique_field="name")
