@@ -38,9 +38,13 @@ from interviews.parsers import (
 from interviews.segmentation import segment_text
 from projects.models import Project
 
-# Conversations per bulk insert: large enough for few round trips, small enough to
-# keep memory flat on a 1,000-conversation export.
+# Turns per bulk insert: large enough for few round trips, small enough to keep memory
+# flat on a 1,000-conversation export and the progress bar moving.
 CHUNK_TURNS = 5000
+
+
+def chunk_turns() -> int:
+    return int(os.environ.get("RTA_IMPORT_CHUNK_TURNS") or CHUNK_TURNS)
 PROGRESS_TTL = 24 * 3600
 
 PROVIDERS = (
@@ -382,6 +386,7 @@ def import_batch(
     started = time.perf_counter()
     limits = import_limits()
     batch = _Batch(project, user, options, progress, total)
+    chunk = chunk_turns()
     for f in files:
         buffer: list[ParsedConversation] = []
         buffered_turns = 0
@@ -389,7 +394,7 @@ def import_batch(
         for conv in _wanted_conversations(f, limits, options):
             buffer.append(conv)
             buffered_turns += len(conv.turns)
-            if buffered_turns >= CHUNK_TURNS:
+            if buffered_turns >= chunk:
                 batch.store(f, buffer)
                 buffer, buffered_turns = [], 0
         batch.store(f, buffer)
