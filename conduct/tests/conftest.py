@@ -69,3 +69,65 @@ def inline_answers(settings):
     settings.CONDUCT_SAVE_INTERVAL = 0.05
     settings.CONDUCT_BACKOFF_BASE = 0.01
     settings.CONDUCT_HEARTBEAT_SECONDS = 60  # no heartbeat thread write inside the test transaction
+
+
+@pytest.fixture
+def start_worker(transactional_db):
+    """Start real Celery worker processes (threads pool: several answers stream at once).
+
+    Returns a function that starts one and returns its Popen; all are stopped at teardown.
+    """
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from django.conf import settings
+    from django.db import connection
+
+    from conftest import ROOT, _wait_for_worker
+
+    procs: list[subprocess.Popen] = []
+
+    def start() -> subprocess.Popen:
+        env = dict(os.environ)
+        db = connection.settings_dict
+        env["DATABASE_URL"] = f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}"
+        env["CELERY_QUEUE"] = settings.CELERY_TASK_DEFAULT_QUEUE
+        env["DJANGO_SETTINGS_MODULE"] = "config.settings_test"
+        env["CELERY_TASK_ALWAYS_EAGER"] = "false"
+        env["CONDUCT_HEARTBEAT_SECONDS"] = "0.5"
+        env["OPENAI_API_KEY"] = "sk-deployment-test"  # the worker reads its own settings
+        queue = settings.CELERY_TASK_DEFAULT_QUEUE
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=threads", "--concurrency=4",
+             "--loglevel=" + os.environ.get("CONDUCT_WORKER_LOGLEVEL", "WARNING"), "-Q", queue, "-n", f"{queue}@%h", "--without-gossip", "--without-mingle",
+             "--without-heartbeat"],
+            cwd=ROOT, env=env, start_new_session=True,
+        )
+        procs.append(proc)
+        _wait_for_worker(queue)
+        return proc
+
+    yield start
+    for proc in procs:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def wait_until(predicate, timeout: float = 20, interval: float = 0.1, message: str = "condition"):
+    """Poll `predicate` until it returns something truthy; fail with `message` after `timeout` s."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    pytest.fail(f"Timed out after {timeout} s waiting for {message}")
