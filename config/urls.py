@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from projects.ratelimit import RateLimitedLoginView
 from projects.views import healthz
 from reports.views import project_home
+from reports.views_exchange import import_project
 
 accounts = [
     path("login/", RateLimitedLoginView.as_view(), name="login"),
@@ -34,6 +35,7 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("api/", include(api)),
     path("", include("projects.urls")),
+    path("import/", import_project, name="exchange_import"),
     path("p/<uuid:project_uuid>/", project_home, name="project_home"),
     path("p/<uuid:project_uuid>/", include("interviews.urls")),
     path("p/<uuid:project_uuid>/conduct/", include("conduct.urls")),
