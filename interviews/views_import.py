@@ -43,7 +43,7 @@ def import_start(request: HttpRequest, project_uuid) -> HttpResponse:
         "project": membership.project, "membership": membership, "nav": "interviews", "error": error,
         "formats": FORMATS, "jobs": jobs, "max_mb": import_limits().max_file_bytes // (1024 * 1024),
         "selected_format": request.POST.get("format", "auto"),
-    }, status=400 if error else 200)
+    })  # an invalid upload re-renders the form with its message, like Django's FormView
 
 
 @login_required
@@ -75,7 +75,7 @@ def import_job_start(request: HttpRequest, project_uuid, job_uuid) -> HttpRespon
     except ImportOptionsError as e:
         context = {"project": membership.project, "membership": membership, "nav": "interviews", "job": job,
                    "progress": get_progress(job), "error": str(e), **_preview_context(job, request.POST)}
-        return render(request, "interviews/import_job.html", context, status=400)
+        return render(request, "interviews/import_job.html", context)
     return redirect(url)
 
 

@@ -48,7 +48,11 @@
     var select = document.getElementById("id_participant");
     var field = document.getElementById("new-participant-field");
     if (select && field) {
-      var toggle = function () { field.hidden = select.value !== "new"; };
+      var toggle = function () {
+        var hide = select.value !== "new";
+        field.hidden = hide;
+        field.style.display = hide ? "none" : "";  // .field sets display, which beats [hidden]
+      };
       select.addEventListener("change", toggle);
       toggle();
     }
