@@ -222,6 +222,12 @@ def _export_memos(ex: _Exporter, qp: refiqda.Project, project: Project, *, sourc
             qp.note_refs.append(note.guid)
 
 
+def project_codebook_qdc(project: Project) -> bytes:
+    """The codebook as a REFI-QDA .qdc: codes (hierarchy, colours, descriptions) and themes as sets."""
+    qp = project_to_refiqda(project)
+    return refiqda.build_codebook_xml(refiqda.Codebook(codes=qp.codes, sets=qp.sets))
+
+
 def project_export_qdpx(*, project: Project, out: BinaryIO, positions: str = "codepoints") -> None:
     """Write the project as a .qdpx to `out`; positions 'codepoints' (standard) or 'utf16' (NVivo)."""
     refiqda.write_qdpx(project_to_refiqda(project), out, positions=positions)

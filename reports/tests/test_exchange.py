@@ -18,8 +18,14 @@ from coding.models import Code, Coding
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.segment_store import segments_for_turns
 from projects.models import Project
-from refiqda.tests.helpers import PROJECT_XSD, QDPX_SAMPLES, G, codebook, make_zip, project_xml
-from reports.exchange import PLACEHOLDER_PREFIX, project_export_qdpx, project_import_qdpx, split_spans
+from refiqda.tests.helpers import CODEBOOK_XSD, PROJECT_XSD, QDPX_SAMPLES, G, codebook, make_zip, project_xml
+from reports.exchange import (
+    PLACEHOLDER_PREFIX,
+    project_codebook_qdc,
+    project_export_qdpx,
+    project_import_qdpx,
+    split_spans,
+)
 from themes.models import Memo, Theme
 
 pytestmark = pytest.mark.django_db
@@ -261,3 +267,18 @@ def test_import_command_exits_non_zero_on_a_hostile_file(tmp_path):
                           text=True, timeout=120, env={"DJANGO_SETTINGS_MODULE": "config.settings_test", "PATH": "/usr/bin:/bin"})
     assert proc.returncode != 0
     assert "laughs.qdpx" in proc.stderr and "DTD" in proc.stderr
+
+
+def test_codebook_qdc_is_schema_valid_and_reads_back(demo_project, analyst):
+    _enrich(demo_project, analyst)
+    qdc = project_codebook_qdc(demo_project)
+    assert CODEBOOK_XSD.validate(etree.fromstring(qdc)), CODEBOOK_XSD.error_log
+    book = refiqda.read_codebook(qdc)
+    names = {c.name: (c, parent) for c, parent, _ in book.iter_codes()}
+    assert set(names) == set(Code.objects.for_project(demo_project).values_list("name", flat=True))
+    borders, parent = names["Borders"]
+    assert parent.name == "Structural barriers named" and borders.color == "#123abc"
+    assert "Include when: named limits" in borders.description and "Kind: latent" in borders.description
+    [theme] = book.sets
+    assert {c.name for c, _, _ in book.iter_codes() if c.guid in theme.member_codes} == {
+        "Neutrality as a stance", "Universalist default", "Belonging as personal choice"}
