@@ -1,0 +1,107 @@
+"""Provenance shown on the transcript page: where an interview and each turn came from.
+
+Live turns store the chat-completions record under ``metadata["provenance"]``
+(conduct/client.py); imported turns keep what their export said (model slug,
+timestamps, branch info). These helpers pick the facts a reader checks and
+leave the full record to the per-turn JSON view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from interviews.models import Interview, Turn
+
+Item = tuple[str, str]
+
+# Request parameters worth showing; messages are the transcript itself.
+REQUEST_PARAMS = ("model", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort")
+# Keys of an imported turn's metadata that other fields already show or that are bulky.
+SKIP_IMPORTED = {"model", "created_at", "provenance", "failure", "previous_attempts", "raw", "content"}
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) and value != ""
+
+
+def turn_provenance(turn: Turn) -> list[Item]:
+    """(label, value) pairs for one turn, most useful first."""
+    meta = turn.metadata or {}
+    live = meta.get("provenance") or {}
+    items: list[Item] = []
+    if turn.model_slug:
+        items.append(("Model", turn.model_slug))
+    if turn.timestamp:
+        items.append(("Time", turn.timestamp.isoformat(timespec="seconds")))
+    if live:
+        items += _live_items(live)
+    failure = meta.get("failure") or live.get("failure")
+    if isinstance(failure, dict):
+        items.append(("Failure", f"{failure.get('kind', '')}: {failure.get('message', '')}".strip(": ")))
+    if meta.get("previous_attempts"):
+        items.append(("Earlier attempts", str(len(meta["previous_attempts"]))))
+    for key, value in meta.items():
+        if key not in SKIP_IMPORTED and _scalar(value):
+            items.append((key.replace("_", " ").capitalize(), str(value)))
+    return items
+
+
+def _live_items(p: dict[str, Any]) -> list[Item]:
+    items: list[Item] = []
+    if p.get("model_requested") and p.get("model_requested") != p.get("model_returned"):
+        items.append(("Model requested", str(p["model_requested"])))
+    request = p.get("request") or {}
+    params = [f"{k}={request[k]}" for k in REQUEST_PARAMS if k in request and k != "model"]
+    if params:
+        items.append(("Parameters", ", ".join(params)))
+    if isinstance(request.get("messages"), list):
+        items.append(("Messages sent", str(len(request["messages"]))))
+    usage = p.get("usage") or {}
+    if usage:
+        parts = [f"{usage[k]} {label}" for k, label in
+                 (("prompt_tokens", "prompt"), ("completion_tokens", "completion"), ("total_tokens", "total")) if k in usage]
+        items.append(("Tokens", ", ".join(parts)))
+    if p.get("latency_ms") is not None:
+        first = p.get("time_to_first_token_ms")
+        items.append(("Latency", f"{p['latency_ms']} ms" + (f" (first token {first} ms)" if first is not None else "")))
+    if p.get("finish_reason"):
+        items.append(("Finish reason", str(p["finish_reason"])))
+    for key, label in (("response_id", "Response id"), ("system_fingerprint", "System fingerprint"),
+                       ("base_url", "Endpoint"), ("started_at", "Started"), ("finished_at", "Finished"), ("client", "Client")):
+        if p.get(key):
+            items.append((label, str(p[key])))
+    if isinstance(p.get("attempts"), list) and len(p["attempts"]) > 1:
+        items.append(("Attempts", str(len(p["attempts"]))))
+    return items
+
+
+def interview_provenance(interview: Interview, turns: Iterable[Turn]) -> list[Item]:
+    """(label, value) pairs for the interview's provenance panel."""
+    turns = list(turns)
+    participant = interview.participant
+    items: list[Item] = [("Origin", interview.get_origin_display())]
+    for label, value in (
+        ("Source file", interview.source_filename), ("Format", interview.source_format),
+        ("File SHA-256", interview.source_sha256), ("Conversation id", interview.source_conversation_id),
+        ("Content SHA-256", interview.content_sha256),
+        ("Provider", participant.provider), ("Model id", participant.model_id),
+        ("Interface", participant.get_interface_display()),
+        ("Snapshot", participant.snapshot_date.isoformat() if participant.snapshot_date else ""),
+    ):
+        if value:
+            items.append((label, str(value)))
+    slugs = sorted({t.model_slug for t in turns if t.model_slug})
+    if slugs:
+        items.append(("Model slugs in turns", ", ".join(slugs)))
+    stamps = sorted(t.timestamp for t in turns if t.timestamp)
+    if stamps:
+        items.append(("First turn", stamps[0].isoformat(timespec="seconds")))
+        items.append(("Last turn", stamps[-1].isoformat(timespec="seconds")))
+    if interview.conducted_at:
+        items.append(("Conducted", interview.conducted_at.isoformat(timespec="seconds")))
+    items.append(("Added to the project", interview.created_at.isoformat(timespec="seconds")))
+    for key, value in (interview.metadata or {}).items():
+        if _scalar(value):
+            items.append((key.replace("_", " ").capitalize(), str(value)))
+    return items

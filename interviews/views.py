@@ -1,0 +1,110 @@
+"""Reading pages: one interview's transcript with provenance, and the project's interview statistics.
+
+Import pages live in interviews/views_import.py.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import Count
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+
+from interviews.models import Interview, Segment, Turn
+from interviews.provenance import interview_provenance, turn_provenance
+from interviews.rendering import render_turns
+from interviews.statistics import DEPTH_CHOICES, project_statistics, statistics_csv, statistics_xlsx
+from projects.permissions import member_or_404
+
+VIEWS = ("read", "segments")
+
+
+def _interview_or_404(membership, interview_uuid) -> Interview:
+    interview = Interview.objects.for_project(membership.project).filter(uuid=interview_uuid).first()
+    if interview is None:
+        raise Http404("No such interview in this project.")
+    return interview
+
+
+@login_required
+def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> HttpResponse:
+    """The transcript, turn by turn, as rendered Markdown or as its coding segments."""
+    membership = member_or_404(request, project_uuid)
+    interview = _interview_or_404(membership, interview_uuid)
+    view = request.GET.get("view", "read")
+    view = view if view in VIEWS else "read"
+    turns = list(
+        Turn.objects.filter(interview=interview)
+        .order_by("position")
+        .only("uuid", "position", "speaker", "text", "model_slug", "timestamp", "status", "metadata")
+    )
+    segments = Segment.objects.filter(interview=interview)
+    if view == "segments":
+        by_turn: dict[int, list] = {}
+        for seg in segments.order_by("position").only("turn_id", "position", "kind", "text"):
+            by_turn.setdefault(seg.turn_id, []).append(seg)
+        for turn in turns:
+            turn.segment_list = by_turn.get(turn.pk, [])
+            turn.segment_count = len(turn.segment_list)
+    else:
+        counts = dict(segments.values_list("turn_id").annotate(n=Count("id")).values_list("turn_id", "n"))
+        for turn, html in zip(turns, render_turns(t.text for t in turns), strict=True):
+            turn.html = html
+            turn.segment_count = counts.get(turn.pk, 0)
+    for turn in turns:
+        turn.provenance = turn_provenance(turn)
+    context = {
+        "project": membership.project, "membership": membership, "nav": "interviews",
+        "interview": interview, "participant": interview.participant, "turns": turns, "view": view,
+        "provenance": interview_provenance(interview, turns),
+        "segment_total": sum(t.segment_count for t in turns),
+    }
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "interviews/interview_detail.html#transcript", context)
+    return render(request, "interviews/interview_detail.html", context)
+
+
+@login_required
+def turn_metadata(request: HttpRequest, project_uuid, interview_uuid, turn_uuid) -> JsonResponse:
+    """A turn's full provenance record (request, raw response, usage…) as JSON."""
+    membership = member_or_404(request, project_uuid)
+    interview = _interview_or_404(membership, interview_uuid)
+    turn = Turn.objects.filter(interview=interview, uuid=turn_uuid).only("metadata", "position", "speaker", "model_slug").first()
+    if turn is None:
+        raise Http404("No such turn in this interview.")
+    return JsonResponse(
+        {"interview": str(interview.uuid), "turn": str(turn_uuid), "position": turn.position, "speaker": turn.speaker,
+         "model_slug": turn.model_slug, "metadata": turn.metadata},
+        json_dumps_params={"indent": 2, "ensure_ascii": False},
+    )
+
+
+@login_required
+def statistics(request: HttpRequest, project_uuid) -> HttpResponse:
+    """Descriptive statistics per participant; ?depth= filters, ?format=csv|xlsx downloads."""
+    membership = member_or_404(request, project_uuid)
+    depth = request.GET.get("depth", "")
+    depth = depth if depth in dict(DEPTH_CHOICES) else ""
+    rows = project_statistics(membership.project, depth=depth or None)
+    fmt = request.GET.get("format", "")
+    if fmt in ("csv", "xlsx"):
+        return _download(membership.project, rows, fmt, depth)
+    context = {
+        "project": membership.project, "membership": membership, "nav": "interviews",
+        "rows": rows, "depth": depth, "depth_choices": DEPTH_CHOICES,
+    }
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "interviews/statistics.html#statistics-table", context)
+    return render(request, "interviews/statistics.html", context)
+
+
+def _download(project, rows, fmt: str, depth: str) -> HttpResponse:
+    stem = f"interview-statistics-{project.uuid}" + (f"-{depth}" if depth else "")
+    if fmt == "csv":
+        response = HttpResponse(statistics_csv(rows), content_type="text/csv; charset=utf-8")
+    else:
+        response = HttpResponse(
+            statistics_xlsx(rows), content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+        )
+    response["Content-Disposition"] = f'attachment; filename="{stem}.{fmt}"'
+    return response
