@@ -1,0 +1,142 @@
+// Themes board: drag codes into/between themes, with a keyboard "Move…" menu doing the same.
+// Each move is one small POST; the server answers with the re-rendered board fragment.
+(function () {
+  "use strict";
+
+  function csrfToken() {
+    try { return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"]; } catch (e) { return ""; }
+  }
+
+  function board() { return document.getElementById("board"); }
+
+  function announce(text) {
+    var status = document.getElementById("board-status");
+    if (status) { status.textContent = text; }
+  }
+
+  // One move = one request; the board fragment replaces the old board.
+  function send(fields, message) {
+    var form = new FormData();
+    Object.keys(fields).forEach(function (key) { if (fields[key]) { form.append(key, fields[key]); } });
+    return fetch(board().getAttribute("data-place-url"), {
+      method: "POST", body: form, credentials: "same-origin",
+      headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "1" }
+    }).then(function (response) {
+      return response.text().then(function (html) {
+        var holder = document.createElement("div");
+        holder.innerHTML = html;
+        var fresh = holder.querySelector("#board");
+        if (fresh) {
+          board().replaceWith(fresh);
+          if (window.htmx) { window.htmx.process(fresh); }
+        }
+        if (!response.ok && !fresh) { window.RTA.flash("The change was not saved (" + response.status + ").", "error"); }
+        else if (response.ok) { announce(message); }
+        return response.ok;
+      });
+    }).catch(function () {
+      window.RTA.flash("The server could not be reached; the change was not saved.", "error");
+    });
+  }
+
+  function themeName(uuid) {
+    var card = document.querySelector('[data-theme-card="' + uuid + '"]');
+    return card ? card.getAttribute("data-theme-name") : "";
+  }
+
+  // ---- drag and drop
+  var dragged = null;
+
+  document.addEventListener("dragstart", function (event) {
+    var chip = event.target.closest && event.target.closest(".code-chip[draggable=true]");
+    if (!chip) { return; }
+    dragged = { code: chip.getAttribute("data-code"), source: chip.getAttribute("data-source") || "", name: chip.getAttribute("data-code-name") };
+    event.dataTransfer.effectAllowed = "copyMove";
+    event.dataTransfer.setData("text/plain", dragged.name);
+    chip.classList.add("dragging");
+  });
+
+  document.addEventListener("dragend", function (event) {
+    var chip = event.target.closest && event.target.closest(".code-chip");
+    if (chip) { chip.classList.remove("dragging"); }
+    document.querySelectorAll(".drop-zone.over").forEach(function (z) { z.classList.remove("over"); });
+  });
+
+  document.addEventListener("dragover", function (event) {
+    var zone = event.target.closest && event.target.closest(".drop-zone");
+    if (!zone || !dragged) { return; }
+    event.preventDefault();
+    zone.classList.add("over");
+  });
+
+  document.addEventListener("dragleave", function (event) {
+    var zone = event.target.closest && event.target.closest(".drop-zone");
+    if (zone && !zone.contains(event.relatedTarget)) { zone.classList.remove("over"); }
+  });
+
+  document.addEventListener("drop", function (event) {
+    var zone = event.target.closest && event.target.closest(".drop-zone");
+    if (!zone || !dragged) { return; }
+    event.preventDefault();
+    zone.classList.remove("over");
+    var target = zone.getAttribute("data-theme");
+    var beforeChip = event.target.closest(".code-chip");
+    var before = beforeChip && beforeChip.getAttribute("data-code") !== dragged.code ? beforeChip.getAttribute("data-code") : "";
+    var d = dragged;
+    dragged = null;
+    if (!target) {
+      // Dropped back on the codebook: take it out of the theme it came from.
+      if (d.source) { send({ action: "remove", code: d.code, source: d.source }, "“" + d.name + "” taken out of " + themeName(d.source)); }
+      return;
+    }
+    // From the codebook, or with Ctrl/Alt held: add (a code may sit in several themes). Otherwise move.
+    var copy = !d.source || d.source === target || event.ctrlKey || event.altKey;
+    send({ action: copy ? "add" : "move", code: d.code, source: d.source, theme: target, before: before },
+      "“" + d.name + "” " + (copy ? "placed in " : "moved to ") + themeName(target));
+  });
+
+  // ---- keyboard alternative: the Move… menu
+  function menuButton(label, fields, message) {
+    var button = document.createElement("button");
+    button.type = "button";
+    button.textContent = label;
+    button.addEventListener("click", function () {
+      document.getElementById("move-dialog").close();
+      send(fields, message).then(function () {
+        var again = document.querySelector('.move-btn[data-code="' + fields.code + '"]' + (fields.theme ? '[data-source="' + fields.theme + '"]' : ""));
+        if (again) { again.focus(); }
+      });
+    });
+    return button;
+  }
+
+  document.addEventListener("click", function (event) {
+    var trigger = event.target.closest && event.target.closest(".move-btn");
+    if (!trigger) { return; }
+    var code = trigger.getAttribute("data-code");
+    var source = trigger.getAttribute("data-source") || "";
+    var name = trigger.closest(".code-chip").getAttribute("data-code-name");
+    var dialog = document.getElementById("move-dialog");
+    var actions = dialog.querySelector(".move-actions");
+    actions.innerHTML = "";
+    dialog.querySelector("h2").textContent = "Move “" + name + "”" + (source ? " (now in " + themeName(source) + ")" : "");
+    var list = document.createElement("ul");
+    function add(button) { var li = document.createElement("li"); li.appendChild(button); list.appendChild(li); }
+    if (source) {
+      add(menuButton("Move up", { action: "up", code: code, source: source }, "“" + name + "” moved up"));
+      add(menuButton("Move down", { action: "down", code: code, source: source }, "“" + name + "” moved down"));
+      add(menuButton("Take out of " + themeName(source), { action: "remove", code: code, source: source }, "“" + name + "” taken out"));
+    }
+    document.querySelectorAll("[data-theme-card]").forEach(function (card) {
+      var uuid = card.getAttribute("data-theme-card");
+      if (uuid === source) { return; }
+      var theme = card.getAttribute("data-theme-name");
+      if (source) { add(menuButton("Move to " + theme, { action: "move", code: code, source: source, theme: uuid }, "“" + name + "” moved to " + theme)); }
+      add(menuButton((source ? "Also add to " : "Add to ") + theme, { action: "add", code: code, theme: uuid }, "“" + name + "” placed in " + theme));
+    });
+    actions.appendChild(list);
+    dialog.showModal();
+    var first = actions.querySelector("button");
+    if (first) { first.focus(); }
+  });
+})();

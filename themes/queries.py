@@ -1,0 +1,91 @@
+"""Reads shared by the themes pages and API, each a fixed number of queries."""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass, field
+
+from django.db.models import Count, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from coding.models import Code
+from themes.excerpts import excerpt_counts
+from themes.models import Comment, Theme, ThemeCode, ThreadRead
+
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+
+
+@dataclass
+class BoardTheme:
+    theme: Theme
+    codes: list[Code] = field(default_factory=list)
+    children: list[BoardTheme] = field(default_factory=list)
+    excerpts: int = 0
+    open_threads: int = 0
+    unread: int = 0
+
+
+def thread_counts(themes: list[Theme], user) -> dict[int, dict]:
+    """Open threads and comments unread by `user` per theme id (1 query)."""
+    last_read = ThreadRead.objects.filter(theme=OuterRef("theme_id"), user=user).values("last_read_at")[:1]
+    rows = (
+        Comment.objects.filter(theme__in=themes)
+        .values("theme_id")
+        .annotate(
+            open=Count("id", filter=Q(parent__isnull=True, resolved_at__isnull=True)),
+            unread=Count("id", filter=~Q(author=user) & Q(created_at__gt=Coalesce(Subquery(last_read), Value(EPOCH)))),
+        )
+    )
+    return {r["theme_id"]: r for r in rows}
+
+
+def board(project, user) -> dict:
+    """Everything the themes board shows (6 queries, whatever the number of themes and codes)."""
+    themes = list(Theme.objects.for_project(project).order_by("position", "name"))
+    codes = list(Code.objects.for_project(project).filter(archived=False).order_by("name"))
+    theme_counts, code_counts = excerpt_counts(project)
+    for code in codes:
+        code.segment_count = code_counts.get(code.id, 0)
+    code_by_id = {c.id: c for c in codes}
+    nodes = {t.id: BoardTheme(theme=t, excerpts=theme_counts.get(t.id, 0)) for t in themes}
+    placed: set[int] = set()
+    for theme_id, code_id in ThemeCode.objects.filter(theme__in=themes).order_by("position", "id").values_list("theme_id", "code_id"):
+        if code_id in code_by_id:
+            nodes[theme_id].codes.append(code_by_id[code_id])
+            placed.add(code_id)
+    for theme_id, counts in thread_counts(themes, user).items():
+        nodes[theme_id].open_threads, nodes[theme_id].unread = counts["open"], counts["unread"]
+    roots = []
+    for theme in themes:
+        parent = nodes.get(theme.parent_id)
+        (parent.children if parent else roots).append(nodes[theme.id])
+    return {
+        "columns": [n for n in roots if n.theme.status != Theme.Status.DISCARDED],
+        "discarded": [n for n in roots if n.theme.status == Theme.Status.DISCARDED],
+        "codes": codes,
+        "unassigned": [c for c in codes if c.id not in placed],
+        "all_themes": themes,
+    }
+
+
+def map_data(project) -> dict:
+    """Nodes (themes, sub-themes, codes; sized by excerpts) and edges of the thematic map (4 queries)."""
+    themes = list(Theme.objects.for_project(project).exclude(status=Theme.Status.DISCARDED).order_by("position", "name"))
+    theme_ids = {t.id for t in themes}
+    theme_counts, code_counts = excerpt_counts(project)
+    nodes, edges, seen_codes = [], [], set()
+    for t in themes:
+        nodes.append({"data": {
+            "id": f"t{t.id}", "uuid": str(t.uuid), "label": t.name, "kind": "subtheme" if t.parent_id in theme_ids else "theme",
+            "status": t.status, "colour": t.colour, "size": theme_counts.get(t.id, 0),
+        }})
+        if t.parent_id in theme_ids:
+            edges.append({"data": {"id": f"t{t.parent_id}-t{t.id}", "source": f"t{t.parent_id}", "target": f"t{t.id}", "kind": "subtheme"}})
+    placements = ThemeCode.objects.filter(theme__in=themes, code__deleted_at__isnull=True).select_related("code")
+    for tc in placements:
+        if tc.code_id not in seen_codes:
+            seen_codes.add(tc.code_id)
+            nodes.append({"data": {"id": f"c{tc.code_id}", "label": tc.code.name, "kind": "code", "colour": tc.code.colour,
+                                   "size": code_counts.get(tc.code_id, 0)}})
+        edges.append({"data": {"id": f"t{tc.theme_id}-c{tc.code_id}", "source": f"t{tc.theme_id}", "target": f"c{tc.code_id}", "kind": "code"}})
+    return {"nodes": nodes, "edges": edges}

@@ -1,0 +1,551 @@
+"""Writes on themes, exemplars, memos, threads and review meetings.
+
+Keyword-only, atomic, audited. Views and the API call these and nothing else to write.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Iterable, Sequence
+
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.db.models import F, Max
+from django.utils import timezone
+
+from coding.models import Code
+from interviews.models import Segment
+from projects.audit import audit_record
+from projects.models import AuditEvent, Project
+from themes import snapshots
+from themes.models import (
+    AgendaItem,
+    Comment,
+    Decision,
+    Exemplar,
+    Memo,
+    MemoRevision,
+    Review,
+    Snapshot,
+    Theme,
+    ThemeCode,
+    ThemeStatusChange,
+    ThreadRead,
+)
+from themes.rendering import mentioned_usernames
+
+TRIM = "[...]"
+
+
+# ---------------------------------------------------------------- themes
+
+@transaction.atomic
+def theme_create(*, project: Project, actor, name: str, definition: str = "", parent: Theme | None = None,
+                 colour: str = "") -> Theme:
+    """Create a candidate theme at the end of its column (or of its parent's sub-themes)."""
+    name = (name or "").strip()
+    if not name:
+        raise ValidationError({"name": "Give the theme a name."})
+    if parent is not None and parent.project_id != project.id:
+        raise ValidationError({"parent": "The parent theme belongs to another project."})
+    last = Theme.objects.for_project(project).filter(parent=parent).aggregate(m=Max("position"))["m"]
+    theme = Theme(project=project, name=name[:200], definition=definition, parent=parent, created_by=actor,
+                  position=(last + 1) if last is not None else 0)
+    if colour:
+        theme.colour = colour
+    theme.full_clean(exclude=["codes"])
+    theme.save()
+    ThemeStatusChange.objects.create(theme=theme, from_status="", to_status=theme.status, actor=actor, reason="created")
+    audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=theme, summary=f"Theme “{theme.name}” created")
+    return theme
+
+
+@transaction.atomic
+def theme_update(*, theme: Theme, actor, name: str | None = None, definition: str | None = None,
+                 colour: str | None = None, review: Review | None = None) -> Theme:
+    """Rename, redefine or recolour a theme."""
+    changed = []
+    if name is not None and name.strip() and name.strip() != theme.name:
+        changed.append(f"renamed from “{theme.name}” to “{name.strip()}”")
+        theme.name = name.strip()[:200]
+    if definition is not None and definition != theme.definition:
+        changed.append("definition changed")
+        theme.definition = definition
+    if colour is not None and colour and colour != theme.colour:
+        changed.append("colour changed")
+        theme.colour = colour
+    if not changed:
+        return theme
+    theme.full_clean(exclude=["codes", "parent", "merged_into"])
+    theme.version = F("version") + 1
+    theme.save(update_fields=["name", "definition", "colour", "version", "updated_at"])
+    theme.refresh_from_db(fields=["version"])
+    audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                 summary=f"Theme “{theme.name}”: {', '.join(changed)}", data={"review": str(review.uuid) if review else None})
+    return theme
+
+
+@transaction.atomic
+def theme_set_status(*, theme: Theme, actor, status: str, reason: str = "", review: Review | None = None) -> Theme:
+    """Move a theme to a new status and record the step in its history."""
+    if status not in Theme.Status.values:
+        raise ValidationError({"status": f"“{status}” is not a theme status."})
+    if status == theme.status:
+        return theme
+    ThemeStatusChange.objects.create(theme=theme, from_status=theme.status, to_status=status, actor=actor, reason=reason, review=review)
+    previous, theme.status = theme.status, status
+    theme.save(update_fields=["status", "updated_at"])
+    audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                 summary=f"Theme “{theme.name}” {previous} → {status}")
+    return theme
+
+
+@transaction.atomic
+def theme_set_parent(*, theme: Theme, actor, parent: Theme | None) -> Theme:
+    """Make a theme a sub-theme of another (or top-level again); no cycles."""
+    node = parent
+    while node is not None:
+        if node.pk == theme.pk:
+            raise ValidationError({"parent": "A theme cannot sit under itself or one of its own sub-themes."})
+        node = node.parent
+    if parent is not None and parent.project_id != theme.project_id:
+        raise ValidationError({"parent": "The parent theme belongs to another project."})
+    last = Theme.objects.for_project(theme.project).filter(parent=parent).aggregate(m=Max("position"))["m"]
+    theme.parent, theme.position = parent, (last + 1) if last is not None else 0
+    theme.save(update_fields=["parent", "position", "updated_at"])
+    audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                 summary=f"Theme “{theme.name}” moved under “{parent.name}”" if parent else f"Theme “{theme.name}” made top-level")
+    return theme
+
+
+@transaction.atomic
+def theme_reorder(*, theme: Theme, actor, offset: int) -> Theme:
+    """Move a theme left/right (offset -1/+1) among its siblings."""
+    siblings = list(Theme.objects.for_project(theme.project).filter(parent_id=theme.parent_id).select_for_update())
+    index = next(i for i, t in enumerate(siblings) if t.pk == theme.pk)
+    target = max(0, min(len(siblings) - 1, index + offset))
+    siblings.insert(target, siblings.pop(index))
+    _renumber(siblings)
+    return theme
+
+
+def _renumber(rows: Sequence) -> None:
+    for i, row in enumerate(rows):
+        if row.position != i:
+            row.position = i
+            row.save(update_fields=["position"])
+
+
+@transaction.atomic
+def theme_delete(*, theme: Theme, actor) -> Theme:
+    """Move a theme (and its sub-themes) to the trash."""
+    now = timezone.now()
+    ids = _descendant_ids(theme)
+    Theme.objects.filter(id__in=ids).update(deleted_at=now)
+    theme.deleted_at = now
+    audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.DELETED, target=theme,
+                 summary=f"Theme “{theme.name}” moved to the trash")
+    return theme
+
+
+def _descendant_ids(theme: Theme) -> list[int]:
+    ids, frontier = [theme.id], [theme.id]
+    while frontier:
+        frontier = list(Theme.objects.filter(parent_id__in=frontier, deleted_at__isnull=True).values_list("id", flat=True))
+        ids += frontier
+    return ids
+
+
+# ---------------------------------------------------------------- codes in themes
+
+def _placements(theme: Theme) -> list[ThemeCode]:
+    return list(ThemeCode.objects.filter(theme=theme).select_for_update().order_by("position", "id"))
+
+
+@transaction.atomic
+def theme_add_code(*, theme: Theme, actor, code: Code, before: Code | None = None) -> ThemeCode:
+    """Place a code in a theme (kept elsewhere too), before `before` or at the end; re-placing reorders."""
+    if code.project_id != theme.project_id or code.deleted_at is not None:
+        raise ValidationError({"code": "This code is not in the theme's project."})
+    rows = _placements(theme)
+    existing = next((r for r in rows if r.code_id == code.id), None)
+    if existing is None:
+        existing = ThemeCode.objects.create(theme=theme, code=code, position=len(rows))
+    else:
+        rows.remove(existing)
+    index = next((i for i, r in enumerate(rows) if before is not None and r.code_id == before.id), len(rows))
+    rows.insert(index, existing)
+    _renumber(rows)
+    audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                 summary=f"Code “{code.name}” placed in theme “{theme.name}”")
+    return existing
+
+
+@transaction.atomic
+def theme_remove_code(*, theme: Theme, actor, code: Code) -> None:
+    """Take a code out of a theme (it stays in the codebook and in other themes)."""
+    deleted, _ = ThemeCode.objects.filter(theme=theme, code=code).delete()
+    if deleted:
+        _renumber(_placements(theme))
+        audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                     summary=f"Code “{code.name}” taken out of theme “{theme.name}”")
+
+
+@transaction.atomic
+def theme_move_code(*, code: Code, source: Theme, target: Theme, actor, before: Code | None = None) -> ThemeCode:
+    """Move a code from one theme to another (one step: out of `source`, into `target`)."""
+    if source.pk == target.pk:
+        return theme_add_code(theme=target, actor=actor, code=code, before=before)
+    placed = theme_add_code(theme=target, actor=actor, code=code, before=before)
+    theme_remove_code(theme=source, actor=actor, code=code)
+    return placed
+
+
+@transaction.atomic
+def theme_shift_code(*, theme: Theme, actor, code: Code, offset: int) -> None:
+    """Move a code up/down (offset -1/+1) inside its theme (keyboard reordering)."""
+    rows = _placements(theme)
+    index = next((i for i, r in enumerate(rows) if r.code_id == code.id), None)
+    if index is None:
+        raise ValidationError({"code": f"“{code.name}” is not in theme “{theme.name}”."})
+    target = max(0, min(len(rows) - 1, index + offset))
+    rows.insert(target, rows.pop(index))
+    _renumber(rows)
+
+
+# ---------------------------------------------------------------- merge / split
+
+@transaction.atomic
+def theme_merge(*, source: Theme, target: Theme, actor, review: Review | None = None) -> Theme:
+    """Fold `source` into `target`: codes, sub-themes, exemplars, memos and thread move; source goes to the trash."""
+    if source.pk == target.pk:
+        raise ValidationError({"into": "A theme cannot be merged into itself."})
+    if source.project_id != target.project_id:
+        raise ValidationError({"into": "Both themes must belong to the same project."})
+    if target.id in _descendant_ids(source):
+        raise ValidationError({"into": "A theme cannot be merged into one of its own sub-themes."})
+    have = set(ThemeCode.objects.filter(theme=target).values_list("code_id", flat=True))
+    start = len(have)
+    for offset, tc in enumerate(ThemeCode.objects.filter(theme=source).exclude(code_id__in=have).order_by("position")):
+        ThemeCode.objects.create(theme=target, code_id=tc.code_id, position=start + offset)
+    ThemeCode.objects.filter(theme=source).delete()
+    Theme.objects.filter(parent=source, deleted_at__isnull=True).update(parent=target)
+    last_exemplar = Exemplar.objects.filter(theme=target).aggregate(m=Max("position"))["m"] or 0
+    Exemplar.objects.filter(theme=source).update(theme=target, position=F("position") + last_exemplar + 1)
+    Memo.objects.filter(theme=source).update(theme=target)
+    Comment.objects.filter(theme=source).update(theme=target)
+    source.merged_into, source.deleted_at = target, timezone.now()
+    source.save(update_fields=["merged_into", "deleted_at", "updated_at"])
+    audit_record(project=target.project, actor=actor, action=AuditEvent.Action.CHANGED, target=target,
+                 summary=f"Theme “{source.name}” merged into “{target.name}”",
+                 data={"source": str(source.uuid), "review": str(review.uuid) if review else None})
+    return target
+
+
+@transaction.atomic
+def theme_split(*, theme: Theme, actor, name: str, codes: Iterable[Code], review: Review | None = None) -> Theme:
+    """Split off a new sibling theme carrying the given codes out of `theme`."""
+    codes = list(codes)
+    inside = set(ThemeCode.objects.filter(theme=theme).values_list("code_id", flat=True))
+    missing = [c.name for c in codes if c.id not in inside]
+    if not codes or missing:
+        raise ValidationError({"codes": f"Choose codes of “{theme.name}” to split off" + (f" (not in it: {', '.join(missing)})." if missing else ".")})
+    new = theme_create(project=theme.project, actor=actor, name=name, parent=theme.parent, colour=theme.colour)
+    for code in codes:
+        theme_move_code(code=code, source=theme, target=new, actor=actor)
+    audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                 summary=f"Theme “{theme.name}” split: “{new.name}” with {len(codes)} code(s)",
+                 data={"new": str(new.uuid), "review": str(review.uuid) if review else None})
+    return new
+
+
+# ---------------------------------------------------------------- exemplars
+
+def quote_spans(source: str, offset: int, quote: str) -> list[list[int]]:
+    """Offsets of each `[...]`-separated piece of `quote` inside `source`, in order; clear error if one is missing."""
+    pieces = [p.strip() for p in quote.split(TRIM)]
+    pieces = [p for p in pieces if p]
+    if not pieces:
+        raise ValidationError({"quote": "The quote is empty."})
+    spans, cursor = [], 0
+    for number, piece in enumerate(pieces, start=1):
+        found = source.find(piece, cursor)
+        if found < 0:
+            where = "after the previous piece" if number > 1 else "in the excerpt"
+            raise ValidationError({"quote": f"Piece {number} (“{piece[:60]}”) is not {where}, word for word. "
+                                            f"Trim only with {TRIM}; do not reword."})
+        spans.append([offset + found, offset + found + len(piece)])
+        cursor = found + len(piece)
+    return spans
+
+
+@transaction.atomic
+def exemplar_pin(*, theme: Theme, actor, segment: Segment, end_segment: Segment | None = None, quote: str = "") -> Exemplar:
+    """Pin the excerpt starting at `segment` (through `end_segment`) to a theme, optionally trimmed with [...]."""
+    if segment.interview.project_id != theme.project_id:
+        raise ValidationError({"segment": "This excerpt is from another project."})
+    turn = segment.turn
+    last = end_segment if end_segment is not None and end_segment.turn_id == segment.turn_id else segment
+    start, end = segment.start, max(segment.end, last.end)
+    source = turn.text[start:end]
+    spans = quote_spans(source, start, quote) if quote.strip() else [[start, end]]
+    position = (Exemplar.objects.filter(theme=theme).aggregate(m=Max("position"))["m"] or 0) + 1
+    exemplar = Exemplar(theme=theme, turn=turn, segment=segment, spans=spans, position=position, created_by=actor,
+                        quote=" [...] ".join(turn.text[a:b] for a, b in spans))
+    exemplar.save()
+    audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CREATED, target=exemplar,
+                 summary=f"Exemplar pinned to “{theme.name}”")
+    return exemplar
+
+
+@transaction.atomic
+def exemplar_trim(*, exemplar: Exemplar, actor, quote: str, note: str | None = None) -> Exemplar:
+    """Re-trim an exemplar: each [...]-separated piece must appear, in order, in the quoted stretch of the turn."""
+    start, end = exemplar.spans[0][0], exemplar.spans[-1][1]
+    if exemplar.segment_id:
+        # Allow widening back to the whole excerpt the exemplar was pinned from.
+        start = min(start, exemplar.segment.start)
+    source = exemplar.turn.text[start:end]
+    exemplar.spans = quote_spans(source, start, quote)
+    exemplar.quote = " [...] ".join(exemplar.turn.text[a:b] for a, b in exemplar.spans)
+    if note is not None:
+        exemplar.note = note
+    exemplar.save(update_fields=["spans", "quote", "note"])
+    audit_record(project=exemplar.theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=exemplar,
+                 summary=f"Exemplar of “{exemplar.theme.name}” trimmed")
+    return exemplar
+
+
+@transaction.atomic
+def exemplar_shift(*, exemplar: Exemplar, actor, offset: int) -> None:
+    rows = list(Exemplar.objects.filter(theme=exemplar.theme).select_for_update().order_by("position", "id"))
+    index = next(i for i, r in enumerate(rows) if r.pk == exemplar.pk)
+    rows.insert(max(0, min(len(rows) - 1, index + offset)), rows.pop(index))
+    _renumber(rows)
+
+
+@transaction.atomic
+def exemplar_unpin(*, exemplar: Exemplar, actor) -> None:
+    audit_record(project=exemplar.theme.project, actor=actor, action=AuditEvent.Action.DELETED, target=exemplar,
+                 summary=f"Exemplar unpinned from “{exemplar.theme.name}”")
+    exemplar.delete()
+
+
+# ---------------------------------------------------------------- memos
+
+class MemoConflict(Exception):
+    """The memo changed since the editor loaded it; carries the newer revision."""
+
+    def __init__(self, memo: Memo, latest: MemoRevision):
+        super().__init__(f"Memo “{memo.title}” was changed by someone else (revision {latest.number}).")
+        self.memo = memo
+        self.latest = latest
+
+
+@transaction.atomic
+def memo_create(*, project: Project, actor, title: str, body: str, kind: str, interview=None, code=None,
+                theme=None) -> Memo:
+    """Write a new memo (revision 1) on the project or on one interview, code or theme."""
+    targets = [t for t in (interview, code, theme) if t is not None]
+    if len(targets) > 1:
+        raise ValidationError({"target": "A memo is about one thing: the project, an interview, a code or a theme."})
+    if targets and targets[0].project_id != project.id:
+        raise ValidationError({"target": "The memo's target belongs to another project."})
+    memo = Memo(project=project, title=(title or "").strip(), body=body or "", kind=kind, interview=interview,
+                code=code, theme=theme, author=actor, updated_by=actor)
+    memo.full_clean()
+    memo.save()
+    MemoRevision.objects.create(memo=memo, number=1, title=memo.title, body=memo.body, kind=memo.kind, author=actor)
+    audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=memo, summary=f"Memo “{memo.title}” written")
+    return memo
+
+
+@transaction.atomic
+def memo_update(*, memo: Memo, actor, base_version: int, title: str, body: str, kind: str) -> Memo:
+    """Save an edit as a new revision; raises MemoConflict if someone saved after `base_version`."""
+    memo = Memo.objects.select_for_update().get(pk=memo.pk)
+    if base_version != memo.version:
+        raise MemoConflict(memo, memo.revisions.select_related("author").get(number=memo.version))
+    if (title.strip(), body, kind) == (memo.title, memo.body, memo.kind):
+        return memo
+    memo.title, memo.body, memo.kind = title.strip(), body, kind
+    memo.full_clean()
+    memo.version += 1
+    memo.updated_by = actor
+    memo.save(update_fields=["title", "body", "kind", "version", "updated_by", "updated_at"])
+    MemoRevision.objects.create(memo=memo, number=memo.version, title=memo.title, body=memo.body, kind=memo.kind, author=actor)
+    audit_record(project=memo.project, actor=actor, action=AuditEvent.Action.CHANGED, target=memo,
+                 summary=f"Memo “{memo.title}” revised (revision {memo.version})")
+    return memo
+
+
+@transaction.atomic
+def memo_delete(*, memo: Memo, actor) -> Memo:
+    """Move a memo to the trash (its revisions are kept)."""
+    memo.deleted_at = timezone.now()
+    memo.save(update_fields=["deleted_at"])
+    audit_record(project=memo.project, actor=actor, action=AuditEvent.Action.DELETED, target=memo,
+                 summary=f"Memo “{memo.title}” moved to the trash")
+    return memo
+
+
+# ---------------------------------------------------------------- discussion
+
+@transaction.atomic
+def comment_post(*, theme: Theme, actor, body: str, parent: Comment | None = None) -> Comment:
+    """Post a comment (or a reply to a top-level comment); @mentions of members are recorded."""
+    body = (body or "").strip()
+    if not body:
+        raise ValidationError({"body": "Write something before posting."})
+    if parent is not None:
+        if parent.theme_id != theme.id:
+            raise ValidationError({"parent": "You can only reply within the same theme."})
+        parent = parent.parent or parent  # replies stay one level deep
+    comment = Comment.objects.create(theme=theme, parent=parent, author=actor, body=body)
+    names = mentioned_usernames(body)
+    if names:
+        users = get_user_model().objects.filter(username__in=names, memberships__project_id=theme.project_id)
+        comment.mentions.set(users)
+    thread_mark_read(theme=theme, user=actor)
+    return comment
+
+
+@transaction.atomic
+def comment_resolve(*, comment: Comment, actor, resolved: bool = True) -> Comment:
+    """Resolve (or reopen) a thread; replies resolve with their top-level comment."""
+    top = comment.parent or comment
+    top.resolved_at = timezone.now() if resolved else None
+    top.resolved_by = actor if resolved else None
+    top.save(update_fields=["resolved_at", "resolved_by"])
+    audit_record(project=top.theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=top, target_type="comment",
+                 summary=f"Thread on “{top.theme.name}” {'resolved' if resolved else 'reopened'}")
+    return top
+
+
+def thread_mark_read(*, theme: Theme, user) -> None:
+    """Remember that `user` has seen the thread up to now (unread markers)."""
+    ThreadRead.objects.update_or_create(theme=theme, user=user, defaults={"last_read_at": timezone.now()})
+
+
+# ---------------------------------------------------------------- reviews and snapshots
+
+@transaction.atomic
+def snapshot_take(*, project: Project, actor, label: str, review: Review | None = None) -> Snapshot:
+    """Freeze the current theme structure."""
+    return Snapshot.objects.create(project=project, review=review, label=label[:200], data=snapshots.structure_of(project), taken_by=actor)
+
+
+@transaction.atomic
+def review_create(*, project: Project, actor, title: str, date: datetime.date, attendees: Iterable = (),
+                  themes: Iterable[Theme] = ()) -> Review:
+    """Schedule a review meeting with its agenda, and snapshot the structure it starts from."""
+    review = Review(project=project, title=(title or "").strip(), date=date, created_by=actor)
+    review.full_clean()
+    review.save()
+    review.attendees.set(list(attendees))
+    for position, theme in enumerate(themes):
+        AgendaItem.objects.create(review=review, theme=theme, position=position)
+    snapshot_take(project=project, actor=actor, label=f"{review.title}: before", review=review)
+    audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=review, summary=f"Review meeting “{review.title}” scheduled")
+    return review
+
+
+@transaction.atomic
+def review_save_notes(*, review: Review, actor, notes: str) -> Review:
+    review.notes = notes
+    review.save(update_fields=["notes"])
+    return review
+
+
+@transaction.atomic
+def review_close(*, review: Review, actor) -> Snapshot:
+    """Close the meeting and snapshot the structure it leaves behind."""
+    review.status, review.closed_at = Review.Status.CLOSED, timezone.now()
+    review.save(update_fields=["status", "closed_at"])
+    audit_record(project=review.project, actor=actor, action=AuditEvent.Action.CHANGED, target=review, summary=f"Review meeting “{review.title}” closed")
+    return snapshot_take(project=review.project, actor=actor, label=f"{review.title}: after", review=review)
+
+
+def _theme_by_uuid(project: Project, value, field: str) -> Theme:
+    try:
+        return Theme.objects.for_project(project).get(uuid=value)
+    except (Theme.DoesNotExist, ValidationError, ValueError):
+        raise ValidationError({field: "Choose a theme of this project that is not in the trash."}) from None
+
+
+def _codes_by_uuid(project: Project, values) -> list[Code]:
+    values = [str(v) for v in (values or [])]
+    codes = list(Code.objects.for_project(project).filter(uuid__in=values))
+    if not values or len(codes) != len(set(values)):
+        raise ValidationError({"codes": "Choose one or more codes of this project."})
+    return codes
+
+
+def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict) -> dict:
+    """Check a decision's payload now, so a meeting never records something that cannot be applied."""
+    project = review.project
+    if kind == Decision.Kind.RENAME:
+        if not str(payload.get("name", "")).strip():
+            raise ValidationError({"name": "Give the new name."})
+        return {"name": str(payload["name"]).strip()}
+    if kind == Decision.Kind.MERGE:
+        into = _theme_by_uuid(project, payload.get("into"), "into")
+        if into.pk == theme.pk:
+            raise ValidationError({"into": "A theme cannot be merged into itself."})
+        return {"into": str(into.uuid), "into_name": into.name}
+    if kind == Decision.Kind.SPLIT:
+        if not str(payload.get("name", "")).strip():
+            raise ValidationError({"name": "Name the theme that is split off."})
+        return {"name": str(payload["name"]).strip(), "codes": [str(c.uuid) for c in _codes_by_uuid(project, payload.get("codes"))]}
+    if kind == Decision.Kind.REDEFINE:
+        return {"definition": str(payload.get("definition", ""))}
+    if kind == Decision.Kind.STATUS:
+        if payload.get("status") not in Theme.Status.values:
+            raise ValidationError({"status": "Choose a status."})
+        return {"status": payload["status"]}
+    if kind == Decision.Kind.MOVE_CODES:
+        to = _theme_by_uuid(project, payload.get("to"), "to")
+        return {"to": str(to.uuid), "to_name": to.name, "codes": [str(c.uuid) for c in _codes_by_uuid(project, payload.get("codes"))]}
+    raise ValidationError({"kind": f"“{kind}” is not a kind of decision."})
+
+
+@transaction.atomic
+def decision_record(*, review: Review, theme: Theme, actor, kind: str, payload: dict, note: str = "") -> Decision:
+    """Record what the meeting decided about a theme (not yet applied)."""
+    if theme.project_id != review.project_id:
+        raise ValidationError({"theme": "The theme belongs to another project."})
+    clean = decision_validate(review=review, theme=theme, kind=kind, payload=payload)
+    return Decision.objects.create(review=review, theme=theme, kind=kind, payload=clean, note=note, created_by=actor)
+
+
+@transaction.atomic
+def decision_apply(*, decision: Decision, actor) -> Decision:
+    """Carry out a recorded decision on the themes, all or nothing."""
+    decision = Decision.objects.select_for_update().select_related("review__project", "theme").get(pk=decision.pk)
+    if decision.applied_at is not None:
+        raise ValidationError({"decision": "This decision has already been applied."})
+    theme, review, data = decision.theme, decision.review, decision.payload
+    if theme.deleted_at is not None:
+        raise ValidationError({"decision": f"Theme “{theme.name}” is in the trash; restore it first."})
+    project = review.project
+    if decision.kind == Decision.Kind.RENAME:
+        theme_update(theme=theme, actor=actor, name=data["name"], review=review)
+    elif decision.kind == Decision.Kind.REDEFINE:
+        theme_update(theme=theme, actor=actor, definition=data["definition"], review=review)
+    elif decision.kind == Decision.Kind.STATUS:
+        theme_set_status(theme=theme, actor=actor, status=data["status"], reason=decision.note or f"decided in {review.title}", review=review)
+    elif decision.kind == Decision.Kind.MERGE:
+        theme_merge(source=theme, target=_theme_by_uuid(project, data["into"], "into"), actor=actor, review=review)
+    elif decision.kind == Decision.Kind.SPLIT:
+        theme_split(theme=theme, actor=actor, name=data["name"], codes=_codes_by_uuid(project, data["codes"]), review=review)
+    elif decision.kind == Decision.Kind.MOVE_CODES:
+        target = _theme_by_uuid(project, data["to"], "to")
+        for code in _codes_by_uuid(project, data["codes"]):
+            theme_move_code(code=code, source=theme, target=target, actor=actor)
+    decision.applied_at, decision.applied_by = timezone.now(), actor
+    decision.save(update_fields=["applied_at", "applied_by"])
+    audit_record(project=project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                 summary=f"Decision applied to “{theme.name}”: {decision.get_kind_display().lower()}",
+                 data={"review": str(review.uuid), "decision": str(decision.uuid)})
+    return decision

@@ -1,0 +1,333 @@
+"""Themes board, thematic map, theme page, exemplars and discussion threads."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from coding.models import Code
+from interviews.models import Segment
+from projects.models import Membership
+from projects.permissions import member_or_404, writer_or_403
+from themes import queries, services
+from themes.excerpts import theme_excerpts
+from themes.models import Comment, Exemplar, Memo, Theme, ThreadRead
+from themes.rendering import render_markdown
+
+
+def _theme(membership: Membership, theme_uuid) -> Theme:
+    return get_object_or_404(Theme.objects.for_project(membership.project).select_related("parent"), uuid=theme_uuid)
+
+
+def _code(membership: Membership, code_uuid) -> Code:
+    return get_object_or_404(Code.objects.for_project(membership.project), uuid=code_uuid)
+
+
+def _errors(exc: ValidationError) -> str:
+    return " ".join(exc.messages)
+
+
+# ---------------------------------------------------------------- board
+
+@login_required
+@require_GET
+def board(request: HttpRequest, project_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    return _render_board(request, membership)
+
+
+def _render_board(request: HttpRequest, membership: Membership, *, error: str = "", status: int = 200) -> HttpResponse:
+    context = {"project": membership.project, "membership": membership, "nav": "themes", "error": error,
+               "statuses": Theme.Status.choices, **queries.board(membership.project, request.user)}
+    template = "themes/board.html#board" if request.htmx or request.headers.get("X-Fragment") else "themes/board.html"
+    return render(request, template, context, status=status)
+
+
+@login_required
+@require_POST
+def theme_create(request: HttpRequest, project_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    parent = _theme(membership, request.POST["parent"]) if request.POST.get("parent") else None
+    try:
+        services.theme_create(project=membership.project, actor=request.user, name=request.POST.get("name", ""),
+                              definition=request.POST.get("definition", ""), parent=parent)
+    except ValidationError as exc:
+        return _render_board(request, membership, error=_errors(exc), status=400)
+    return _board_or_redirect(request, membership)
+
+
+def _board_or_redirect(request: HttpRequest, membership: Membership) -> HttpResponse:
+    if request.htmx or request.headers.get("X-Fragment"):
+        return _render_board(request, membership)
+    return redirect("themes:board", project_uuid=membership.project.uuid)
+
+
+@login_required
+@require_POST
+def code_place(request: HttpRequest, project_uuid) -> HttpResponse:
+    """One drag or one keyboard move: add / move / remove / up / down a code in a theme."""
+    membership = writer_or_403(request, project_uuid)
+    action = request.POST.get("action", "")
+    code = _code(membership, request.POST.get("code"))
+    target = _theme(membership, request.POST["theme"]) if request.POST.get("theme") else None
+    source = _theme(membership, request.POST["source"]) if request.POST.get("source") else None
+    before = _code(membership, request.POST["before"]) if request.POST.get("before") else None
+    try:
+        if action == "add" and target:
+            services.theme_add_code(theme=target, actor=request.user, code=code, before=before)
+        elif action == "move" and target and source:
+            services.theme_move_code(code=code, source=source, target=target, actor=request.user, before=before)
+        elif action == "remove" and source:
+            services.theme_remove_code(theme=source, actor=request.user, code=code)
+        elif action in ("up", "down") and source:
+            services.theme_shift_code(theme=source, actor=request.user, code=code, offset=-1 if action == "up" else 1)
+        else:
+            raise ValidationError("Say what to do with the code: add, move, remove, up or down, and which theme.")
+    except ValidationError as exc:
+        return _render_board(request, membership, error=_errors(exc), status=400)
+    return _board_or_redirect(request, membership)
+
+
+@login_required
+@require_POST
+def theme_reorder(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    theme = _theme(membership, theme_uuid)
+    services.theme_reorder(theme=theme, actor=request.user, offset=-1 if request.POST.get("direction") == "left" else 1)
+    return _board_or_redirect(request, membership)
+
+
+@login_required
+@require_POST
+def theme_status(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    theme = _theme(membership, theme_uuid)
+    try:
+        services.theme_set_status(theme=theme, actor=request.user, status=request.POST.get("status", ""), reason=request.POST.get("reason", ""))
+    except ValidationError as exc:
+        messages.error(request, _errors(exc))
+    if request.POST.get("next") == "board":
+        return _board_or_redirect(request, membership)
+    return redirect("themes:detail", project_uuid=membership.project.uuid, theme_uuid=theme.uuid)
+
+
+@login_required
+def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    theme = _theme(membership, theme_uuid)
+    error = ""
+    if request.method == "POST":
+        membership = writer_or_403(request, project_uuid)
+        parent_uuid = request.POST.get("parent", "")
+        try:
+            services.theme_update(theme=theme, actor=request.user, name=request.POST.get("name", ""),
+                                  definition=request.POST.get("definition", ""), colour=request.POST.get("colour", ""))
+            parent = _theme(membership, parent_uuid) if parent_uuid else None
+            if parent != theme.parent:
+                services.theme_set_parent(theme=theme, actor=request.user, parent=parent)
+        except ValidationError as exc:
+            error = _errors(exc)
+        else:
+            messages.success(request, f"Theme “{theme.name}” saved.")
+            return redirect("themes:detail", project_uuid=membership.project.uuid, theme_uuid=theme.uuid)
+    others = Theme.objects.for_project(membership.project).exclude(pk=theme.pk)
+    return render(request, "themes/theme_edit.html", {"project": membership.project, "membership": membership, "nav": "themes",
+                                                      "theme": theme, "others": others, "error": error}, status=400 if error else 200)
+
+
+@login_required
+@require_POST
+def theme_delete(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    theme = _theme(membership, theme_uuid)
+    services.theme_delete(theme=theme, actor=request.user)
+    messages.success(request, f"Theme “{theme.name}” moved to the trash.")
+    return redirect("themes:board", project_uuid=membership.project.uuid)
+
+
+# ---------------------------------------------------------------- map
+
+@login_required
+@require_GET
+def theme_map(request: HttpRequest, project_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    return render(request, "themes/map.html", {"project": membership.project, "membership": membership, "nav": "themes"})
+
+
+@login_required
+@require_GET
+def map_data(request: HttpRequest, project_uuid) -> JsonResponse:
+    membership = member_or_404(request, project_uuid)
+    return JsonResponse(queries.map_data(membership.project))
+
+
+# ---------------------------------------------------------------- theme page
+
+@login_required
+@require_GET
+def theme_detail(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    theme = _theme(membership, theme_uuid)
+    context = theme_page_context(request, membership, theme)
+    # Markers were computed above; from now on these comments count as read.
+    services.thread_mark_read(theme=theme, user=request.user)
+    return render(request, "themes/theme_detail.html", context)
+
+
+def theme_page_context(request: HttpRequest, membership: Membership, theme: Theme) -> dict:
+    """Definition, codes, excerpts by model, exemplars, memos, thread: a fixed number of queries."""
+    project = membership.project
+    codes = list(Code.objects.filter(theme_codes__theme=theme, deleted_at__isnull=True).order_by("theme_codes__position"))
+    code_names = {c.id: c for c in codes}
+    groups = theme_excerpts(theme)
+    for group in groups:
+        for excerpt in group.excerpts:
+            excerpt.codes = [code_names[i] for i in sorted(excerpt.code_ids) if i in code_names]
+    exemplars = list(Exemplar.objects.filter(theme=theme).select_related("turn__interview__participant").defer("turn__metadata"))
+    memos = list(Memo.objects.for_project(project).filter(theme=theme))
+    return {
+        "project": project, "membership": membership, "nav": "themes", "theme": theme, "codes": codes,
+        "groups": groups, "total_excerpts": sum(len(g.excerpts) for g in groups),
+        "exemplars": exemplars, "memos": memos,
+        "subthemes": list(Theme.objects.for_project(project).filter(parent=theme)),
+        "history": list(theme.status_changes.select_related("actor")[:20]),
+        "statuses": Theme.Status.choices, **thread_context(request, membership, theme),
+    }
+
+
+# ---------------------------------------------------------------- exemplars
+
+@login_required
+@require_POST
+def exemplar_pin(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    theme = _theme(membership, theme_uuid)
+    segments = Segment.objects.filter(interview__project=membership.project, interview__deleted_at__isnull=True).select_related("turn", "interview")
+    segment = get_object_or_404(segments, pk=request.POST.get("segment"))
+    end_segment = segments.filter(pk=request.POST.get("end_segment")).first() if request.POST.get("end_segment") else None
+    try:
+        services.exemplar_pin(theme=theme, actor=request.user, segment=segment, end_segment=end_segment, quote=request.POST.get("quote", ""))
+    except ValidationError as exc:
+        messages.error(request, f"Not pinned: {_errors(exc)}")
+    else:
+        messages.success(request, "Exemplar pinned.")
+    return redirect(reverse("themes:detail", args=[membership.project.uuid, theme.uuid]) + "#exemplars")
+
+
+def _exemplar(membership: Membership, exemplar_uuid) -> Exemplar:
+    return get_object_or_404(
+        Exemplar.objects.filter(theme__project=membership.project, theme__deleted_at__isnull=True).select_related("theme", "turn", "segment"),
+        uuid=exemplar_uuid,
+    )
+
+
+@login_required
+@require_POST
+def exemplar_change(request: HttpRequest, project_uuid, exemplar_uuid) -> HttpResponse:
+    """Trim, move up/down or unpin an exemplar."""
+    membership = writer_or_403(request, project_uuid)
+    exemplar = _exemplar(membership, exemplar_uuid)
+    action = request.POST.get("action")
+    try:
+        if action == "trim":
+            services.exemplar_trim(exemplar=exemplar, actor=request.user, quote=request.POST.get("quote", ""), note=request.POST.get("note"))
+        elif action in ("up", "down"):
+            services.exemplar_shift(exemplar=exemplar, actor=request.user, offset=-1 if action == "up" else 1)
+        elif action == "unpin":
+            services.exemplar_unpin(exemplar=exemplar, actor=request.user)
+    except ValidationError as exc:
+        messages.error(request, f"Not saved: {_errors(exc)}")
+    return redirect(reverse("themes:detail", args=[membership.project.uuid, exemplar.theme.uuid]) + "#exemplars")
+
+
+# ---------------------------------------------------------------- discussion
+
+def thread_context(request: HttpRequest, membership: Membership, theme: Theme) -> dict:
+    """The theme's comments (top-level with replies), unread markers, and the poll token (4 queries)."""
+    read = ThreadRead.objects.filter(theme=theme, user=request.user).values_list("last_read_at", flat=True).first()
+    usernames = list(Membership.objects.filter(project=membership.project).values_list("user__username", flat=True))
+    comments = list(Comment.objects.filter(theme=theme).select_related("author", "resolved_by"))
+    tops, by_id = [], {}
+    for c in comments:
+        c.html = render_markdown(c.body, mentionable=usernames)
+        c.unread = (read is None or c.created_at > read) and c.author_id != request.user.id
+        c.thread_replies = []
+        by_id[c.id] = c
+    for c in comments:
+        (by_id[c.parent_id].thread_replies if c.parent_id in by_id else tops).append(c)
+    token = f"{max((c.id for c in comments), default=0)}-{len(comments)}-{sum(1 for c in tops if c.resolved_at)}"
+    return {"thread": tops, "thread_token": token, "unread_count": sum(c.unread for c in comments),
+            "open_count": sum(1 for c in tops if not c.resolved_at), "members": usernames}
+
+
+@login_required
+def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    """GET: the thread fragment (polled; 204 when nothing changed). POST: a new comment or reply."""
+    membership = member_or_404(request, project_uuid)
+    theme = _theme(membership, theme_uuid)
+    error = ""
+    if request.method == "POST":
+        membership = writer_or_403(request, project_uuid)
+        parent = Comment.objects.filter(theme=theme, uuid=request.POST["parent"]).first() if request.POST.get("parent") else None
+        try:
+            services.comment_post(theme=theme, actor=request.user, body=request.POST.get("body", ""), parent=parent)
+        except ValidationError as exc:
+            error = _errors(exc)
+        if not request.htmx:
+            if error:
+                messages.error(request, error)
+            return redirect(reverse("themes:detail", args=[membership.project.uuid, theme.uuid]) + "#thread")
+    context = {"project": membership.project, "membership": membership, "theme": theme, "thread_error": error,
+               **thread_context(request, membership, theme)}
+    if request.method == "GET" and request.GET.get("token") == context["thread_token"]:
+        return HttpResponse(status=204)
+    services.thread_mark_read(theme=theme, user=request.user)
+    return render(request, "themes/_thread.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_POST
+def comment_resolve(request: HttpRequest, project_uuid, comment_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    comment = get_object_or_404(Comment.objects.filter(theme__project=membership.project, theme__deleted_at__isnull=True)
+                                .select_related("theme", "parent"), uuid=comment_uuid)
+    services.comment_resolve(comment=comment, actor=request.user, resolved=request.POST.get("resolved", "1") == "1")
+    if request.htmx:
+        theme = comment.theme
+        return render(request, "themes/_thread.html", {"project": membership.project, "membership": membership, "theme": theme,
+                                                       **thread_context(request, membership, theme)})
+    return redirect(reverse("themes:detail", args=[membership.project.uuid, comment.theme.uuid]) + "#thread")
+
+
+@login_required
+@require_POST
+def thread_read(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    services.thread_mark_read(theme=_theme(membership, theme_uuid), user=request.user)
+    return HttpResponse(status=204)
+
+
+@login_required
+@require_GET
+def mentions(request: HttpRequest, project_uuid) -> HttpResponse:
+    """Comments that mention a member (you by default)."""
+    membership = member_or_404(request, project_uuid)
+    members = list(Membership.objects.filter(project=membership.project).select_related("user"))
+    username = request.GET.get("user") or request.user.username
+    who = next((m.user for m in members if m.user.username == username), request.user)
+    comments = list(
+        Comment.objects.filter(theme__project=membership.project, theme__deleted_at__isnull=True, mentions=who)
+        .select_related("author", "theme").order_by("-created_at")[:200]
+    )
+    names = [m.user.username for m in members]
+    for c in comments:
+        c.html = render_markdown(c.body, mentionable=names)
+    return render(request, "themes/mentions.html", {"project": membership.project, "membership": membership, "nav": "themes",
+                                                    "comments": comments, "who": who, "members": members})
+
+

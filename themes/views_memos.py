@@ -1,0 +1,156 @@
+"""Memos: writing, revisions with diffs, conflicts shown (never lost), the reflexive journal."""
+
+from __future__ import annotations
+
+import difflib
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from coding.models import Code
+from interviews.models import Interview
+from projects.models import Membership
+from projects.permissions import member_or_404, writer_or_403
+from themes import services
+from themes.models import Memo, MemoRevision, Theme
+from themes.rendering import render_markdown
+
+TARGETS = {"interview": Interview, "code": Code, "theme": Theme}
+
+
+def _memo(membership: Membership, memo_uuid) -> Memo:
+    return get_object_or_404(Memo.objects.for_project(membership.project), uuid=memo_uuid)
+
+
+def _target(membership: Membership, data) -> dict:
+    """The memo target named in the request (?theme=<uuid> etc.), checked to be in this project."""
+    for name, model in TARGETS.items():
+        if data.get(name):
+            return {name: get_object_or_404(model.objects.for_project(membership.project), uuid=data[name])}
+    return {}
+
+
+def _ctx(membership: Membership, **extra) -> dict:
+    return {"project": membership.project, "membership": membership, "nav": "themes", "kinds": Memo.Kind.choices, **extra}
+
+
+@login_required
+@require_GET
+def journal(request: HttpRequest, project_uuid) -> HttpResponse:
+    """Every memo of the project by date, filterable by type, author and target (5 queries)."""
+    membership = member_or_404(request, project_uuid)
+    memos = Memo.objects.for_project(membership.project).order_by("-created_at", "-id")
+    kind, author, target = request.GET.get("kind", ""), request.GET.get("author", ""), request.GET.get("target", "")
+    if kind:
+        memos = memos.filter(kind=kind)
+    if author:
+        memos = memos.filter(author__username=author)
+    if target == "project":
+        memos = memos.filter(interview__isnull=True, code__isnull=True, theme__isnull=True)
+    elif target in TARGETS:
+        memos = memos.filter(**{f"{target}__isnull": False})
+    memos = list(memos[:500])
+    for memo in memos:
+        memo.html = render_markdown(memo.body)
+    members = Membership.objects.filter(project=membership.project).select_related("user")
+    return render(request, "themes/journal.html", _ctx(membership, memos=memos, members=members,
+                                                       filters={"kind": kind, "author": author, "target": target}))
+
+
+@login_required
+def memo_new(request: HttpRequest, project_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    data = request.POST if request.method == "POST" else request.GET
+    target = _target(membership, data)
+    form = {"title": data.get("title", ""), "body": data.get("body", ""), "kind": data.get("kind", Memo.Kind.REFLEXIVE)}
+    errors: dict = {}
+    if request.method == "POST":
+        membership = writer_or_403(request, project_uuid)
+        try:
+            memo = services.memo_create(project=membership.project, actor=request.user, **form, **target)
+        except ValidationError as exc:
+            errors = exc.message_dict
+        else:
+            messages.success(request, f"Memo “{memo.title}” saved.")
+            return redirect("themes:memo", project_uuid=membership.project.uuid, memo_uuid=memo.uuid)
+    target_name, target_obj = next(iter(target.items()), ("project", membership.project))
+    return render(request, "themes/memo_form.html", _ctx(membership, form=form, errors=errors, target_name=target_name,
+                                                         target_obj=target_obj), status=400 if errors else 200)
+
+
+@login_required
+@require_GET
+def memo_detail(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    memo = _memo(membership, memo_uuid)
+    revisions = list(memo.revisions.select_related("author").defer("body"))
+    return render(request, "themes/memo_detail.html", _ctx(membership, memo=memo, html=render_markdown(memo.body), revisions=revisions))
+
+
+@login_required
+def memo_edit(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
+    """Edit from a known revision; if a colleague saved since, show both texts and their diff."""
+    membership = member_or_404(request, project_uuid)
+    memo = _memo(membership, memo_uuid)
+    form = {"title": memo.title, "body": memo.body, "kind": memo.kind, "base_version": memo.version}
+    conflict = None
+    errors: dict = {}
+    if request.method == "POST":
+        membership = writer_or_403(request, project_uuid)
+        try:
+            base = int(request.POST.get("base_version", ""))
+        except ValueError:
+            base = -1
+        form = {"title": request.POST.get("title", ""), "body": request.POST.get("body", ""),
+                "kind": request.POST.get("kind", memo.kind), "base_version": base}
+        try:
+            services.memo_update(memo=memo, actor=request.user, base_version=base,
+                                 title=form["title"], body=form["body"], kind=form["kind"])
+        except services.MemoConflict as exc:
+            conflict = {"latest": exc.latest, "diff": _diff(exc.latest.body, form["body"], "their revision", "your text")}
+            form["base_version"] = exc.latest.number  # saving again means "I have seen theirs"
+        except ValidationError as exc:
+            errors = exc.message_dict
+        else:
+            messages.success(request, "Memo saved as a new revision.")
+            return redirect("themes:memo", project_uuid=membership.project.uuid, memo_uuid=memo.uuid)
+    status = 409 if conflict else 400 if errors else 200
+    return render(request, "themes/memo_edit.html", _ctx(membership, memo=memo, form=form, conflict=conflict, errors=errors), status=status)
+
+
+def _diff(old: str, new: str, old_name: str, new_name: str) -> list[tuple[str, str]]:
+    """Unified diff lines tagged add/del/hunk/same for the template."""
+    lines = []
+    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="", n=3):
+        tag = "hunk" if line.startswith(("@@", "---", "+++")) else "add" if line.startswith("+") else "del" if line.startswith("-") else "same"
+        lines.append((tag, line))
+    return lines
+
+
+@login_required
+@require_GET
+def memo_revision(request: HttpRequest, project_uuid, memo_uuid, number: int) -> HttpResponse:
+    """One revision and its diff against the revision before it."""
+    membership = member_or_404(request, project_uuid)
+    memo = _memo(membership, memo_uuid)
+    revisions = {r.number: r for r in MemoRevision.objects.filter(memo=memo, number__in=[number - 1, number]).select_related("author")}
+    revision = revisions.get(number)
+    if revision is None:
+        return redirect("themes:memo", project_uuid=membership.project.uuid, memo_uuid=memo.uuid)
+    previous = revisions.get(number - 1)
+    diff = _diff(previous.body if previous else "", revision.body, f"revision {number - 1}" if previous else "(new)", f"revision {number}")
+    return render(request, "themes/memo_revision.html", _ctx(membership, memo=memo, revision=revision, previous=previous, diff=diff))
+
+
+@login_required
+@require_POST
+def memo_delete(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    memo = _memo(membership, memo_uuid)
+    services.memo_delete(memo=memo, actor=request.user)
+    messages.success(request, f"Memo “{memo.title}” moved to the trash.")
+    return redirect("themes:journal", project_uuid=membership.project.uuid)

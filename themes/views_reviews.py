@@ -1,0 +1,203 @@
+"""Review meetings: agenda, presenter mode, decisions applied with one click, snapshots compared."""
+
+from __future__ import annotations
+
+import datetime
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from coding.models import Code
+from projects.models import Membership
+from projects.permissions import member_or_404, writer_or_403
+from themes import services, snapshots
+from themes.excerpts import theme_excerpts
+from themes.models import AgendaItem, Comment, Decision, Review, Snapshot, Theme, ThemeCode
+from themes.rendering import render_markdown
+
+
+def _review(membership: Membership, review_uuid) -> Review:
+    return get_object_or_404(Review.objects.filter(project=membership.project), uuid=review_uuid)
+
+
+def _next(request: HttpRequest, default: str) -> str:
+    """Where to go after a form in presenter mode or the meeting page; never another site."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return target
+    return default
+
+
+def _ctx(membership: Membership, **extra) -> dict:
+    return {"project": membership.project, "membership": membership, "nav": "themes", **extra}
+
+
+@login_required
+def review_list(request: HttpRequest, project_uuid) -> HttpResponse:
+    """Meetings (newest first) and the form to schedule one."""
+    membership = member_or_404(request, project_uuid)
+    project = membership.project
+    errors: dict = {}
+    if request.method == "POST":
+        membership = writer_or_403(request, project_uuid)
+        try:
+            date = datetime.date.fromisoformat(request.POST.get("date", ""))
+        except ValueError:
+            errors = {"date": ["Give the meeting's date as YYYY-MM-DD."]}
+        if not errors:
+            themes = {str(t.uuid): t for t in Theme.objects.for_project(project).filter(uuid__in=request.POST.getlist("themes"))}
+            agenda = [themes[u] for u in request.POST.getlist("themes") if u in themes]
+            attendees = [m.user for m in Membership.objects.filter(project=project, user__username__in=request.POST.getlist("attendees")).select_related("user")]
+            try:
+                review = services.review_create(project=project, actor=request.user, title=request.POST.get("title", ""),
+                                                date=date, attendees=attendees, themes=agenda)
+            except ValidationError as exc:
+                errors = exc.message_dict
+            else:
+                return redirect("themes:review", project_uuid=project.uuid, review_uuid=review.uuid)
+    reviews = list(Review.objects.filter(project=project).prefetch_related("attendees"))
+    return render(request, "themes/review_list.html", _ctx(
+        membership, reviews=reviews, errors=errors, form=request.POST if errors else {},
+        themes=Theme.objects.for_project(project), members=Membership.objects.filter(project=project).select_related("user"),
+        today=datetime.date.today().isoformat(),
+    ), status=400 if errors else 200)
+
+
+@login_required
+@require_GET
+def review_detail(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    review = _review(membership, review_uuid)
+    return render(request, "themes/review_detail.html", _ctx(membership, **_review_context(review)))
+
+
+def _review_context(review: Review, *, errors: dict | None = None) -> dict:
+    """Agenda with each theme's codes, decisions, snapshots (fixed number of queries)."""
+    project = review.project
+    agenda = list(AgendaItem.objects.filter(review=review, theme__deleted_at__isnull=True).select_related("theme"))
+    codes_by_theme: dict[int, list[Code]] = {}
+    for tc in ThemeCode.objects.filter(theme__in=[a.theme_id for a in agenda], code__deleted_at__isnull=True).select_related("code").order_by("position"):
+        codes_by_theme.setdefault(tc.theme_id, []).append(tc.code)
+    for item in agenda:
+        item.codes = codes_by_theme.get(item.theme_id, [])
+    decisions = list(Decision.objects.filter(review=review).select_related("theme", "applied_by", "created_by"))
+    return {
+        "review": review, "agenda": agenda, "decisions": decisions, "errors": errors or {},
+        "attendees": list(review.attendees.all()), "notes_html": render_markdown(review.notes),
+        "themes": list(Theme.objects.for_project(project)), "statuses": Theme.Status.choices, "kinds": Decision.Kind.choices,
+        "snapshots": list(Snapshot.objects.filter(review=review).defer("data")),
+    }
+
+
+@login_required
+@require_POST
+def review_notes(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    review = _review(membership, review_uuid)
+    services.review_save_notes(review=review, actor=request.user, notes=request.POST.get("notes", ""))
+    messages.success(request, "Meeting notes saved.")
+    return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, review.uuid])))
+
+
+@login_required
+@require_POST
+def decision_create(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    review = _review(membership, review_uuid)
+    theme = get_object_or_404(Theme.objects.for_project(membership.project), uuid=request.POST.get("theme"))
+    kind = request.POST.get("kind", "")
+    payload = {
+        "name": request.POST.get("name", ""), "into": request.POST.get("into", ""), "definition": request.POST.get("definition", ""),
+        "status": request.POST.get("status", ""), "to": request.POST.get("to", ""), "codes": request.POST.getlist("codes"),
+    }
+    try:
+        services.decision_record(review=review, theme=theme, actor=request.user, kind=kind, payload=payload, note=request.POST.get("note", ""))
+    except ValidationError as exc:
+        messages.error(request, f"Decision on “{theme.name}” not recorded: {' '.join(exc.messages)}")
+    else:
+        messages.success(request, f"Decision on “{theme.name}” recorded. Apply it when the team agrees.")
+    return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, review.uuid])))
+
+
+@login_required
+@require_POST
+def decision_apply(request: HttpRequest, project_uuid, decision_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    decision = get_object_or_404(Decision.objects.filter(review__project=membership.project).select_related("review"), uuid=decision_uuid)
+    try:
+        services.decision_apply(decision=decision, actor=request.user)
+    except ValidationError as exc:
+        messages.error(request, f"Not applied: {' '.join(exc.messages)}")
+    else:
+        messages.success(request, "Decision applied.")
+    return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, decision.review.uuid])))
+
+
+@login_required
+@require_POST
+def review_close(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    review = _review(membership, review_uuid)
+    if review.status == Review.Status.CLOSED:
+        messages.error(request, "This meeting is already closed.")
+    else:
+        services.review_close(review=review, actor=request.user)
+        messages.success(request, "Meeting closed; the theme structure it leaves behind was saved as a snapshot.")
+    return redirect("themes:review", project_uuid=membership.project.uuid, review_uuid=review.uuid)
+
+
+@login_required
+@require_GET
+def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) -> HttpResponse:
+    """Presenter mode: one agenda theme at a time (definition, codes, excerpts by model, open threads)."""
+    membership = member_or_404(request, project_uuid)
+    review = _review(membership, review_uuid)
+    agenda = list(AgendaItem.objects.filter(review=review, theme__deleted_at__isnull=True).select_related("theme"))
+    if not agenda:
+        messages.error(request, "The agenda has no themes left to present.")
+        return redirect("themes:review", project_uuid=membership.project.uuid, review_uuid=review.uuid)
+    index = max(0, min(index, len(agenda) - 1))
+    theme = agenda[index].theme
+    codes = list(Code.objects.filter(theme_codes__theme=theme, deleted_at__isnull=True).order_by("theme_codes__position"))
+    threads = list(Comment.objects.filter(theme=theme, parent__isnull=True, resolved_at__isnull=True).select_related("author"))
+    for c in threads:
+        c.html = render_markdown(c.body)
+    return render(request, "themes/review_present.html", _ctx(
+        membership, review=review, theme=theme, index=index, count=len(agenda), codes=codes, groups=theme_excerpts(theme),
+        threads=threads, themes=Theme.objects.for_project(membership.project).exclude(pk=theme.pk), statuses=Theme.Status.choices,
+        kinds=Decision.Kind.choices,
+        decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("applied_by")),
+        prev_index=index - 1 if index > 0 else None, next_index=index + 1 if index + 1 < len(agenda) else None,
+    ))
+
+
+# ---------------------------------------------------------------- snapshots
+
+@login_required
+def snapshot_list(request: HttpRequest, project_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    if request.method == "POST":
+        membership = writer_or_403(request, project_uuid)
+        services.snapshot_take(project=membership.project, actor=request.user, label=request.POST.get("label") or "Manual snapshot")
+        messages.success(request, "Snapshot saved.")
+        return redirect("themes:snapshots", project_uuid=membership.project.uuid)
+    items = list(Snapshot.objects.filter(project=membership.project).select_related("review", "taken_by").defer("data"))
+    return render(request, "themes/snapshot_list.html", _ctx(membership, snapshots=items))
+
+
+@login_required
+@require_GET
+def snapshot_compare(request: HttpRequest, project_uuid) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    items = Snapshot.objects.filter(project=membership.project)
+    a = get_object_or_404(items, uuid=request.GET.get("a"))
+    b = get_object_or_404(items, uuid=request.GET.get("b"))
+    before, after = (a, b) if (a.taken_at, a.id) <= (b.taken_at, b.id) else (b, a)
+    return render(request, "themes/snapshot_compare.html", _ctx(membership, before=before, after=after,
+                                                                diff=snapshots.compare(before.data, after.data)))
