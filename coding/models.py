@@ -41,6 +41,8 @@ class Code(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Set when moved to the trash.")
+    # Set when this code was merged into another; the merged code stays (archived) for the history.
+    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="merged_from")
 
     objects = CodeQuerySet.as_manager()
 
@@ -129,3 +131,35 @@ class Suggestion(models.Model):
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+
+class NoteQuerySet(models.QuerySet):
+    def for_interview(self, interview: Interview) -> NoteQuerySet:
+        """Familiarisation notes on the interview and its turns, with their authors."""
+        return self.filter(interview=interview).select_related("author").order_by("turn_id", "created_at")
+
+
+class Note(models.Model):
+    """A familiarisation note by one researcher on an interview (turn empty) or on one turn."""
+
+    interview = models.ForeignKey(Interview, on_delete=models.CASCADE, related_name="familiarisation_notes")
+    turn = models.ForeignKey("interviews.Turn", null=True, blank=True, on_delete=models.CASCADE, related_name="familiarisation_notes")
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    text = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = NoteQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["created_at"]
+        # One note per author and place: each researcher's own familiarisation, never overwritten by another.
+        constraints = [
+            models.UniqueConstraint(fields=["interview", "turn", "author"], name="unique_turn_note",
+                                    condition=models.Q(turn__isnull=False)),
+            models.UniqueConstraint(fields=["interview", "author"], name="unique_interview_note",
+                                    condition=models.Q(turn__isnull=True)),
+        ]
+
+    def __str__(self) -> str:
+        return self.text[:60]

@@ -1,7 +1,29 @@
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from django.urls import path
+
+from coding import views
 
 app_name = "coding"
 
-urlpatterns: list = []
+urlpatterns: list = [
+    path("codebook/", views.codebook, name="codebook"),
+    path("codebook/new/", views.code_new, name="code_new"),
+    path("codebook/import/", views.codebook_import_view, name="import"),
+    path("codebook/history/", views.codebook_history, name="history"),
+    path("codebook/<uuid:code_uuid>/", views.code_detail, name="code_detail"),
+    path("codebook/<uuid:code_uuid>/edit/", views.code_edit, name="code_edit"),
+    path("codebook/<uuid:code_uuid>/move/", views.code_move_view, name="code_move"),
+    path("codebook/<uuid:code_uuid>/merge/", views.code_merge_view, name="code_merge"),
+    path("codebook/<uuid:code_uuid>/split/", views.code_split_view, name="code_split"),
+    path("codebook/<uuid:code_uuid>/archive/", views.code_archive_view, name="code_archive"),
+    path("codebook/<uuid:code_uuid>/excerpts/", views.code_excerpts, name="excerpts"),
+    path("search/", views.search, name="search"),
+    path("interviews/<uuid:interview_uuid>/code/", views.workspace, name="workspace"),
+    path("interviews/<uuid:interview_uuid>/code/apply/", views.apply, name="apply"),
+    path("interviews/<uuid:interview_uuid>/code/remove/", views.remove, name="remove"),
+    path("interviews/<uuid:interview_uuid>/code/create-code/", views.create_inline, name="create_inline"),
+    path("interviews/<uuid:interview_uuid>/code/notes/", views.notes, name="notes"),
+    path("interviews/<uuid:interview_uuid>/code/speakers/", views.speaker_toggle, name="speaker_toggle"),
+    path("interviews/<uuid:interview_uuid>/compare/", views.compare, name="compare"),
+]

@@ -1,0 +1,176 @@
+"""Importing a codebook from CSV or REFI-QDA .qdc: everything lands, or nothing does."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+
+import refiqda
+from coding.models import Code, CodeEvent
+from coding.services import COLOUR_RE, code_create
+from projects.models import Project
+
+MAX_BYTES = 5 * 1024 * 1024
+# Header aliases, lower-cased: researchers' spreadsheets say things differently.
+COLUMNS = {
+    "name": "name", "code": "name", "code name": "name",
+    "definition": "definition", "description": "definition",
+    "what counts": "include_when", "include": "include_when", "include_when": "include_when", "inclusion": "include_when",
+    "what does not count": "exclude_when", "exclude": "exclude_when", "exclude_when": "exclude_when", "exclusion": "exclude_when",
+    "example": "example", "kind": "kind", "type": "kind", "colour": "colour", "color": "colour",
+    "parent": "parent", "parent code": "parent",
+}
+
+
+class CodebookImportError(Exception):
+    """The file cannot be imported; `errors` lists every problem with its place (file, line, field)."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(errors))
+
+
+@dataclass
+class Row:
+    where: str
+    name: str
+    parent: str = ""
+    values: dict[str, str] = field(default_factory=dict)
+
+
+def _decode(data: bytes, filename: str) -> str:
+    if len(data) > MAX_BYTES:
+        raise CodebookImportError([f"{filename}: the file is larger than {MAX_BYTES // (1024 * 1024)} MB."])
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CodebookImportError([f"{filename}: not UTF-8 text (byte {exc.start}); save the spreadsheet as CSV UTF-8."]) from exc
+
+
+def rows_from_csv(data: bytes, *, filename: str = "codebook.csv") -> list[Row]:
+    """Parse a CSV codebook: a header row naming at least a `name` column."""
+    text = _decode(data, filename)
+    try:
+        dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
+    except csv.Error:
+        dialect = csv.excel
+    reader = csv.reader(io.StringIO(text), dialect)
+    try:
+        header = next(reader)
+    except StopIteration:
+        raise CodebookImportError([f"{filename}: the file is empty."]) from None
+    except csv.Error as exc:
+        raise CodebookImportError([f"{filename}, line 1: {exc}"]) from exc
+    fields: list[str | None] = []
+    errors: list[str] = []
+    for i, h in enumerate(header, start=1):
+        key = COLUMNS.get(h.strip().lower())
+        if key is None and h.strip():
+            errors.append(f"{filename}, line 1, column {i}: unknown column “{h.strip()}” "
+                          f"(expected name, definition, what counts, what does not count, example, kind, colour, parent).")
+        fields.append(key)
+    if "name" not in fields:
+        errors.append(f"{filename}, line 1: no “name” column in the header.")
+    if errors:
+        raise CodebookImportError(errors)
+    rows: list[Row] = []
+    try:
+        for record in reader:
+            line = reader.line_num
+            if not any(c.strip() for c in record):
+                continue
+            if len(record) > len(fields):
+                errors.append(f"{filename}, line {line}: {len(record)} cells but the header has {len(fields)}.")
+                continue
+            values = {f: (record[i].strip() if i < len(record) else "") for i, f in enumerate(fields) if f}
+            rows.append(Row(where=f"{filename}, line {line}", name=values.pop("name", ""), parent=values.pop("parent", ""),
+                            values=values))
+    except csv.Error as exc:
+        errors.append(f"{filename}, line {reader.line_num}: {exc}")
+    if errors:
+        raise CodebookImportError(errors)
+    return rows
+
+
+def rows_from_qdc(data: bytes, *, filename: str = "codebook.qdc") -> list[Row]:
+    """Parse a REFI-QDA codebook (.qdc, or the codebook inside a .qdpx) through the hardened reader."""
+    if len(data) > MAX_BYTES:
+        raise CodebookImportError([f"{filename}: the file is larger than {MAX_BYTES // (1024 * 1024)} MB."])
+    try:
+        book = refiqda.read_codebook(data, name=filename)
+    except refiqda.QdpxError as exc:
+        raise CodebookImportError([str(exc)]) from exc
+    rows = []
+    for code, parent, _depth in book.iter_codes():
+        values = {"definition": code.description or ""}
+        if code.color:
+            values["colour"] = code.color
+        rows.append(Row(where=f"{filename}, code {code.guid}", name=code.name, parent=parent.name if parent else "",
+                        values=values))
+    if not rows:
+        raise CodebookImportError([f"{filename}: the codebook has no codes."])
+    return rows
+
+
+def _validate(project: Project, rows: list[Row]) -> list[str]:
+    errors = []
+    existing = {n.lower() for n in Code.objects.for_project(project).values_list("name", flat=True)}
+    seen: dict[str, str] = {}
+    for row in rows:
+        name = " ".join(row.name.split())
+        if not name:
+            errors.append(f"{row.where}: the name is empty.")
+            continue
+        if len(name) > 200:
+            errors.append(f"{row.where}: the name is longer than 200 characters.")
+        key = name.lower()
+        if key in existing:
+            errors.append(f"{row.where}: a code named “{name}” already exists in this project.")
+        if key in seen:
+            errors.append(f"{row.where}: “{name}” appears twice (first at {seen[key]}).")
+        seen.setdefault(key, row.where)
+        kind = row.values.get("kind", "").lower()
+        if kind and kind not in Code.Kind.values:
+            errors.append(f"{row.where}, kind: “{row.values['kind']}” is neither semantic nor latent.")
+        colour = row.values.get("colour", "")
+        if colour and not COLOUR_RE.match(colour):
+            errors.append(f"{row.where}, colour: “{colour}” is not a colour like #4c78a8.")
+    for row in rows:
+        if row.parent and row.parent.lower() not in seen and row.parent.lower() not in existing:
+            errors.append(f"{row.where}, parent: no code named “{row.parent}” in the file or the codebook.")
+    return errors
+
+
+@transaction.atomic
+def codebook_import(*, project: Project, actor: Any, rows: list[Row], source: str) -> list[Code]:
+    """Create every code in `rows` (parents before children) or raise CodebookImportError and create none."""
+    errors = _validate(project, rows)
+    if errors:
+        raise CodebookImportError(errors)
+    by_name = {c.name.lower(): c for c in Code.objects.for_project(project)}
+    created: list[Code] = []
+    pending = list(rows)
+    # Parents may come after their children in a spreadsheet: place rows whose parent exists, repeat.
+    while pending:
+        progress = False
+        for row in list(pending):
+            parent = by_name.get(row.parent.lower()) if row.parent else None
+            if row.parent and parent is None:
+                continue
+            try:
+                code = code_create(project=project, actor=actor, name=row.name, parent=parent, action=CodeEvent.Action.IMPORTED,
+                                   reason=f"Imported from {source}", **{k: v for k, v in row.values.items() if v})
+            except ValidationError as exc:
+                raise CodebookImportError([f"{row.where}: {m}" for m in exc.messages]) from exc
+            by_name[code.name.lower()] = code
+            created.append(code)
+            pending.remove(row)
+            progress = True
+        if not progress:
+            raise CodebookImportError([f"{r.where}, parent: “{r.parent}” forms a cycle." for r in pending])
+    return created

@@ -1,0 +1,195 @@
+"""Reads for the codebook, the coding workspace, comparison and search: a fixed number of queries each."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.db import connection
+from django.db.models import Count, Exists, OuterRef, Q
+
+from coding.models import Code, Coding, Note
+from coding.render import CodeInfo, CoderInfo, initials
+from interviews.models import Interview, Participant, Segment, Speaker
+from projects.models import Membership, Project
+
+
+@dataclass
+class CodeNode:
+    code: Code
+    depth: int
+    total: int = 0
+    per_participant: list[int] = field(default_factory=list)
+    children: list[CodeNode] = field(default_factory=list)
+
+
+def codebook_tree(project: Project, *, q: str = "", kind: str = "", archived: bool = False
+                  ) -> tuple[list[CodeNode], list[Participant]]:
+    """Codes as a flattened tree (depth-first) with usage counts overall and per participant; three queries.
+
+    A search or kind filter keeps the ancestors of matching codes so the tree still reads.
+    """
+    codes = list(Code.objects.for_project(project).select_related("merged_into").order_by("position", "name"))
+    participants = list(Participant.objects.filter(project=project).order_by("label"))
+    counts: dict[tuple[int, int], int] = {}
+    for code_id, participant_id, n in (
+        Coding.objects.filter(code__project=project, interview__deleted_at__isnull=True)
+        .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()
+    ):
+        counts[(code_id, participant_id)] = n
+    by_parent: dict[int | None, list[Code]] = defaultdict(list)
+    ids = {c.pk for c in codes}
+    for c in codes:
+        by_parent[c.parent_id if c.parent_id in ids else None].append(c)
+    needle = q.strip().lower()
+
+    def matches(c: Code) -> bool:
+        if not archived and c.archived:
+            return False
+        if kind and c.kind != kind:
+            return False
+        return not needle or needle in c.name.lower() or needle in c.definition.lower()
+
+    def build(parent: int | None, depth: int) -> list[CodeNode]:
+        nodes = []
+        for c in by_parent.get(parent, []):
+            children = build(c.pk, depth + 1)
+            if not matches(c) and not children:
+                continue
+            per = [counts.get((c.pk, p.pk), 0) for p in participants]
+            nodes.append(CodeNode(code=c, depth=depth, total=sum(per), per_participant=per, children=children))
+        return nodes
+
+    flat: list[CodeNode] = []
+
+    def walk(nodes: list[CodeNode]) -> None:
+        for n in nodes:
+            flat.append(n)
+            walk(n.children)
+
+    walk(build(None, 0))
+    return flat, participants
+
+
+def coders_of(project: Project) -> dict[int, CoderInfo]:
+    """Every member of the project as a coder (initials and display name); one query."""
+    out = {}
+    for user_id, username, first, last in Membership.objects.filter(project=project).values_list(
+        "user_id", "user__username", "user__first_name", "user__last_name"
+    ):
+        out[user_id] = CoderInfo(user_id, initials(username, first, last), f"{first} {last}".strip() or username)
+    return out
+
+
+def codes_with_counts(project: Project) -> list[dict[str, Any]]:
+    """The project's codes with how often each is used (project-wide), for the picker and panel; one query."""
+    return list(
+        Code.objects.for_project(project).annotate(uses=Count("codings")).order_by("position", "name")
+        .values("id", "uuid", "name", "colour", "kind", "archived", "definition", "parent_id", "uses")
+    )
+
+
+def project_progress(project: Project) -> tuple[int, int]:
+    """(coded, codable) participant segments across the project's live interviews; one query."""
+    coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
+    agg = Segment.objects.filter(
+        interview__project=project, interview__deleted_at__isnull=True, speaker=Speaker.PARTICIPANT
+    ).aggregate(codable=Count("id"), coded=Count("id", filter=Q(coded_exists)))
+    return agg["coded"], agg["codable"]
+
+
+def interview_codings(interview: Interview) -> dict[int, list[tuple[int, int]]]:
+    """segment id → [(code id, coder id)] for the interview; one query, ordered like the chips."""
+    out: dict[int, list[tuple[int, int]]] = {}
+    for seg, code, coder in (
+        Coding.objects.filter(interview=interview).order_by("segment_id", "code__position", "code__name", "coder_id")
+        .values_list("segment_id", "code_id", "coder_id")
+    ):
+        out.setdefault(seg, []).append((code, coder))
+    return out
+
+
+def interview_segments(interview: Interview) -> list[tuple[int, int, int, str, str, str]]:
+    return list(
+        Segment.objects.filter(interview=interview).order_by("position")
+        .values_list("id", "turn_id", "position", "text", "speaker", "kind")
+    )
+
+
+def interview_notes(interview: Interview) -> dict[int | None, list[Note]]:
+    out: dict[int | None, list[Note]] = defaultdict(list)
+    for note in Note.objects.filter(interview=interview).order_by("created_at"):
+        out[note.turn_id].append(note)
+    return out
+
+
+def code_infos(codes: list[dict[str, Any]]) -> dict[int, CodeInfo]:
+    return {c["id"]: CodeInfo(c["id"], c["name"], c["colour"], c["kind"]) for c in codes}
+
+
+@dataclass
+class Difference:
+    segment_id: int
+    position: int
+    text: str
+    only_a: list[int]
+    only_b: list[int]
+    both: list[int]
+
+
+def compare_coders(interview: Interview, coder_a: int, coder_b: int) -> tuple[list[Difference], dict[str, int]]:
+    """Where two coders differ on an interview's segments; one query for codings and segment texts."""
+    rows = (
+        Coding.objects.filter(interview=interview, coder_id__in=[coder_a, coder_b])
+        .order_by("segment__position", "code_id")
+        .values_list("segment_id", "segment__position", "segment__text", "code_id", "coder_id")
+    )
+    per_segment: dict[int, dict[str, Any]] = {}
+    for seg, pos, text, code, coder in rows:
+        entry = per_segment.setdefault(seg, {"pos": pos, "text": text, "a": set(), "b": set()})
+        entry["a" if coder == coder_a else "b"].add(code)
+    diffs = []
+    summary = {"only_a": 0, "only_b": 0, "different": 0, "same": 0}
+    for seg, e in per_segment.items():
+        a, b = e["a"], e["b"]
+        if a == b:
+            summary["same"] += 1
+            continue
+        if not b:
+            summary["only_a"] += 1
+        elif not a:
+            summary["only_b"] += 1
+        else:
+            summary["different"] += 1
+        diffs.append(Difference(seg, e["pos"], e["text"], sorted(a - b), sorted(b - a), sorted(a & b)))
+    return diffs, summary
+
+
+def interview_coders(interview: Interview) -> list[int]:
+    """Ids of users who coded in the interview; one query."""
+    return list(Coding.objects.filter(interview=interview).values_list("coder_id", flat=True).distinct().order_by("coder_id"))
+
+
+def search_segments(project: Project, q: str, *, coded: str = "", limit: int = 200) -> list[dict[str, Any]]:
+    """Segments matching a full-text query (PostgreSQL: the GIN-indexed english tsvector; SQLite: icontains)."""
+    qs = Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True)
+    coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
+    if coded == "coded":
+        qs = qs.filter(coded_exists)
+    elif coded == "uncoded":
+        qs = qs.filter(~coded_exists)
+    if connection.vendor == "postgresql":
+        query = SearchQuery(q, config="english", search_type="websearch")
+        vector = SearchVector("text", config="english")
+        qs = qs.annotate(v=vector).filter(v=query).annotate(rank=SearchRank(vector, query)).order_by(
+            "-rank", "interview_id", "position")
+    else:
+        qs = qs.filter(text__icontains=q).order_by("interview_id", "position")
+    return list(
+        qs.annotate(is_coded=coded_exists).values(
+            "id", "text", "position", "speaker", "is_coded", "interview__uuid", "interview__title",
+            "interview__participant__label",
+        )[:limit]
+    )

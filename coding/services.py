@@ -1,0 +1,464 @@
+"""Writes to the codebook, codings and familiarisation notes.
+
+Every codebook change is recorded twice: as a CodeEvent (the codebook's own history, part of
+the analysis) and in the project's audit trail.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from coding.models import Code, CodeEvent, Coding, Note
+from interviews.models import Interview, Turn
+from projects.audit import audit_record
+from projects.models import AuditEvent, Project
+
+COLOUR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
+# Calm, distinguishable colours handed out to new codes in turn.
+PALETTE = [
+    "#4c78a8", "#f58518", "#54a24b", "#e45756", "#72b7b2", "#b279a2",
+    "#ff9da6", "#9d755d", "#bab0ac", "#eeca3b", "#2f5d8a", "#8c6d31",
+]
+EDITABLE_FIELDS = ("name", "definition", "include_when", "exclude_when", "example", "kind", "colour")
+
+
+class CodeConflict(Exception):
+    """Someone else changed the code since the editor loaded it; carries the newer code."""
+
+    def __init__(self, current: Code) -> None:
+        self.current = current
+        super().__init__(f"“{current.name}” was changed by someone else (now version {current.version}).")
+
+
+def _event(code: Code | None, *, project: Project, actor: Any, action: str, reason: str = "", data: dict | None = None,
+           summary: str, audit_action: str = AuditEvent.Action.CHANGED) -> CodeEvent:
+    event = CodeEvent.objects.create(project=project, code=code, actor=actor, action=action, reason=reason, data=data or {})
+    audit_record(project=project, actor=actor, action=audit_action, target=code, target_type="code",
+                 summary=summary, data={"code_event": event.pk, "reason": reason, **(data or {})})
+    return event
+
+
+def _clean_name(name: str) -> str:
+    name = " ".join((name or "").split())
+    if not name:
+        raise ValidationError({"name": "A code needs a name."})
+    if len(name) > 200:
+        raise ValidationError({"name": "Keep the name under 200 characters."})
+    return name
+
+
+def _check_unique_name(project: Project, name: str, *, exclude: int | None = None) -> None:
+    qs = Code.objects.for_project(project).filter(name__iexact=name)
+    if exclude:
+        qs = qs.exclude(pk=exclude)
+    if qs.exists():
+        raise ValidationError({"name": f"There is already a code named “{name}” in this project."})
+
+
+def _clean_colour(colour: str | None, project: Project) -> str:
+    if not colour:
+        return PALETTE[Code.objects.filter(project=project).count() % len(PALETTE)]
+    if not COLOUR_RE.match(colour):
+        raise ValidationError({"colour": f"“{colour}” is not a colour like #4c78a8."})
+    return colour.lower()
+
+
+def _clean_kind(kind: str | None) -> str:
+    kind = (kind or Code.Kind.SEMANTIC).strip().lower()
+    if kind not in Code.Kind.values:
+        raise ValidationError({"kind": f"Kind must be semantic or latent, not “{kind}”."})
+    return kind
+
+
+@transaction.atomic
+def code_create(*, project: Project, actor: Any, name: str, kind: str = Code.Kind.SEMANTIC, definition: str = "",
+                include_when: str = "", exclude_when: str = "", example: str = "", colour: str = "",
+                parent: Code | None = None, reason: str = "", action: str = CodeEvent.Action.CREATED) -> Code:
+    """Create a code (from the codebook, inline from the picker, or an import)."""
+    name = _clean_name(name)
+    _check_unique_name(project, name)
+    if parent is not None and parent.project_id != project.pk:
+        raise ValidationError({"parent": "The parent code belongs to another project."})
+    code = Code(project=project, name=name, kind=_clean_kind(kind), definition=definition.strip(),
+                include_when=include_when.strip(), exclude_when=exclude_when.strip(), example=example.strip(),
+                colour=_clean_colour(colour, project), parent=parent, created_by=actor if getattr(actor, "pk", None) else None)
+    code.full_clean(exclude=["project", "parent", "created_by", "merged_into"])
+    try:
+        with transaction.atomic():
+            code.save()
+    except IntegrityError as exc:  # a concurrent create with the same name
+        raise ValidationError({"name": f"There is already a code named “{name}” in this project."}) from exc
+    _event(code, project=project, actor=actor, action=action, reason=reason, data={"name": name, "kind": code.kind},
+           summary=f"Code “{name}” {'imported' if action == CodeEvent.Action.IMPORTED else 'created'}",
+           audit_action=AuditEvent.Action.CREATED)
+    return code
+
+
+@transaction.atomic
+def code_update(*, code: Code, actor: Any, version: int, reason: str = "", **changes: Any) -> Code:
+    """Rename / redefine / recolour a code, refusing an edit based on an older version (optimistic lock)."""
+    unknown = set(changes) - set(EDITABLE_FIELDS)
+    if unknown:
+        raise TypeError(f"not editable: {sorted(unknown)}")
+    project = code.project
+    values: dict[str, Any] = {}
+    for field, value in changes.items():
+        if value is None:
+            continue
+        if field == "name":
+            value = _clean_name(value)
+            _check_unique_name(project, value, exclude=code.pk)
+        elif field == "kind":
+            value = _clean_kind(value)
+        elif field == "colour":
+            value = _clean_colour(value, project)
+        else:
+            value = value.strip()
+        values[field] = value
+    before = {f: getattr(code, f) for f in values}
+    changed = {f: v for f, v in values.items() if before[f] != v}
+    # The version check and the write are one statement: two editors can never both win.
+    updated = Code.objects.filter(pk=code.pk, version=version).update(
+        version=F("version") + 1, updated_at=timezone.now(), **changed
+    )
+    if not updated:
+        raise CodeConflict(Code.objects.get(pk=code.pk))
+    code.refresh_from_db()
+    if not changed:
+        return code
+    if "name" in changed:
+        _event(code, project=project, actor=actor, action=CodeEvent.Action.RENAMED, reason=reason,
+               data={"from": before["name"], "to": changed["name"]},
+               summary=f"Code “{before['name']}” renamed to “{changed['name']}”")
+    definition_fields = {f: changed[f] for f in ("definition", "include_when", "exclude_when", "example", "kind") if f in changed}
+    if definition_fields:
+        _event(code, project=project, actor=actor, action=CodeEvent.Action.REDEFINED, reason=reason,
+               data={"before": {f: before[f] for f in definition_fields}, "after": definition_fields},
+               summary=f"Code “{code.name}” redefined ({', '.join(sorted(definition_fields))})")
+    if "colour" in changed:
+        _event(code, project=project, actor=actor, action=CodeEvent.Action.RECOLOURED, reason=reason,
+               data={"from": before["colour"], "to": changed["colour"]}, summary=f"Code “{code.name}” recoloured")
+    return code
+
+
+def _bump(code: Code) -> None:
+    Code.objects.filter(pk=code.pk).update(version=F("version") + 1, updated_at=timezone.now())
+
+
+@transaction.atomic
+def code_move(*, code: Code, actor: Any, parent: Code | None, reason: str = "") -> Code:
+    """Give a code a new parent (or make it top-level); a code can't sit under itself."""
+    if parent is not None:
+        if parent.project_id != code.project_id:
+            raise ValidationError({"parent": "The parent code belongs to another project."})
+        ancestor: Code | None = parent
+        seen = set()
+        while ancestor is not None and ancestor.pk not in seen:
+            if ancestor.pk == code.pk:
+                raise ValidationError({"parent": f"“{parent.name}” is inside “{code.name}”; a code cannot be moved under itself."})
+            seen.add(ancestor.pk)
+            ancestor = ancestor.parent
+    old = code.parent
+    code.parent = parent
+    code.save(update_fields=["parent", "updated_at"])
+    _bump(code)
+    _event(code, project=code.project, actor=actor, action=CodeEvent.Action.MOVED, reason=reason,
+           data={"from": old.name if old else None, "to": parent.name if parent else None},
+           summary=f"Code “{code.name}” moved under {('“' + parent.name + '”') if parent else 'the top level'}")
+    return code
+
+
+@transaction.atomic
+def code_archive(*, code: Code, actor: Any, archived: bool = True, reason: str = "") -> Code:
+    """Archive (hide from the picker, keep codings) or bring back a code."""
+    if code.archived == archived:
+        return code
+    code.archived = archived
+    code.save(update_fields=["archived", "updated_at"])
+    _bump(code)
+    action = CodeEvent.Action.ARCHIVED if archived else CodeEvent.Action.UNARCHIVED
+    _event(code, project=code.project, actor=actor, action=action, reason=reason,
+           summary=f"Code “{code.name}” {'archived' if archived else 'brought back from the archive'}")
+    return code
+
+
+@transaction.atomic
+def code_merge(*, source: Code, target: Code, actor: Any, reason: str = "") -> Code:
+    """Merge `source` into `target`: codings and sub-codes move over, the source is archived with a pointer."""
+    if source.pk == target.pk:
+        raise ValidationError({"target": "Choose a different code to merge into."})
+    if source.project_id != target.project_id:
+        raise ValidationError({"target": "Both codes must belong to the same project."})
+    if target.archived or target.deleted_at:
+        raise ValidationError({"target": f"“{target.name}” is archived; bring it back before merging into it."})
+    ancestor = target.parent
+    while ancestor is not None:
+        if ancestor.pk == source.pk:
+            raise ValidationError({"target": f"“{target.name}” is inside “{source.name}”; merge it the other way round."})
+        ancestor = ancestor.parent
+    with connection.cursor() as cur:
+        # Codings the target already has (same segment and coder) are kept once, not duplicated.
+        cur.execute(
+            """INSERT INTO coding_coding (segment_id, code_id, coder_id, interview_id, origin, note, created_at)
+               SELECT segment_id, %s, coder_id, interview_id, origin, note, created_at FROM coding_coding WHERE code_id = %s
+               ON CONFLICT (segment_id, code_id, coder_id) DO NOTHING""",
+            [target.pk, source.pk],
+        )
+        moved = cur.rowcount
+    total = Coding.objects.filter(code=source).count()
+    Coding.objects.filter(code=source).delete()
+    Code.objects.filter(parent=source).update(parent=target)
+    source.archived = True
+    source.merged_into = target
+    source.save(update_fields=["archived", "merged_into", "updated_at"])
+    _bump(source)
+    _bump(target)
+    data = {"source": source.name, "source_uuid": str(source.uuid), "target": target.name, "target_uuid": str(target.uuid),
+            "codings": total, "codings_added": moved}
+    _event(source, project=source.project, actor=actor, action=CodeEvent.Action.MERGED, reason=reason, data=data,
+           summary=f"Code “{source.name}” merged into “{target.name}” ({total} codings)")
+    CodeEvent.objects.create(project=source.project, code=target, actor=actor, action=CodeEvent.Action.MERGED,
+                             reason=reason, data=data)
+    target.refresh_from_db()
+    return target
+
+
+@transaction.atomic
+def code_split(*, code: Code, actor: Any, names: Sequence[str], reason: str = "",
+               assignments: dict[int, int] | None = None, archive_original: bool = False) -> list[Code]:
+    """Split a code into new sibling codes; `assignments` moves segments (segment id → index in names) to them."""
+    clean = [_clean_name(n) for n in names if n and n.strip()]
+    if len(clean) < 2:
+        raise ValidationError({"names": "Name at least two new codes to split into."})
+    if len({n.lower() for n in clean}) != len(clean):
+        raise ValidationError({"names": "The new codes need different names."})
+    new_codes = [
+        code_create(project=code.project, actor=actor, name=n, kind=code.kind, parent=code.parent,
+                    definition=code.definition, reason=f"Split from “{code.name}”" + (f": {reason}" if reason else ""))
+        for n in clean
+    ]
+    moved = 0
+    for segment_id, index in (assignments or {}).items():
+        if not 0 <= index < len(new_codes):
+            raise ValidationError({"assignments": f"Segment {segment_id} is assigned to a code that does not exist."})
+        moved += Coding.objects.filter(code=code, segment_id=segment_id).update(code=new_codes[index])
+    if archive_original:
+        code.archived = True
+        code.save(update_fields=["archived", "updated_at"])
+    _bump(code)
+    _event(code, project=code.project, actor=actor, action=CodeEvent.Action.SPLIT, reason=reason,
+           data={"into": [c.name for c in new_codes], "into_uuids": [str(c.uuid) for c in new_codes],
+                 "codings_moved": moved, "archived": archive_original},
+           summary=f"Code “{code.name}” split into {', '.join('“' + c.name + '”' for c in new_codes)}")
+    return new_codes
+
+
+# --- codings: the hot path ---------------------------------------------------------------
+
+# One statement: membership check, the insert (a duplicate is ignored), the chips of the
+# touched segments, the code's project count and the interview's progress. The main query
+# does not see rows the INSERT adds (one snapshot), so `ins` is unioned in.
+_APPLY_SQL = """
+WITH m AS (
+    SELECT mm.role, mm.project_id FROM projects_membership mm JOIN projects_project p ON p.id = mm.project_id
+    WHERE mm.user_id = %(user)s AND p.uuid = %(project)s
+), iv AS (
+    SELECT i.id FROM interviews_interview i JOIN m ON m.project_id = i.project_id
+    WHERE i.uuid = %(interview)s AND i.deleted_at IS NULL
+), seg AS (
+    SELECT s.id, s.interview_id FROM interviews_segment s JOIN iv ON iv.id = s.interview_id
+    WHERE s.id = ANY(%(segments)s) AND (s.speaker = 'participant' OR %(any_speaker)s)
+), cd AS (
+    SELECT c.id FROM coding_code c JOIN m ON m.project_id = c.project_id
+    WHERE c.id = %(code)s AND c.deleted_at IS NULL AND NOT c.archived
+), ins AS (
+    INSERT INTO coding_coding (segment_id, code_id, coder_id, interview_id, origin, note, created_at)
+    SELECT seg.id, cd.id, %(user)s, seg.interview_id, 'human', '', now() FROM seg, cd
+    WHERE EXISTS (SELECT 1 FROM m WHERE m.role IN ('owner', 'analyst'))
+    ON CONFLICT (segment_id, code_id, coder_id) DO NOTHING
+    RETURNING segment_id, code_id, coder_id
+), chips AS (
+    SELECT segment_id, code_id, coder_id FROM coding_coding WHERE segment_id IN (SELECT id FROM seg)
+    UNION ALL SELECT segment_id, code_id, coder_id FROM ins
+)
+SELECT (SELECT role FROM m), (SELECT id FROM iv), (SELECT count(*) FROM seg), (SELECT count(*) FROM cd),
+       (SELECT coalesce(array_agg(segment_id), '{}') FROM ins),
+       (SELECT coalesce(json_agg(json_build_array(ch.segment_id, ch.code_id, ch.coder_id, c.name, c.colour, c.kind,
+                                                  u.username, u.first_name, u.last_name)
+                                 ORDER BY ch.segment_id, c.position, c.name, ch.coder_id), '[]')
+          FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),
+       (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd)) + (SELECT count(*) FROM ins),
+       (SELECT count(*) FROM (SELECT segment_id FROM coding_coding c JOIN interviews_segment s ON s.id = c.segment_id
+                              WHERE c.interview_id = (SELECT id FROM iv) AND s.speaker = 'participant'
+                              UNION SELECT i.segment_id FROM ins i JOIN interviews_segment s ON s.id = i.segment_id
+                              WHERE s.speaker = 'participant') coded),
+       (SELECT count(*) FROM interviews_segment WHERE interview_id = (SELECT id FROM iv) AND speaker = 'participant')
+"""
+
+# The same shape for removal: only the requesting coder's own codings are removed.
+_REMOVE_SQL = """
+WITH m AS (
+    SELECT mm.role, mm.project_id FROM projects_membership mm JOIN projects_project p ON p.id = mm.project_id
+    WHERE mm.user_id = %(user)s AND p.uuid = %(project)s
+), iv AS (
+    SELECT i.id FROM interviews_interview i JOIN m ON m.project_id = i.project_id
+    WHERE i.uuid = %(interview)s AND i.deleted_at IS NULL
+), seg AS (
+    SELECT s.id FROM interviews_segment s JOIN iv ON iv.id = s.interview_id WHERE s.id = ANY(%(segments)s)
+), cd AS (
+    SELECT c.id FROM coding_code c JOIN m ON m.project_id = c.project_id WHERE c.id = %(code)s AND c.deleted_at IS NULL
+), del AS (
+    DELETE FROM coding_coding WHERE segment_id IN (SELECT id FROM seg) AND code_id = (SELECT id FROM cd)
+        AND coder_id = %(user)s AND EXISTS (SELECT 1 FROM m WHERE m.role IN ('owner', 'analyst'))
+    RETURNING id, segment_id
+), chips AS (
+    SELECT segment_id, code_id, coder_id FROM coding_coding
+    WHERE segment_id IN (SELECT id FROM seg) AND id NOT IN (SELECT id FROM del)
+)
+SELECT (SELECT role FROM m), (SELECT id FROM iv), (SELECT count(*) FROM seg), (SELECT count(*) FROM cd),
+       (SELECT coalesce(array_agg(segment_id), '{}') FROM del),
+       (SELECT coalesce(json_agg(json_build_array(ch.segment_id, ch.code_id, ch.coder_id, c.name, c.colour, c.kind,
+                                                  u.username, u.first_name, u.last_name)
+                                 ORDER BY ch.segment_id, c.position, c.name, ch.coder_id), '[]')
+          FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),
+       (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd)) - (SELECT count(*) FROM del),
+       (SELECT count(DISTINCT c.segment_id) FROM coding_coding c JOIN interviews_segment s ON s.id = c.segment_id
+         WHERE c.interview_id = (SELECT id FROM iv) AND s.speaker = 'participant'
+           AND c.id NOT IN (SELECT id FROM del)),
+       (SELECT count(*) FROM interviews_segment WHERE interview_id = (SELECT id FROM iv) AND speaker = 'participant')
+"""
+
+
+class CodingResult:
+    """What one apply/remove did: the caller's role (None: not a member), the chips of the touched segments, counts."""
+
+    __slots__ = ("role", "interview_id", "segments_found", "code_found", "changed", "chips", "code_count", "coded", "codable")
+
+    def __init__(self, row: Sequence[Any]) -> None:
+        import json
+
+        (self.role, self.interview_id, self.segments_found, self.code_found, changed, chips,
+         self.code_count, self.coded, self.codable) = row
+        self.changed: list[int] = list(changed or [])
+        # [segment id, code id, coder id, code name, colour, kind, username, first name, last name]
+        self.chips: list[list[Any]] = json.loads(chips) if isinstance(chips, str) else chips
+
+    @property
+    def is_member(self) -> bool:
+        return self.role is not None and self.interview_id is not None
+
+    @property
+    def can_write(self) -> bool:
+        return self.role in ("owner", "analyst")
+
+
+def _run(sql: str, params: dict[str, Any]) -> CodingResult:
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return CodingResult(cur.fetchone())
+
+
+def _params(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_id: int, segment_ids: Iterable[int],
+            any_speaker: bool) -> dict[str, Any]:
+    return {"project": str(project_uuid), "interview": str(interview_uuid), "user": user_id, "code": code_id,
+            "segments": [int(s) for s in segment_ids], "any_speaker": bool(any_speaker)}
+
+
+def coding_apply(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_id: int, segment_ids: Iterable[int],
+                 any_speaker: bool = False) -> CodingResult:
+    """Apply a code to segments in ONE round trip (membership check + insert + chips + counts); duplicates are ignored.
+
+    Interviewer/system segments are codable only with `any_speaker`. On PostgreSQL this is a
+    single statement; on SQLite (laptop) it falls back to the ORM.
+    """
+    params = _params(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=user_id, code_id=code_id,
+                     segment_ids=segment_ids, any_speaker=any_speaker)
+    if connection.vendor == "postgresql":
+        return _run(_APPLY_SQL, params)
+    return _orm_change(params, remove=False)
+
+
+def coding_remove(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_id: int,
+                  segment_ids: Iterable[int]) -> CodingResult:
+    """Remove the user's own coding of a code from segments, in one round trip; others' codings are never touched."""
+    params = _params(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=user_id, code_id=code_id,
+                     segment_ids=segment_ids, any_speaker=True)
+    if connection.vendor == "postgresql":
+        return _run(_REMOVE_SQL, params)
+    return _orm_change(params, remove=True)
+
+
+@transaction.atomic
+def _orm_change(p: dict[str, Any], *, remove: bool) -> CodingResult:
+    from interviews.models import Segment, Speaker
+    from projects.models import Membership
+
+    membership = Membership.objects.filter(user_id=p["user"], project__uuid=p["project"]).first()
+    role = membership.role if membership else None
+    interview = Interview.objects.alive().filter(uuid=p["interview"], project_id=getattr(membership, "project_id", None)).first()
+    iv = interview.pk if interview else None
+    segs = Segment.objects.filter(interview_id=iv, pk__in=p["segments"])
+    if not remove and not p["any_speaker"]:
+        segs = segs.filter(speaker=Speaker.PARTICIPANT)
+    seg_ids = list(segs.values_list("pk", flat=True))
+    codes = Code.objects.filter(pk=p["code"], project_id=getattr(membership, "project_id", None), deleted_at__isnull=True)
+    if not remove:
+        codes = codes.filter(archived=False)
+    code_found = codes.count()
+    changed: list[int] = []
+    if role in ("owner", "analyst") and code_found and seg_ids:
+        if remove:
+            mine = Coding.objects.filter(segment_id__in=seg_ids, code_id=p["code"], coder_id=p["user"])
+            changed = list(mine.values_list("segment_id", flat=True))
+            mine.delete()
+        else:
+            have = set(Coding.objects.filter(segment_id__in=seg_ids, code_id=p["code"], coder_id=p["user"])
+                       .values_list("segment_id", flat=True))
+            changed = [s for s in seg_ids if s not in have]
+            Coding.objects.bulk_create([Coding(segment_id=s, code_id=p["code"], coder_id=p["user"], interview_id=iv)
+                                        for s in changed], ignore_conflicts=True)
+    chips = [list(r) for r in Coding.objects.filter(segment_id__in=seg_ids)
+             .order_by("segment_id", "code__position", "code__name", "coder_id")
+             .values_list("segment_id", "code_id", "coder_id", "code__name", "code__colour", "code__kind",
+                          "coder__username", "coder__first_name", "coder__last_name")]
+    coded = (Coding.objects.filter(interview_id=iv, segment__speaker=Speaker.PARTICIPANT)
+             .values("segment_id").distinct().count())
+    codable = Segment.objects.filter(interview_id=iv, speaker=Speaker.PARTICIPANT).count()
+    code_count = Coding.objects.filter(code_id=p["code"]).count()
+    return CodingResult((role, iv, len(seg_ids), code_found, changed, chips, code_count, coded, codable))
+
+
+# --- familiarisation notes ------------------------------------------------------------------
+
+@transaction.atomic
+def note_save(*, interview: Interview, author: Any, text: str, turn: Turn | None = None) -> Note | None:
+    """Create, replace or (with empty text) delete the author's note on an interview or a turn."""
+    if turn is not None and turn.interview_id != interview.pk:
+        raise ValidationError({"turn": "That turn belongs to another interview."})
+    text = (text or "").strip()
+    if len(text) > 20000:
+        raise ValidationError({"text": "Keep a note under 20,000 characters."})
+    existing = Note.objects.filter(interview=interview, turn=turn, author=author).first()
+    where = f"turn {turn.position + 1} of “{interview.title}”" if turn else f"“{interview.title}”"
+    if not text:
+        if existing:
+            existing.delete()
+            audit_record(project=interview.project, actor=author, action=AuditEvent.Action.DELETED,
+                         target_type="note", summary=f"Familiarisation note on {where} deleted")
+        return None
+    if existing:
+        existing.text = text
+        existing.save(update_fields=["text", "updated_at"])
+        note = existing
+    else:
+        note = Note.objects.create(interview=interview, turn=turn, author=author, text=text)
+    audit_record(project=interview.project, actor=author, action=AuditEvent.Action.CHANGED if existing else AuditEvent.Action.CREATED,
+                 target=note, target_type="note", summary=f"Familiarisation note on {where}")
+    return note

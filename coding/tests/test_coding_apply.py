@@ -1,0 +1,134 @@
+"""Applying and removing codes: one statement, duplicates ignored, others' codings untouched."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from coding.models import Coding
+from coding.services import coding_apply, coding_remove
+from interviews.models import Speaker
+
+pytestmark = pytest.mark.django_db
+
+
+def _url(name, project, interview):
+    return reverse(f"coding:{name}", args=[project.uuid, interview.uuid])
+
+
+def test_apply_creates_a_coding_and_returns_chips_and_counts(client_for, analyst, project, interview, participant_segments, make_code):
+    code = make_code("Belonging takes time", colour="#112233")
+    seg = participant_segments[1]
+    r = client_for(analyst).post(_url("apply", project, interview), {"code": code.pk, "segments": str(seg.pk)})
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert f'id="chips-{seg.pk}" hx-swap-oob="true"' in body
+    assert "Belonging takes time" in body and "--c:#112233" in body and ">AA<" in body
+    assert f'<span id="progress-interview" hx-swap-oob="true">1 / {len(participant_segments)}</span>' in body
+    assert f'<span id="uses-{code.pk}" class="uses" hx-swap-oob="true">1</span>' in body
+    assert json.loads(r["HX-Trigger"])["coding-changed"] == {"action": "apply", "code": code.pk, "segments": [seg.pk]}
+    assert Coding.objects.get().coder == analyst
+
+
+def test_a_double_click_does_not_duplicate(client_for, analyst, project, interview, participant_segments, make_code):
+    code = make_code("Trust")
+    c = client_for(analyst)
+    for _ in range(2):
+        r = c.post(_url("apply", project, interview), {"code": code.pk, "segments": str(participant_segments[0].pk)})
+        assert r.status_code == 200
+    assert Coding.objects.count() == 1
+    assert json.loads(r["HX-Trigger"])["coding-changed"]["segments"] == []
+    assert r.content.decode().count('data-code=') == 1
+
+
+def test_apply_is_one_statement_after_session_and_user(client_for, analyst, project, interview, participant_segments, make_code):
+    code = make_code("Trust")
+    c = client_for(analyst)
+    with CaptureQueriesContext(connection) as ctx:
+        c.post(_url("apply", project, interview), {"code": code.pk, "segments": f"{participant_segments[0].pk},{participant_segments[1].pk}"})
+    # 1 session, 2 user, 3 the coding statement (membership + insert + chips + counts)
+    assert len(ctx.captured_queries) == 3, [q["sql"][:80] for q in ctx.captured_queries]
+    assert Coding.objects.count() == 2
+
+
+def test_range_apply_and_remove_keep_other_coders(client_for, owner, analyst, project, interview, participant_segments, make_code):
+    code = make_code("Trust")
+    ids = ",".join(str(s.pk) for s in participant_segments[:3])
+    client_for(owner).post(_url("apply", project, interview), {"code": code.pk, "segments": ids})
+    client_for(analyst).post(_url("apply", project, interview), {"code": code.pk, "segments": ids})
+    assert Coding.objects.count() == 6
+    r = client_for(analyst).post(_url("remove", project, interview), {"code": code.pk, "segments": ids})
+    assert r.status_code == 200
+    assert set(Coding.objects.values_list("coder_id", flat=True)) == {owner.pk}
+    # The owner's chips are still in the answer: nothing of theirs was overwritten.
+    assert r.content.decode().count('data-coder="{}"'.format(owner.pk)) == 3 and 'chip mine' not in r.content.decode()
+    assert sorted(json.loads(r["HX-Trigger"])["coding-changed"]["segments"]) == sorted(s.pk for s in participant_segments[:3])
+
+
+def test_interviewer_segments_need_the_toggle(client_for, analyst, project, interview, make_code):
+    code = make_code("Framing")
+    question = interview.segments.filter(speaker=Speaker.INTERVIEWER).first()
+    c = client_for(analyst)
+    r = c.post(_url("apply", project, interview), {"code": code.pk, "segments": str(question.pk)})
+    assert r.status_code == 400 and Coding.objects.count() == 0
+    c.post(_url("speaker_toggle", project, interview), {"any_speaker": "1"})
+    r = c.post(_url("apply", project, interview), {"code": code.pk, "segments": str(question.pk)})
+    assert r.status_code == 200 and Coding.objects.count() == 1
+
+
+@pytest.mark.parametrize("name", ["apply", "remove"])
+def test_outsiders_get_404_and_viewers_403(client_for, outsider, viewer, project, interview, participant_segments, make_code, name):
+    code = make_code("Trust")
+    data = {"code": code.pk, "segments": str(participant_segments[0].pk)}
+    assert client_for(outsider).post(_url(name, project, interview), data).status_code == 404
+    assert client_for(viewer).post(_url(name, project, interview), data).status_code == 403
+    assert Coding.objects.count() == 0
+
+
+def test_a_code_or_segment_from_another_project_is_refused(client_for, owner, analyst, project, interview, participant_segments, make_code):
+    from projects.models import Membership, Project, Role
+
+    other = Project.objects.create(name="Other")
+    Membership.objects.create(project=other, user=analyst, role=Role.ANALYST)
+    from coding.services import code_create
+
+    foreign = code_create(project=other, actor=analyst, name="Foreign")
+    r = client_for(analyst).post(_url("apply", project, interview), {"code": foreign.pk, "segments": str(participant_segments[0].pk)})
+    assert r.status_code == 400
+    code = make_code("Mine")
+    r = client_for(analyst).post(_url("apply", project, interview), {"code": code.pk, "segments": "999999"})
+    assert r.status_code == 400
+    assert Coding.objects.count() == 0
+
+
+def test_archived_codes_cannot_be_applied(client_for, analyst, project, interview, participant_segments, make_code):
+    from coding.services import code_archive
+
+    code = code_archive(code=make_code("Old"), actor=analyst)
+    r = client_for(analyst).post(_url("apply", project, interview), {"code": code.pk, "segments": str(participant_segments[0].pk)})
+    assert r.status_code == 400
+
+
+def test_service_reports_membership_for_outsiders(outsider, project, interview, participant_segments, make_code):
+    code = make_code("Trust")
+    result = coding_apply(project_uuid=project.uuid, interview_uuid=interview.uuid, user_id=outsider.pk, code_id=code.pk,
+                          segment_ids=[participant_segments[0].pk])
+    assert not result.is_member and result.changed == []
+    result = coding_remove(project_uuid=project.uuid, interview_uuid=interview.uuid, user_id=outsider.pk, code_id=code.pk,
+                           segment_ids=[participant_segments[0].pk])
+    assert not result.is_member
+
+
+def test_create_inline_creates_and_applies(client_for, analyst, project, interview, participant_segments):
+    r = client_for(analyst).post(_url("create_inline", project, interview),
+                                 {"name": "  Slow   belonging ", "kind": "latent", "segments": str(participant_segments[0].pk)})
+    assert r.status_code == 200
+    trigger = json.loads(r["HX-Trigger"])["coding-changed"]
+    assert trigger["newCode"]["name"] == "Slow belonging" and trigger["newCode"]["kind"] == "latent"
+    assert Coding.objects.get().code.name == "Slow belonging"
+    r = client_for(analyst).post(_url("create_inline", project, interview), {"name": "slow belonging", "segments": ""})
+    assert r.status_code == 400 and "already a code" in r.content.decode()

@@ -1,0 +1,466 @@
+"""Codebook, coding workspace, comparison, retrieval and search pages."""
+
+from __future__ import annotations
+
+import json
+from uuid import UUID
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.html import escape
+from django.views.decorators.http import require_GET, require_POST
+
+from coding import queries
+from coding.agreement import per_code_agreement
+from coding.codebook_import import CodebookImportError, codebook_import, rows_from_csv, rows_from_qdc
+from coding.excerpts import excerpts_by_participant, excerpts_for_codes
+from coding.forms import ArchiveForm, CodeCreateForm, CodeEditForm, ImportForm, MergeForm, MoveForm, SplitForm
+from coding.models import Code, CodeEvent, Note
+from coding.render import ChipRenderer, chips_from_rows, render_notes, render_transcript
+from coding.services import (
+    CodeConflict,
+    CodingResult,
+    code_archive,
+    code_create,
+    code_merge,
+    code_move,
+    code_split,
+    code_update,
+    coding_apply,
+    coding_remove,
+    note_save,
+)
+from interviews.models import Interview, Speaker, Turn
+from projects.models import Membership
+from projects.permissions import member_or_404, writer_or_403
+
+
+def _code(membership: Membership, code_uuid: UUID) -> Code:
+    return get_object_or_404(Code.objects.for_project(membership.project).select_related("parent", "project"), uuid=code_uuid)
+
+
+def _interview(membership: Membership, interview_uuid: UUID) -> Interview:
+    return get_object_or_404(Interview.objects.for_project(membership.project), uuid=interview_uuid)
+
+
+def _ctx(membership: Membership, **extra) -> dict:
+    return {"project": membership.project, "membership": membership, "nav": "codebook", **extra}
+
+
+def _any_speaker_key(project_uuid: UUID) -> str:
+    return f"coding:any_speaker:{project_uuid}"
+
+
+# --- codebook --------------------------------------------------------------------------------
+
+@login_required
+@require_GET
+def codebook(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    q, kind = request.GET.get("q", "")[:200], request.GET.get("kind", "")
+    archived = request.GET.get("archived") == "1"
+    nodes, participants = queries.codebook_tree(membership.project, q=q, kind=kind if kind in Code.Kind.values else "",
+                                                archived=archived)
+    ctx = _ctx(membership, nodes=nodes, participants=participants, q=q, kind=kind, archived=archived,
+               form=CodeCreateForm(project=membership.project, initial={"kind": Code.Kind.SEMANTIC}),
+               filtered=bool(q or kind))
+    template = "coding/codebook.html#code-list" if request.htmx and not request.htmx.boosted else "coding/codebook.html"
+    return render(request, template, ctx)
+
+
+@login_required
+@require_POST
+def code_new(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    form = CodeCreateForm(request.POST, project=membership.project)
+    if form.is_valid():
+        d = form.cleaned_data
+        try:
+            code = code_create(project=membership.project, actor=request.user, name=d["name"], kind=d["kind"],
+                               colour=d["colour"], definition=d["definition"], include_when=d["include_when"],
+                               exclude_when=d["exclude_when"], example=d["example"], parent=d["parent"], reason=d["reason"])
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            messages.success(request, f"Code “{code.name}” created.")
+            return redirect("coding:codebook", project_uuid=project_uuid)
+    nodes, participants = queries.codebook_tree(membership.project)
+    return render(request, "coding/codebook.html", _ctx(membership, nodes=nodes, participants=participants, form=form,
+                                                        q="", kind="", archived=False, filtered=False), status=400)
+
+
+def _form_errors(form, exc: ValidationError) -> None:
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
+@login_required
+@require_GET
+def code_detail(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    code = _code(membership, code_uuid)
+    return render(request, "coding/code_detail.html", _detail_ctx(membership, code))
+
+
+def _detail_ctx(membership: Membership, code: Code, **forms) -> dict:
+    initial = {f: getattr(code, f) for f in ("name", "kind", "colour", "definition", "include_when", "exclude_when", "example")}
+    return _ctx(
+        membership, code=code,
+        edit_form=forms.get("edit_form") or CodeEditForm(initial={**initial, "version": code.version}),
+        move_form=forms.get("move_form") or MoveForm(code=code, initial={"parent": code.parent_id}),
+        merge_form=forms.get("merge_form") or MergeForm(code=code),
+        split_form=forms.get("split_form") or SplitForm(),
+        conflict=forms.get("conflict"),
+        events=CodeEvent.objects.filter(code=code).select_related("actor")[:50],
+        uses=code.codings.count(),
+    )
+
+
+@login_required
+@require_POST
+def code_edit(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    code = _code(membership, code_uuid)
+    form = CodeEditForm(request.POST)
+    if form.is_valid():
+        d = form.cleaned_data
+        try:
+            code_update(code=code, actor=request.user, version=d["version"], reason=d["reason"],
+                        **{f: d[f] for f in ("name", "kind", "colour", "definition", "include_when", "exclude_when", "example")})
+        except CodeConflict as conflict:
+            # Keep the user's text in the form, now based on the newer version, and show what changed.
+            data = request.POST.copy()
+            data["version"] = conflict.current.version
+            form = CodeEditForm(data)
+            form.is_valid()
+            form.add_error(None, "Someone else changed this code while you were editing. Their version is shown "
+                                 "below; your text is still in the form — review it and save again.")
+            return render(request, "coding/code_detail.html",
+                          _detail_ctx(membership, conflict.current, edit_form=form, conflict=conflict.current), status=409)
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            messages.success(request, "Code saved.")
+            return redirect("coding:code_detail", project_uuid=project_uuid, code_uuid=code_uuid)
+    return render(request, "coding/code_detail.html", _detail_ctx(membership, code, edit_form=form), status=400)
+
+
+def _code_action(request: HttpRequest, project_uuid: UUID, code_uuid: UUID, form_class, form_key: str, action) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    code = _code(membership, code_uuid)
+    form = form_class(request.POST, code=code) if form_class in (MoveForm, MergeForm) else form_class(request.POST)
+    if form.is_valid():
+        try:
+            message, target = action(code, form.cleaned_data)
+        except ValidationError as exc:
+            _form_errors(form, exc)
+        else:
+            messages.success(request, message)
+            return redirect("coding:code_detail", project_uuid=project_uuid, code_uuid=target.uuid)
+    return render(request, "coding/code_detail.html", _detail_ctx(membership, code, **{form_key: form}), status=400)
+
+
+@login_required
+@require_POST
+def code_move_view(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> HttpResponse:
+    def act(code: Code, d: dict):
+        code_move(code=code, actor=request.user, parent=d["parent"], reason=d["reason"])
+        return f"“{code.name}” moved.", code
+    return _code_action(request, project_uuid, code_uuid, MoveForm, "move_form", act)
+
+
+@login_required
+@require_POST
+def code_merge_view(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> HttpResponse:
+    def act(code: Code, d: dict):
+        target = code_merge(source=code, target=d["target"], actor=request.user, reason=d["reason"])
+        return f"“{code.name}” merged into “{target.name}”.", target
+    return _code_action(request, project_uuid, code_uuid, MergeForm, "merge_form", act)
+
+
+@login_required
+@require_POST
+def code_split_view(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> HttpResponse:
+    def act(code: Code, d: dict):
+        new = code_split(code=code, actor=request.user, names=d["names"].splitlines(), reason=d["reason"],
+                         archive_original=d["archive_original"])
+        return f"“{code.name}” split into {', '.join(c.name for c in new)}.", code
+    return _code_action(request, project_uuid, code_uuid, SplitForm, "split_form", act)
+
+
+@login_required
+@require_POST
+def code_archive_view(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> HttpResponse:
+    def act(code: Code, d: dict):
+        code_archive(code=code, actor=request.user, archived=d["archived"], reason=d["reason"])
+        return (f"“{code.name}” archived." if d["archived"] else f"“{code.name}” is back in use."), code
+    return _code_action(request, project_uuid, code_uuid, ArchiveForm, "archive_form", act)
+
+
+@login_required
+@require_GET
+def codebook_history(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    events = CodeEvent.objects.filter(project=membership.project).select_related("actor", "code")[:300]
+    return render(request, "coding/history.html", _ctx(membership, events=events))
+
+
+@login_required
+def codebook_import_view(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    errors: list[str] = []
+    form = ImportForm(request.POST or None, request.FILES or None)
+    if request.method == "POST" and form.is_valid():
+        upload = form.cleaned_data["file"]
+        name = upload.name or "codebook"
+        data = upload.read()
+        try:
+            if name.lower().endswith((".qdc", ".qdpx", ".xml")):
+                rows = rows_from_qdc(data, filename=name)
+            else:
+                rows = rows_from_csv(data, filename=name)
+            created = codebook_import(project=membership.project, actor=request.user, rows=rows, source=name)
+        except CodebookImportError as exc:
+            errors = exc.errors
+        else:
+            messages.success(request, f"Imported {len(created)} codes from {name}.")
+            return redirect("coding:codebook", project_uuid=project_uuid)
+    status = 400 if request.method == "POST" else 200
+    return render(request, "coding/import.html", _ctx(membership, form=form, errors=errors), status=status)
+
+
+@login_required
+@require_GET
+def code_excerpts(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    code = _code(membership, code_uuid)
+    mine = request.GET.get("coder") == "mine"
+    excerpts = excerpts_for_codes(membership.project, [code.pk], coder_ids=[request.user.pk] if mine else None)
+    return render(request, "coding/excerpts.html", _ctx(
+        membership, code=code, groups=excerpts_by_participant(excerpts), count=len(excerpts), mine=mine,
+        coders=queries.coders_of(membership.project)))
+
+
+# --- the coding workspace ----------------------------------------------------------------------
+
+@login_required
+@require_GET
+def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    project = membership.project
+    interview = _interview(membership, interview_uuid)
+    any_speaker = bool(request.session.get(_any_speaker_key(project_uuid)))
+    codes = queries.codes_with_counts(project)
+    coders = queries.coders_of(project)
+    renderer = ChipRenderer(queries.code_infos(codes), coders, request.user.pk)
+    turns = list(Turn.objects.filter(interview=interview).order_by("position").values_list("id", "position", "speaker"))
+    segments = queries.interview_segments(interview)
+    codings = queries.interview_codings(interview)
+    notes = queries.interview_notes(interview)
+    notes_html = {tid: render_notes(key=f"t{tid}", notes=n, me=request.user.pk, coders=coders)
+                  for tid, n in notes.items() if tid is not None}
+    transcript = render_transcript(
+        turns=turns, segments=segments, codings=codings, renderer=renderer, participant_label=interview.participant.label,
+        code_any_speaker=any_speaker, notes_html=notes_html, can_write=membership.can_write)
+    codable = sum(1 for s in segments if s[4] == Speaker.PARTICIPANT)
+    coded = sum(1 for s in segments if s[4] == Speaker.PARTICIPANT and s[0] in codings)
+    project_coded, project_codable = queries.project_progress(project)
+    used_here: dict[int, int] = {}
+    for pairs in codings.values():
+        for code_id, _coder in pairs:
+            used_here[code_id] = used_here.get(code_id, 0) + 1
+    coders_here = sorted({c for pairs in codings.values() for _code, c in pairs} | {request.user.pk})
+    picker = [{"id": c["id"], "name": c["name"], "colour": c["colour"], "kind": c["kind"], "definition": c["definition"][:200]}
+              for c in codes if not c["archived"]]
+    return render(request, "coding/workspace.html", {
+        "project": project, "membership": membership, "nav": "interviews", "interview": interview,
+        "transcript": transcript, "codes": codes, "used_here": used_here, "picker": picker,
+        "coders": [coders[c] for c in coders_here if c in coders], "coded": coded, "codable": codable,
+        "project_coded": project_coded, "project_codable": project_codable, "any_speaker": any_speaker,
+        "interview_notes": render_notes(key="interview", notes=notes.get(None, []), me=request.user.pk, coders=coders),
+        "config": {"apply": reverse("coding:apply", args=[project_uuid, interview_uuid]),
+                   "remove": reverse("coding:remove", args=[project_uuid, interview_uuid]),
+                   "create": reverse("coding:create_inline", args=[project_uuid, interview_uuid]),
+                   "notes": reverse("coding:notes", args=[project_uuid, interview_uuid]),
+                   "me": request.user.pk, "project": str(project_uuid), "canWrite": membership.can_write},
+    })
+
+
+def _coding_response(request: HttpRequest, result: CodingResult, *, action: str, code_id: int,
+                     extra_trigger: dict | None = None, extra_html: str = "") -> HttpResponse:
+    if not result.is_member:
+        raise Http404("No such interview.")
+    if not result.can_write:
+        raise PermissionDenied("Your role in this project is read-only (viewer).")
+    if not result.code_found:
+        return HttpResponseBadRequest("That code does not exist in this project or is archived.")
+    if not result.segments_found:
+        return HttpResponseBadRequest("None of the selected segments can be coded here.")
+    renderer, by_segment = chips_from_rows(result.chips, request.user.pk)
+    touched = _segment_ids(request)
+    parts = [renderer.container(s, by_segment.get(s, []), oob=True) for s in touched]
+    parts.append(f'<span id="progress-interview" hx-swap-oob="true">{result.coded} / {result.codable}</span>')
+    parts.append(f'<span id="uses-{code_id}" class="uses" hx-swap-oob="true">{result.code_count}</span>')
+    parts.append(extra_html)
+    response = HttpResponse("".join(parts))
+    trigger = {"action": action, "code": code_id, "segments": result.changed, **(extra_trigger or {})}
+    response["HX-Trigger"] = json.dumps({"coding-changed": trigger})
+    return response
+
+
+def _segment_ids(request: HttpRequest) -> list[int]:
+    raw = request.POST.getlist("segment") or request.POST.get("segments", "").split(",")
+    try:
+        ids = [int(s) for s in raw if s.strip()]
+    except ValueError:
+        raise ValidationError("segment ids must be numbers") from None
+    return ids[:500]
+
+
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value) if value else None
+    except ValueError:
+        return None
+
+
+@login_required
+@require_POST
+def apply(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    """The hot path: one statement checks membership, inserts (ignoring duplicates) and returns the chips."""
+    code_id = _int(request.POST.get("code"))
+    try:
+        segments = _segment_ids(request)
+    except ValidationError:
+        return HttpResponseBadRequest("Segment ids must be numbers.")
+    if code_id is None or not segments:
+        return HttpResponseBadRequest("Choose a code and at least one segment.")
+    result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
+                          code_id=code_id, segment_ids=segments,
+                          any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))))
+    return _coding_response(request, result, action="apply", code_id=code_id)
+
+
+@login_required
+@require_POST
+def remove(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    code_id = _int(request.POST.get("code"))
+    try:
+        segments = _segment_ids(request)
+    except ValidationError:
+        return HttpResponseBadRequest("Segment ids must be numbers.")
+    if code_id is None or not segments:
+        return HttpResponseBadRequest("Choose a code and at least one segment.")
+    result = coding_remove(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
+                           code_id=code_id, segment_ids=segments)
+    return _coding_response(request, result, action="remove", code_id=code_id)
+
+
+@login_required
+@require_POST
+def create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    """Create a code from the picker and apply it to the selection."""
+    membership = writer_or_403(request, project_uuid)
+    _interview(membership, interview_uuid)
+    kind = request.POST.get("kind") or Code.Kind.SEMANTIC
+    try:
+        code = code_create(project=membership.project, actor=request.user, name=request.POST.get("name", ""), kind=kind,
+                           reason="Created while coding")
+        segments = _segment_ids(request)
+    except ValidationError as exc:
+        return HttpResponseBadRequest(" ".join(exc.messages), content_type="text/plain; charset=utf-8")
+    result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
+                          code_id=code.pk, segment_ids=segments,
+                          any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))))
+    new = {"id": code.pk, "name": code.name, "colour": code.colour, "kind": code.kind, "definition": ""}
+    row = (f'<ul hx-swap-oob="beforeend:#code-list-panel"><li><button type="button" class="code-row" data-code="{code.pk}">'
+           f'<span class="sw" style="--c:{escape(code.colour)}"></span>{escape(code.name)}'
+           f'<small class="muted">{escape(code.kind)}</small><span id="uses-{code.pk}" class="uses">0</span></button></li></ul>')
+    if not segments:
+        response = HttpResponse(row)
+        response["HX-Trigger"] = json.dumps({"coding-changed": {"action": "create", "code": code.pk, "segments": [],
+                                                                "newCode": new}})
+        return response
+    return _coding_response(request, result, action="apply", code_id=code.pk, extra_trigger={"newCode": new}, extra_html=row)
+
+
+@login_required
+@require_POST
+def notes(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    interview = _interview(membership, interview_uuid)
+    turn = None
+    if request.POST.get("turn"):
+        turn = get_object_or_404(Turn, interview=interview, pk=_int(request.POST.get("turn")) or 0)
+    try:
+        note_save(interview=interview, turn=turn, author=request.user, text=request.POST.get("text", ""))
+    except ValidationError as exc:
+        return HttpResponseBadRequest(" ".join(exc.messages), content_type="text/plain; charset=utf-8")
+    coders = queries.coders_of(membership.project)
+    current = Note.objects.filter(interview=interview, turn=turn).order_by("created_at")
+    return HttpResponse(render_notes(key=f"t{turn.pk}" if turn else "interview", notes=list(current), me=request.user.pk,
+                                     coders=coders, oob=True))
+
+
+@login_required
+@require_POST
+def speaker_toggle(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    """Let this user code interviewer and system turns too (kept in the session)."""
+    member_or_404(request, project_uuid)
+    request.session[_any_speaker_key(project_uuid)] = request.POST.get("any_speaker") == "1"
+    return redirect("coding:workspace", project_uuid=project_uuid, interview_uuid=interview_uuid)
+
+
+# --- comparison, search ----------------------------------------------------------------------
+
+@login_required
+@require_GET
+def compare(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    project = membership.project
+    interview = _interview(membership, interview_uuid)
+    coders = queries.coders_of(project)
+    coded_by = [c for c in queries.interview_coders(interview) if c in coders]
+    a = _int(request.GET.get("a")) or (coded_by[0] if coded_by else None)
+    b = _int(request.GET.get("b")) or (coded_by[1] if len(coded_by) > 1 else None)
+    ctx = {"project": project, "membership": membership, "nav": "interviews", "interview": interview,
+           "coders": [coders[c] for c in coders], "a": a, "b": b, "diffs": [], "summary": None, "agreement": None}
+    if a and b and a != b and a in coders and b in coders:
+        diffs, summary = queries.compare_coders(interview, a, b)
+        codes = {c["id"]: c for c in queries.codes_with_counts(project)}
+        for d in diffs:
+            d.only_a, d.only_b, d.both = ([codes[c] for c in ids if c in codes] for ids in (d.only_a, d.only_b, d.both))
+        ctx.update(diffs=diffs, summary=summary, coder_a=coders[a], coder_b=coders[b])
+        if project.agreement_statistics_enabled:
+            ctx["agreement"] = _agreement(interview, a, b, codes)
+    return render(request, "coding/compare.html", ctx)
+
+
+def _agreement(interview: Interview, a: int, b: int, codes: dict) -> list[dict]:
+    from coding.models import Coding
+
+    units = list(interview.segments.filter(speaker=Speaker.PARTICIPANT).values_list("id", flat=True))
+    codings = set(Coding.objects.filter(interview=interview, coder_id__in=[a, b]).values_list("segment_id", "code_id", "coder_id"))
+    used = sorted({c for _s, c, _u in codings})
+    rows = per_code_agreement(units, [a, b], codings, used)
+    return [{"code": codes.get(cid), "kappa": k, "alpha": al, "units": n} for cid, k, al, n in rows]
+
+
+@login_required
+@require_GET
+def search(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
+    membership = member_or_404(request, project_uuid)
+    q = request.GET.get("q", "").strip()[:300]
+    coded = request.GET.get("coded", "")
+    results = queries.search_segments(membership.project, q, coded=coded) if q else []
+    ctx = {"project": membership.project, "membership": membership, "nav": "interviews", "q": q, "coded": coded,
+           "results": results}
+    template = "coding/search.html#results" if request.htmx and not request.htmx.boosted else "coding/search.html"
+    return render(request, template, ctx)

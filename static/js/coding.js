@@ -1,0 +1,366 @@
+/* Coding workspace: selection, keyboard, code picker, apply/remove/undo, filters, notes.
+   Each apply/remove is one htmx request; the server answers with out-of-band chips and counts. */
+(function () {
+  "use strict";
+
+  function ready(fn) {
+    if (document.readyState !== "loading") fn();
+    else document.addEventListener("DOMContentLoaded", fn);
+  }
+
+  ready(function () {
+    var cfgEl = document.getElementById("coding-config");
+    if (!cfgEl) return;
+    var cfg = JSON.parse(cfgEl.textContent);
+    var codes = JSON.parse(document.getElementById("coding-codes").textContent);
+    var transcript = document.getElementById("transcript");
+    var statusEl = document.getElementById("ws-status");
+    var picker = document.getElementById("picker");
+    var pickerInput = document.getElementById("picker-input");
+    var pickerList = document.getElementById("picker-list");
+    var pickerLabel = document.getElementById("picker-label");
+    var pickerKindEl = document.getElementById("picker-kind");
+    var noteDialog = document.getElementById("note-dialog");
+    var helpDialog = document.getElementById("help-dialog");
+    var me = String(cfg.me);
+    var recentKey = "rta:recent:" + cfg.project;
+    var segs = Array.prototype.slice.call(transcript.querySelectorAll(".seg.codable"));
+    var indexOf = new Map();
+    segs.forEach(function (el, i) { indexOf.set(el, i); });
+    var cursor = -1, anchor = -1;
+    var undoStack = [];
+    var undoing = false;
+    var pickerMode = "apply", pickerItems = [], pickerActive = 0, newKind = "semantic";
+    var filters = { code: "", kind: "", coder: "" };
+
+    function codeById(id) {
+      id = Number(id);
+      for (var i = 0; i < codes.length; i++) if (codes[i].id === id) return codes[i];
+      return null;
+    }
+    function say(msg) { statusEl.textContent = msg; }
+
+    /* ---- selection ---- */
+    function selection() {
+      if (cursor < 0) return [];
+      var lo = Math.min(anchor, cursor), hi = Math.max(anchor, cursor);
+      return segs.slice(lo, hi + 1);
+    }
+    function paintSelection() {
+      transcript.querySelectorAll(".seg.sel").forEach(function (el) { el.classList.remove("sel", "cur"); });
+      selection().forEach(function (el) { el.classList.add("sel"); });
+      if (cursor >= 0) {
+        segs[cursor].classList.add("cur");
+        segs[cursor].scrollIntoView({ block: "nearest" });
+      }
+    }
+    function moveTo(i, extend) {
+      if (!segs.length) return;
+      i = Math.max(0, Math.min(segs.length - 1, i));
+      cursor = i;
+      if (!extend || anchor < 0) anchor = i;
+      paintSelection();
+    }
+    function selectedIds() { return selection().map(function (el) { return el.dataset.id; }); }
+
+    transcript.addEventListener("click", function (e) {
+      if (e.target.closest("button, a")) return;
+      var seg = e.target.closest(".seg.codable");
+      if (!seg) return;
+      var i = indexOf.get(seg);
+      if (e.shiftKey && cursor >= 0) { cursor = i; } else { cursor = anchor = i; }
+      paintSelection();
+      transcript.focus({ preventScroll: true });
+    });
+
+    /* ---- recent codes ---- */
+    function recent() {
+      try { return (JSON.parse(localStorage.getItem(recentKey)) || []).filter(function (id) { return codeById(id); }); }
+      catch (err) { return []; }
+    }
+    function pushRecent(id) {
+      var r = recent().filter(function (x) { return x !== Number(id); });
+      r.unshift(Number(id));
+      localStorage.setItem(recentKey, JSON.stringify(r.slice(0, 9)));
+      paintRecent();
+    }
+    function paintRecent() {
+      var ol = document.getElementById("recent-codes");
+      ol.textContent = "";
+      recent().forEach(function (id, i) {
+        var c = codeById(id), li = document.createElement("li"), b = document.createElement("button");
+        b.type = "button"; b.className = "code-row"; b.dataset.code = id;
+        var k = document.createElement("kbd"); k.textContent = String(i + 1);
+        var sw = document.createElement("span"); sw.className = "sw"; sw.style.setProperty("--c", c.colour);
+        b.append(k, " ", sw, c.name);
+        li.appendChild(b); ol.appendChild(li);
+      });
+      if (!ol.children.length) {
+        var li = document.createElement("li"); li.className = "empty"; li.textContent = "Codes you apply appear here.";
+        ol.appendChild(li);
+      }
+    }
+
+    /* ---- requests ---- */
+    function send(url, values) {
+      if (!cfg.canWrite) { say("Your role in this project is read-only."); return; }
+      htmx.ajax("POST", url, { source: transcript, swap: "none", values: values });
+    }
+    function apply(codeId, ids) {
+      ids = ids || selectedIds();
+      if (!ids.length) { say("Select a segment first (click it, or press j)."); return; }
+      send(cfg.apply, { code: codeId, segments: ids.join(",") });
+    }
+    function removeCode(codeId, ids) {
+      ids = ids || selectedIds();
+      if (!ids.length) return;
+      send(cfg.remove, { code: codeId, segments: ids.join(",") });
+    }
+    function createAndApply(name, kind) {
+      send(cfg.create, { name: name, kind: kind, segments: selectedIds().join(",") });
+    }
+
+    document.body.addEventListener("coding-changed", function (e) {
+      var d = e.detail || {};
+      if (d.newCode && !codeById(d.newCode.id)) {
+        codes.push(d.newCode);
+        var opt = document.createElement("option");
+        opt.value = d.newCode.id; opt.textContent = d.newCode.name;
+        document.getElementById("filter-code").appendChild(opt);
+      }
+      if (d.action === "apply" || d.action === "remove") {
+        var c = codeById(d.code), n = (d.segments || []).length;
+        if (d.action === "apply") pushRecent(d.code);
+        if (!undoing && n) undoStack.push({ action: d.action, code: d.code, segments: d.segments.map(String) });
+        say((undoing ? "Undone: " : "") + (d.action === "apply" ? "Applied " : "Removed ") + (c ? "“" + c.name + "”" : "code") +
+            (n ? " on " + n + " segment" + (n > 1 ? "s" : "") : " (nothing changed)") + ".");
+      }
+      undoing = false;
+    });
+    document.body.addEventListener("htmx:responseError", function (e) {
+      var xhr = e.detail.xhr;
+      undoing = false;
+      if (xhr.status === 400) say(xhr.responseText);
+      else if (xhr.status === 403) say("Your role in this project is read-only.");
+      else say("That did not work (" + xhr.status + "). Nothing was changed; please try again.");
+    });
+    document.body.addEventListener("htmx:sendError", function () { say("No connection to the server; nothing was saved."); });
+    document.body.addEventListener("htmx:oobAfterSwap", function (e) {
+      // The swapped-in element replaces the old one; look it up again by id.
+      var old = e.detail.target, el = old && old.id ? document.getElementById(old.id) : null;
+      if (el && el.classList.contains("chips")) {
+        el.parentElement.classList.toggle("coded", el.children.length > 0);
+        applyFilters(el);
+      }
+    });
+
+    function undo() {
+      var last = undoStack.pop();
+      if (!last) { say("Nothing to undo."); return; }
+      undoing = true;
+      if (last.action === "apply") removeCode(last.code, last.segments);
+      else apply(last.code, last.segments);
+    }
+
+    function removeFromSelection() {
+      var mine = {};
+      selection().forEach(function (el) {
+        el.querySelectorAll(".chip.mine").forEach(function (ch) { mine[ch.dataset.code] = true; });
+      });
+      var ids = Object.keys(mine);
+      if (!ids.length) { say("None of your codes is on the selection."); return; }
+      if (ids.length === 1) { removeCode(ids[0]); return; }
+      openPicker("remove", ids.map(Number));
+    }
+
+    /* ---- picker ---- */
+    function fuzzy(query, text) {
+      // Subsequence match; contiguous runs and word starts score higher. -1: no match.
+      query = query.toLowerCase(); text = text.toLowerCase();
+      if (!query) return 0;
+      var score = 0, ti = 0, run = 0;
+      for (var qi = 0; qi < query.length; qi++) {
+        var ch = query[qi], found = text.indexOf(ch, ti);
+        if (found < 0) return -1;
+        run = found === ti ? run + 1 : 0;
+        score += 1 + run * 2 + (found === 0 || text[found - 1] === " " ? 3 : 0) - Math.min(found - ti, 3) * 0.1;
+        ti = found + 1;
+      }
+      return score - text.length * 0.01;
+    }
+    function renderPicker() {
+      var q = pickerInput.value.trim();
+      var pool = pickerMode === "remove" ? codes.filter(function (c) { return pickerOnly.indexOf(c.id) >= 0; }) : codes;
+      pickerItems = pool.map(function (c) { return { code: c, s: fuzzy(q, c.name) }; })
+        .filter(function (x) { return x.s >= 0; })
+        .sort(function (a, b) { return b.s - a.s; }).slice(0, 30);
+      var exact = codes.some(function (c) { return c.name.toLowerCase() === q.toLowerCase(); });
+      if (pickerMode === "apply" && q && !exact && cfg.canWrite) pickerItems.push({ create: q });
+      pickerActive = Math.min(pickerActive, Math.max(0, pickerItems.length - 1));
+      pickerList.textContent = "";
+      pickerItems.forEach(function (item, i) {
+        var li = document.createElement("li");
+        li.setAttribute("role", "option");
+        li.id = "pick-" + i;
+        li.dataset.index = i;
+        if (i === pickerActive) { li.className = "active"; li.setAttribute("aria-selected", "true"); }
+        if (item.create) {
+          li.classList.add("create");
+          li.textContent = "Create “" + item.create + "” (" + newKind + ")";
+        } else {
+          var sw = document.createElement("span"); sw.className = "sw"; sw.style.setProperty("--c", item.code.colour);
+          var k = document.createElement("small"); k.className = "muted"; k.textContent = " " + item.code.kind;
+          li.append(sw, item.code.name, k);
+          if (item.code.definition) li.title = item.code.definition;
+        }
+        pickerList.appendChild(li);
+      });
+      if (!pickerItems.length) {
+        var li = document.createElement("li"); li.className = "empty"; li.textContent = "No code matches.";
+        pickerList.appendChild(li);
+      }
+      pickerInput.setAttribute("aria-activedescendant", pickerItems.length ? "pick-" + pickerActive : "");
+    }
+    var pickerOnly = [];
+    function openPicker(mode, only) {
+      if (!cfg.canWrite) { say("Your role in this project is read-only."); return; }
+      if (!selection().length) { say("Select a segment first (click it, or press j)."); return; }
+      pickerMode = mode; pickerOnly = only || []; pickerActive = 0;
+      pickerLabel.textContent = mode === "remove" ? "Remove one of your codes" : "Apply a code to " + selection().length + " segment(s)";
+      pickerInput.value = "";
+      renderPicker();
+      picker.showModal();
+      pickerInput.focus();
+    }
+    function choose(i) {
+      var item = pickerItems[i];
+      if (!item) return;
+      picker.close();
+      if (item.create) createAndApply(item.create, newKind);
+      else if (pickerMode === "remove") removeCode(item.code.id);
+      else apply(item.code.id);
+      transcript.focus({ preventScroll: true });
+    }
+    pickerInput.addEventListener("input", function () { pickerActive = 0; renderPicker(); });
+    pickerInput.addEventListener("keydown", function (e) {
+      if (e.key === "ArrowDown") { pickerActive = Math.min(pickerItems.length - 1, pickerActive + 1); renderPicker(); e.preventDefault(); }
+      else if (e.key === "ArrowUp") { pickerActive = Math.max(0, pickerActive - 1); renderPicker(); e.preventDefault(); }
+      else if (e.key === "Enter") { e.preventDefault(); choose(pickerActive); }
+      else if (e.key === "Tab") {
+        e.preventDefault();
+        newKind = newKind === "semantic" ? "latent" : "semantic";
+        if (pickerKindEl) pickerKindEl.textContent = newKind;
+        renderPicker();
+      }
+    });
+    pickerList.addEventListener("click", function (e) {
+      var li = e.target.closest("li[data-index]");
+      if (li) choose(Number(li.dataset.index));
+    });
+    picker.addEventListener("close", function () { transcript.focus({ preventScroll: true }); });
+
+    /* the code panel: click applies to the selection */
+    document.querySelector(".ws-codes").addEventListener("click", function (e) {
+      var b = e.target.closest(".code-row");
+      if (b) { apply(b.dataset.code); transcript.focus({ preventScroll: true }); }
+    });
+    document.getElementById("panel-filter").addEventListener("input", function (e) {
+      var q = e.target.value;
+      document.querySelectorAll("#code-list-panel .code-row").forEach(function (b) {
+        var c = codeById(b.dataset.code);
+        b.parentElement.hidden = !!(c && q && fuzzy(q, c.name) < 0);
+      });
+    });
+
+    /* ---- filters ---- */
+    function chipVisible(ch) {
+      if (filters.code && ch.dataset.code !== filters.code) return false;
+      if (filters.kind && ch.dataset.kind !== filters.kind) return false;
+      if (filters.coder === "mine" && ch.dataset.coder !== me) return false;
+      if (filters.coder && filters.coder !== "mine" && ch.dataset.coder !== filters.coder) return false;
+      return true;
+    }
+    function applyFilters(scope) {
+      var active = !!(filters.code || filters.kind || filters.coder);
+      transcript.classList.toggle("filtering", active);
+      var containers = scope ? [scope] : transcript.querySelectorAll(".chips");
+      Array.prototype.forEach.call(containers, function (box) {
+        var any = false;
+        Array.prototype.forEach.call(box.children, function (ch) {
+          var v = chipVisible(ch);
+          ch.classList.toggle("hide", !v);
+          any = any || v;
+        });
+        box.parentElement.classList.toggle("match", active && any);
+      });
+    }
+    ["code", "kind", "coder"].forEach(function (name) {
+      document.getElementById("filter-" + name).addEventListener("change", function (e) {
+        filters[name] = e.target.value;
+        applyFilters();
+      });
+    });
+
+    function nextUncoded() {
+      for (var i = cursor + 1; i < segs.length; i++) {
+        var el = segs[i];
+        if (el.classList.contains("other")) continue;
+        var visible = el.querySelectorAll(filters.coder === "mine" ? ".chip.mine" : ".chip").length;
+        if (!visible) { moveTo(i, false); return; }
+      }
+      say("No uncoded participant segment after this one.");
+    }
+    document.getElementById("next-uncoded").addEventListener("click", nextUncoded);
+    document.getElementById("show-help").addEventListener("click", function () { helpDialog.showModal(); });
+
+    /* ---- notes ---- */
+    var noteForm = document.getElementById("note-form");
+    document.body.addEventListener("click", function (e) {
+      var b = e.target.closest(".note-btn");
+      if (!b) return;
+      var turn = b.dataset.turn;
+      var block = document.getElementById(turn ? "notes-t" + turn : "notes-interview");
+      document.getElementById("note-turn").value = turn || "";
+      document.getElementById("note-text").value = block ? block.dataset.mine || "" : "";
+      noteDialog.showModal();
+      document.getElementById("note-text").focus();
+    });
+    document.getElementById("note-cancel").addEventListener("click", function () { noteDialog.close(); });
+    noteForm.addEventListener("submit", function (e) {
+      e.preventDefault();
+      send(cfg.notes, { turn: document.getElementById("note-turn").value, text: document.getElementById("note-text").value });
+      noteDialog.close();
+    });
+
+    /* ---- keyboard ---- */
+    document.addEventListener("keydown", function (e) {
+      if (document.querySelector("dialog[open]")) return;
+      var t = e.target;
+      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
+      if (e.ctrlKey || e.metaKey || e.altKey) return;
+      var k = e.key;
+      if (k === "j" || k === "J" || k === "ArrowDown") { moveTo(cursor < 0 ? 0 : cursor + 1, e.shiftKey); }
+      else if (k === "k" || k === "K" || k === "ArrowUp") { moveTo(cursor < 0 ? 0 : cursor - 1, e.shiftKey); }
+      else if (k === "c" || k === "/") { openPicker("apply"); }
+      else if (k >= "1" && k <= "9") {
+        var id = recent()[Number(k) - 1];
+        if (id) apply(id); else say("No recent code " + k + " yet.");
+      }
+      else if (k === "x" || k === "Backspace" || k === "Delete") { removeFromSelection(); }
+      else if (k === "u") { undo(); }
+      else if (k === "n") { nextUncoded(); }
+      else if (k === "?") { helpDialog.showModal(); }
+      else if (k === "Escape") { cursor = anchor = -1; paintSelection(); }
+      else return;
+      e.preventDefault();
+    });
+
+    paintRecent();
+    var m = /^#s-(\d+)$/.exec(location.hash);
+    if (m) {
+      var target = document.getElementById("s-" + m[1]);
+      if (target && indexOf.has(target)) moveTo(indexOf.get(target), false);
+      else if (target) target.scrollIntoView({ block: "center" });
+    }
+  });
+})();
