@@ -1,0 +1,107 @@
+"""REST API for the report tables (JSON), with the pages' rules: outsiders 404, members read.
+
+    GET /api/projects/<uuid>/reports/excerpts/?columns=...&themes=...&offset=0&limit=100
+    GET /api/projects/<uuid>/reports/frequency/?level=code|theme&a=<participant uuid>&b=...
+    GET /api/projects/<uuid>/reports/codebook/
+
+Query parameters are the same as the pages'. JSON has no infinity, so a log ratio is a
+number, "+inf", "-inf" or null (undefined).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from projects.api_permissions import ProjectScopedMixin
+from reports import codebook_export, frequency
+from reports.excerpts import COLUMNS, ExcerptSpecError, excerpt_count, excerpt_options, excerpt_rows, spec_from_query
+
+MAX_LIMIT = 1000
+
+
+def _int(request: Request, name: str, default: int, maximum: int | None = None) -> int:
+    raw = request.query_params.get(name, "")
+    if raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValidationError({name: f"must be a whole number, not {raw!r}"}) from None
+    if value < 0:
+        raise ValidationError({name: "must not be negative"})
+    return min(value, maximum) if maximum else value
+
+
+def _ratio(value: float | None) -> float | str | None:
+    if value is None or not math.isinf(value):
+        return None if value is None else round(value, 4)
+    return "+inf" if value > 0 else "-inf"
+
+
+class ExcerptTableView(ProjectScopedMixin, APIView):
+    """Excerpt table rows (columns as chosen) with offset/limit paging."""
+
+    @extend_schema(parameters=[OpenApiParameter("columns", str, many=True, enum=list(COLUMNS)),
+                               OpenApiParameter("offset", int), OpenApiParameter("limit", int)])
+    def get(self, request: Request, project_uuid) -> Response:
+        project = self.project
+        options = excerpt_options(project)
+        try:
+            spec = spec_from_query(options, request.query_params)
+        except ExcerptSpecError as e:
+            raise ValidationError({"detail": str(e)}) from None
+        offset, limit = _int(request, "offset", 0), _int(request, "limit", 100, MAX_LIMIT)
+        rows = itertools.islice(excerpt_rows(project, spec), offset, offset + limit)
+        results = []
+        for r in rows:
+            item = dict(zip(spec.columns, r.values(spec.columns), strict=True))
+            item.update(interview_uuid=r.interview_uuid, coders=r.coders)
+            results.append(item)
+        return Response({"columns": list(spec.columns), "headers": spec.headers,
+                         "matching_segments": excerpt_count(project, spec), "offset": offset, "limit": limit,
+                         "results": results})
+
+
+class FrequencyTableView(ProjectScopedMixin, APIView):
+    """Code (or theme) × model counts and shares, with the group log ratio."""
+
+    @extend_schema(parameters=[OpenApiParameter("level", str, enum=list(frequency.LEVELS)),
+                               OpenApiParameter("a", str, many=True), OpenApiParameter("b", str, many=True)])
+    def get(self, request: Request, project_uuid) -> Response:
+        from interviews.models import Participant
+
+        participants = list(Participant.objects.filter(project=self.project).order_by("label"))
+        try:
+            spec = frequency.spec_from_query(participants, request.query_params)
+        except frequency.FrequencySpecError as e:
+            raise ValidationError({"detail": str(e)}) from None
+        table = frequency.frequency_table(self.project, spec)
+        return Response({
+            "level": table.level,
+            "participants": [{"uuid": str(p.uuid), "label": p.label, "coded_segments": n}
+                             for p, n in zip(table.participants, table.totals, strict=True)],
+            "group_a": table.group_a_labels, "group_b": table.group_b_labels,
+            "rows": [{
+                "label": r.label, "uuid": r.uuid, "depth": r.depth,
+                "counts": r.counts, "percents": [None if p is None else round(p, 4) for p in r.percents],
+                **({"count_a": r.count_a, "count_b": r.count_b, "log_ratio": _ratio(r.log_ratio)}
+                   if spec.has_ratio else {}),
+            } for r in table.rows],
+        })
+
+
+class CodebookTableView(ProjectScopedMixin, APIView):
+    """The codebook table (the rows of the DOCX/CSV export)."""
+
+    def get(self, request: Request, project_uuid) -> Response:
+        keys = ["code", "parent", "kind", "definition", "include_when", "exclude_when", "example", "colour", "themes",
+                "coded_segments", "archived"]
+        rows = codebook_export.codebook_rows(self.project)
+        return Response({"results": [dict(zip(keys, r, strict=True)) for r in rows]})

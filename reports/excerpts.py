@@ -1,0 +1,439 @@
+"""Excerpt tables for papers: which coded text, under which theme/code/model, with provenance.
+
+An excerpt is a run of contiguous coded segments of one turn under one code (DESIGN:
+"contiguous coded segments of one turn read as one excerpt"); several coders on the
+same segment make one excerpt with all their names. Quotes are the turn's exact text;
+the only change ever made is a trim to a chosen length, always marked `[...]`.
+
+Rows stream from one server-side cursor (values + iterator), so memory stays flat and
+the number of queries does not depend on the number of excerpts.
+
+With a theme filter or a theme/sub-theme column the rows come from codes placed in
+themes: a code in two themes gives its excerpts under each theme (that is what a
+theme → code → quote table in a paper shows); codes in no theme are then left out.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db.models import (
+    Case,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    StringAgg,
+    Subquery,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce, Substr
+
+from coding.models import Code, Coding
+from interviews.models import Participant, Segment
+from projects.models import Project
+from themes.models import Exemplar, Theme
+
+COLUMNS: dict[str, str] = {
+    "theme": "Theme",
+    "subtheme": "Sub-theme",
+    "code": "Code",
+    "model": "Model",
+    "interview": "Interview",
+    "turn": "Turn",
+    "quote": "Quote",
+    "provenance": "Provenance",
+}
+DEFAULT_COLUMNS = ("theme", "code", "model", "quote")
+TRIM_MARK = "[...]"
+MIN_TRIM = 20
+CHUNK = 2000
+
+
+class ExcerptSpecError(ValueError):
+    """A builder choice that cannot be honoured (unknown column, theme, code...)."""
+
+
+@dataclass(frozen=True)
+class ExcerptSpec:
+    """What goes into an excerpt table: filters (empty = all), columns in order, trimming."""
+
+    columns: tuple[str, ...] = DEFAULT_COLUMNS
+    themes: frozenset[int] = frozenset()
+    codes: frozenset[int] = frozenset()
+    participants: frozenset[int] = frozenset()
+    coders: frozenset[int] = frozenset()
+    exemplars_only: bool = False
+    max_quote_chars: int | None = None
+    caption: str = ""
+
+    @property
+    def themed(self) -> bool:
+        return bool(self.themes) or "theme" in self.columns or "subtheme" in self.columns
+
+    @property
+    def headers(self) -> list[str]:
+        return [COLUMNS[c] for c in self.columns]
+
+
+@dataclass
+class ExcerptRow:
+    theme: str
+    subtheme: str
+    code: str
+    model: str
+    interview: str
+    interview_uuid: str
+    turn: int
+    quote: str
+    provenance: str
+    coders: list[str] = field(default_factory=list)
+    segment_positions: tuple[int, int] = (0, 0)
+
+    def values(self, columns: tuple[str, ...]) -> list[Any]:
+        return [getattr(self, c) for c in columns]
+
+
+# --- the builder's choices -----------------------------------------------------------
+
+
+@dataclass
+class ExcerptOptions:
+    """What a project offers to choose from, loaded in a fixed number of queries."""
+
+    themes: list[Theme]
+    codes: list[Code]
+    participants: list[Participant]
+    coders: list[Any]
+
+
+def excerpt_options(project: Project) -> ExcerptOptions:
+    """Themes (sub-themes after their parent), codes, participants and coders of the project."""
+    themes = list(Theme.objects.for_project(project).exclude(status=Theme.Status.DISCARDED)
+                  .select_related("parent").order_by("position", "name"))
+    by_parent: dict[int | None, list[Theme]] = {}
+    for t in themes:
+        by_parent.setdefault(t.parent_id if t.parent_id in {x.pk for x in themes} else None, []).append(t)
+    ordered = [s for top in by_parent.get(None, []) for s in [top, *by_parent.get(top.pk, [])]]
+    coders = list(get_user_model().objects.filter(
+        pk__in=Coding.objects.filter(interview__project=project).values("coder")).order_by("username"))
+    return ExcerptOptions(
+        themes=ordered,
+        codes=list(Code.objects.for_project(project).order_by("position", "name")),
+        participants=list(Participant.objects.filter(project=project).order_by("label")),
+        coders=coders,
+    )
+
+
+def spec_from_query(options: ExcerptOptions, query: Mapping[str, Any]) -> ExcerptSpec:
+    """Read the builder's GET parameters (UUIDs and usernames) into a spec; unknown values are errors."""
+    getlist = query.getlist if hasattr(query, "getlist") else (lambda k: list(query.get(k, [])))
+    columns = tuple(c for c in getlist("columns") if c) or DEFAULT_COLUMNS
+    unknown = [c for c in columns if c not in COLUMNS]
+    if unknown:
+        raise ExcerptSpecError(f"Unknown column {unknown[0]!r}; choose from {', '.join(COLUMNS)}.")
+    if len(set(columns)) != len(columns):
+        raise ExcerptSpecError("A column is chosen twice.")
+    themes = _pick(getlist("themes"), {str(t.uuid): t for t in options.themes}, "theme")
+    # A theme includes its sub-themes: choosing "Belonging" means all of it.
+    theme_ids = {t.pk for t in themes} | {t.pk for t in options.themes if t.parent_id in {x.pk for x in themes}}
+    trim = _positive_int(_first(query, "trim"), "trim")
+    if trim is not None and trim < MIN_TRIM:
+        raise ExcerptSpecError(f"Trim quotes to at least {MIN_TRIM} characters (got {trim}).")
+    return ExcerptSpec(
+        columns=columns,
+        themes=frozenset(theme_ids),
+        codes=frozenset(c.pk for c in _pick(getlist("codes"), {str(c.uuid): c for c in options.codes}, "code")),
+        participants=frozenset(p.pk for p in _pick(getlist("participants"),
+                                                     {str(p.uuid): p for p in options.participants}, "participant")),
+        coders=frozenset(u.pk for u in _pick(getlist("coders"), {u.username: u for u in options.coders}, "coder")),
+        exemplars_only=_first(query, "rows") == "exemplars",
+        max_quote_chars=trim,
+        caption=(_first(query, "caption") or "").strip()[:300],
+    )
+
+
+def _first(query: Mapping[str, Any], key: str) -> str | None:
+    value = query.get(key)
+    if isinstance(value, list):
+        return value[-1] if value else None
+    return value
+
+
+def _pick(values: list[str], available: dict[str, Any], what: str) -> list[Any]:
+    picked = []
+    for v in values:
+        if not v:
+            continue
+        if v not in available:
+            raise ExcerptSpecError(f"There is no {what} {v!r} in this project (it may have been deleted).")
+        picked.append(available[v])
+    return picked
+
+
+def _positive_int(value: str | None, name: str) -> int | None:
+    if value in (None, ""):
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise ExcerptSpecError(f"{name} must be a whole number of characters, not {value!r}.") from None
+    if number <= 0:
+        raise ExcerptSpecError(f"{name} must be a positive number of characters.")
+    return number
+
+
+def spec_to_params(spec: ExcerptSpec, options: ExcerptOptions) -> dict[str, list[str]]:
+    """The GET parameters that rebuild `spec` (stored on export jobs)."""
+    return {
+        "columns": list(spec.columns),
+        "themes": [str(t.uuid) for t in options.themes if t.pk in spec.themes],
+        "codes": [str(c.uuid) for c in options.codes if c.pk in spec.codes],
+        "participants": [str(p.uuid) for p in options.participants if p.pk in spec.participants],
+        "coders": [u.username for u in options.coders if u.pk in spec.coders],
+        "rows": ["exemplars" if spec.exemplars_only else "all"],
+        "trim": [str(spec.max_quote_chars)] if spec.max_quote_chars else [],
+        "caption": [spec.caption] if spec.caption else [],
+    }
+
+
+# --- rows ------------------------------------------------------------------------------
+
+
+def excerpt_count(project: Project, spec: ExcerptSpec) -> int:
+    """An upper bound of the rows (codings before runs are joined), in one query."""
+    if spec.exemplars_only:
+        return _exemplar_queryset(project, spec).count()
+    return _coding_queryset(project, spec).count()
+
+
+def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = None) -> Iterator[ExcerptRow]:
+    """Excerpt rows in table order (theme, sub-theme, code, model, interview, position), streamed."""
+    rows = _exemplar_rows(project, spec) if spec.exemplars_only else _coding_rows(project, spec)
+    for n, row in enumerate(rows):
+        if limit is not None and n >= limit:
+            return
+        yield row
+
+
+FIELDS = (
+    "segment_id", "segment__position", "segment__turn_id", "segment__text", "gap",
+    "code_id", "code__name", "coder__username", "coder__first_name", "coder__last_name", "origin",
+    "interview_id", "interview__uuid", "interview__title", "interview__conducted_at", "interview__source_format",
+    "interview__source_sha256",
+    "interview__participant__label", "interview__participant__provider", "interview__participant__model_id",
+    "interview__participant__interface",
+    "segment__turn__position", "segment__turn__model_slug", "segment__turn__timestamp",
+)
+THEME_FIELDS = ("placement_id", "theme_name", "subtheme_name")
+
+
+def _coding_queryset(project: Project, spec: ExcerptSpec) -> QuerySet:
+    qs = Coding.objects.filter(interview__project=project, interview__deleted_at__isnull=True,
+                               code__deleted_at__isnull=True, code__project=project)
+    if spec.codes:
+        qs = qs.filter(code_id__in=spec.codes)
+    if spec.participants:
+        qs = qs.filter(interview__participant_id__in=spec.participants)
+    if spec.coders:
+        qs = qs.filter(coder_id__in=spec.coders)
+    if spec.themed:
+        # One filter() call, so every condition applies to the same ThemeCode join
+        # (and the values()/order_by() below reuse it).
+        placement = Q(code__theme_codes__theme__project=project, code__theme_codes__theme__deleted_at__isnull=True)
+        placement &= ~Q(code__theme_codes__theme__status=Theme.Status.DISCARDED)
+        if spec.themes:
+            placement &= Q(code__theme_codes__theme_id__in=spec.themes)
+        qs = qs.filter(placement)
+    return qs
+
+
+def _coding_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
+    qs = _coding_queryset(project, spec)
+    # The text between this segment and the previous one of the same turn: joining a
+    # run of segments with it gives the turn's exact text, without loading whole turns.
+    previous_end = Subquery(
+        Segment.objects.filter(interview_id=OuterRef("segment__interview_id"), turn_id=OuterRef("segment__turn_id"),
+                               position=OuterRef("segment__position") - 1).values("end")[:1],
+        output_field=IntegerField(),
+    )
+    qs = qs.annotate(prev_end=previous_end).annotate(
+        gap=Substr("segment__turn__text", F("prev_end") + 1, F("segment__start") - F("prev_end")))
+    order: list[Any] = []
+    fields = list(FIELDS)
+    if spec.themed:
+        theme = "code__theme_codes__theme"
+        qs = qs.annotate(
+            placement_id=F(f"{theme}_id"),
+            theme_name=Coalesce(F(f"{theme}__parent__name"), F(f"{theme}__name")),
+            subtheme_name=Case(When(**{f"{theme}__parent__isnull": False}, then=F(f"{theme}__name")),
+                               default=Value("")),
+        )
+        order = [Coalesce(F(f"{theme}__parent__position"), F(f"{theme}__position")),
+                 Coalesce(F(f"{theme}__parent__name"), F(f"{theme}__name")),
+                 F(f"{theme}__parent_id").asc(nulls_first=True), f"{theme}__position", f"{theme}__name",
+                 f"{theme}_id", "code__theme_codes__position"]
+        fields += THEME_FIELDS
+    order += ["code__position", "code__name", "code_id", "interview__participant__label", "interview__conducted_at",
+              "interview_id", "segment__position", "coder__username"]
+    values = qs.order_by(*order).values_list(*fields, named=True)
+    yield from _join_runs(values.iterator(chunk_size=CHUNK), spec)
+
+
+def _join_runs(values: Iterator[Any], spec: ExcerptSpec) -> Iterator[ExcerptRow]:
+    """Join consecutive segments of one turn under one code (and placement) into excerpts."""
+    run: dict[str, Any] | None = None
+    for v in values:
+        key = (getattr(v, "placement_id", None), v.code_id, v.segment__turn_id)
+        if run is not None and run["key"] == key:
+            if v.segment_id == run["last_segment"]:
+                _add_coder(run, v)
+                continue
+            if v.segment__position == run["last_position"] + 1 and v.gap is not None:
+                run["parts"] += [v.gap, v.segment__text]
+                run["last_segment"], run["last_position"] = v.segment_id, v.segment__position
+                _add_coder(run, v)
+                continue
+        if run is not None:
+            yield _row(run, spec)
+        run = {"key": key, "first": v, "parts": [v.segment__text], "last_segment": v.segment_id,
+               "first_position": v.segment__position, "last_position": v.segment__position, "coders": [], "origins": set()}
+        _add_coder(run, v)
+    if run is not None:
+        yield _row(run, spec)
+
+
+def _add_coder(run: dict[str, Any], v: Any) -> None:
+    name = v.coder__username
+    if name not in run["coders"]:
+        run["coders"].append(name)
+    run["origins"].add(v.origin)
+
+
+def _row(run: dict[str, Any], spec: ExcerptSpec) -> ExcerptRow:
+    v = run["first"]
+    quote = trim_quote("".join(run["parts"]), spec.max_quote_chars)
+    return ExcerptRow(
+        theme=getattr(v, "theme_name", "") or "",
+        subtheme=getattr(v, "subtheme_name", "") or "",
+        code=v.code__name,
+        model=v.interview__participant__label,
+        interview=v.interview__title,
+        interview_uuid=str(v.interview__uuid),
+        turn=v.segment__turn__position + 1,
+        quote=quote,
+        provenance=_provenance(v, run["coders"], "suggestion" in run["origins"]),
+        coders=list(run["coders"]),
+        segment_positions=(run["first_position"], run["last_position"]),
+    )
+
+
+def _provenance(v: Any, coders: list[str], ai: bool) -> str:
+    p = v
+    model = p.segment__turn__model_slug or p.interview__participant__model_id
+    who = ", ".join(filter(None, [p.interview__participant__provider, model, p.interview__participant__interface]))
+    when = p.segment__turn__timestamp or p.interview__conducted_at
+    parts = [who]
+    if when:
+        parts.append(when.strftime("%Y-%m-%d"))
+    source = p.interview__source_format
+    if p.interview__source_sha256:
+        source = f"{source} sha256:{p.interview__source_sha256[:12]}".strip()
+    if source:
+        parts.append(source)
+    parts.append(f"turn {p.segment__turn__position + 1}")
+    parts.append("coded by " + ", ".join(coders) + (" (accepted AI suggestion)" if ai else ""))
+    return "; ".join(x for x in parts if x)
+
+
+_WORD_END = re.compile(r"\s+\S*$")
+
+
+def trim_quote(text: str, limit: int | None) -> str:
+    """The quote, or its beginning cut at a word boundary with `[...]` when longer than `limit`."""
+    if not limit or len(text) <= limit:
+        return text
+    head = text[:limit]
+    cut = _WORD_END.search(head)
+    if cut and cut.start() > limit // 2:
+        head = head[: cut.start()]
+    return head.rstrip() + " " + TRIM_MARK
+
+
+# --- exemplars (themes.Exemplar: quotes pinned to a theme, trimming already marked) ------
+
+
+def _exemplar_queryset(project: Project, spec: ExcerptSpec) -> QuerySet:
+    qs = Exemplar.objects.filter(theme__project=project, theme__deleted_at__isnull=True,
+                                 turn__interview__deleted_at__isnull=True)
+    if spec.themes:
+        qs = qs.filter(theme_id__in=spec.themes)
+    if spec.participants:
+        qs = qs.filter(turn__interview__participant_id__in=spec.participants)
+    segment_codings = Coding.objects.filter(segment_id=OuterRef("segment_id"), code__deleted_at__isnull=True)
+    if spec.codes:
+        qs = qs.filter(Exists(segment_codings.filter(code_id__in=spec.codes)))
+    if spec.coders:
+        qs = qs.filter(Q(created_by_id__in=spec.coders) | Exists(segment_codings.filter(coder_id__in=spec.coders)))
+    return qs
+
+
+def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
+    # The codes shown for an exemplar: those on its first segment that belong to its theme.
+    codes = (Coding.objects.filter(segment_id=OuterRef("segment_id"), code__deleted_at__isnull=True,
+                                   code__theme_codes__theme_id=OuterRef("theme_id"))
+             .order_by().values("segment_id")
+             .annotate(names=StringAgg("code__name", delimiter=Value("; "), distinct=True, order_by="code__name"))
+             .values("names"))
+    coders = (Coding.objects.filter(segment_id=OuterRef("segment_id")).order_by().values("segment_id")
+              .annotate(names=StringAgg("coder__username", delimiter=Value(", "), distinct=True, order_by="coder__username"))
+              .values("names"))
+    qs = _exemplar_queryset(project, spec).annotate(
+        code_names=Subquery(codes, output_field=TextField()), coder_names=Subquery(coders, output_field=TextField()),
+        theme_name=Coalesce(F("theme__parent__name"), F("theme__name")),
+        subtheme_name=Case(When(theme__parent__isnull=False, then=F("theme__name")), default=Value("")),
+    ).order_by(
+        Coalesce(F("theme__parent__position"), F("theme__position")), Coalesce(F("theme__parent__name"), F("theme__name")),
+        F("theme__parent_id").asc(nulls_first=True), "theme__position", "theme__name", "theme_id", "position", "id",
+    ).values_list(
+        "uuid", "quote", "theme_name", "subtheme_name", "code_names", "coder_names", "created_by__username",
+        "turn__position", "turn__model_slug", "turn__timestamp", "turn__interview__uuid", "turn__interview__title",
+        "turn__interview__conducted_at", "turn__interview__source_format", "turn__interview__source_sha256",
+        "turn__interview__participant__label", "turn__interview__participant__provider",
+        "turn__interview__participant__model_id", "turn__interview__participant__interface",
+        "segment__position", named=True,
+    )
+    for v in qs.iterator(chunk_size=CHUNK):
+        coders_ = [c for c in (v.coder_names or "").split(", ") if c]
+        flat = _Flat(v)
+        provenance = _provenance(flat, coders_, False)
+        if v.created_by__username:
+            provenance += f"; exemplar chosen by {v.created_by__username}"
+        yield ExcerptRow(
+            theme=v.theme_name or "", subtheme=v.subtheme_name or "", code=v.code_names or "",
+            model=v.turn__interview__participant__label, interview=v.turn__interview__title,
+            interview_uuid=str(v.turn__interview__uuid), turn=v.turn__position + 1,
+            quote=trim_quote(v.quote, spec.max_quote_chars), provenance=provenance, coders=coders_,
+            segment_positions=(v.segment__position or 0, v.segment__position or 0),
+        )
+
+
+class _Flat:
+    """An exemplar row seen through the field names `_provenance` reads from coding rows."""
+
+    def __init__(self, v: Any) -> None:
+        self.segment__turn__model_slug = v.turn__model_slug
+        self.segment__turn__timestamp = v.turn__timestamp
+        self.segment__turn__position = v.turn__position
+        for name in ("conducted_at", "source_format", "source_sha256"):
+            setattr(self, f"interview__{name}", getattr(v, f"turn__interview__{name}"))
+        for name in ("provider", "model_id", "interface"):
+            setattr(self, f"interview__participant__{name}", getattr(v, f"turn__interview__participant__{name}"))

@@ -1,0 +1,99 @@
+"""The frequency table as a heatmap: SVG (built as escaped text, no scripts) and PNG (Pillow).
+
+Cell colour is the share of the model's coded segments (0 → white, the table's largest
+share → full blue), so a glance compares models of different answer lengths. Each cell
+also prints its count and share, so the figure reads in greyscale too.
+"""
+
+from __future__ import annotations
+
+import io
+from xml.sax.saxutils import escape, quoteattr
+
+from PIL import Image, ImageDraw, ImageFont
+
+from reports.frequency import FrequencyTable
+
+CELL_W, CELL_H = 96, 30
+LABEL_W_MAX = 320
+HEAD_H = 64
+FONT_SIZE = 13
+LOW, HIGH = (255, 255, 255), (47, 93, 138)  # the app's accent blue
+
+
+def _colour(share: float | None, top: float) -> tuple[int, int, int]:
+    if share is None or top <= 0:
+        return (240, 240, 240)
+    t = max(0.0, min(1.0, share / top))
+    return tuple(round(lo + (hi - lo) * t) for lo, hi in zip(LOW, HIGH, strict=True))  # type: ignore[return-value]
+
+
+def _ink(fill: tuple[int, int, int]) -> str:
+    # Dark text on light cells, white on dark ones (luminance), for contrast.
+    return "#1f2328" if 0.299 * fill[0] + 0.587 * fill[1] + 0.114 * fill[2] > 150 else "#ffffff"
+
+
+def _cell_text(n: int, share: float | None) -> str:
+    return f"{n} ({share:.0f}%)" if share is not None else "–"
+
+
+def _label(row) -> str:
+    return ("   " if row.depth else "") + row.label
+
+
+def _label_width(table: FrequencyTable) -> int:
+    longest = max((len(_label(r)) for r in table.rows), default=10)
+    return min(LABEL_W_MAX, 24 + 7 * longest)
+
+
+def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
+    label_w = _label_width(table)
+    width = label_w + CELL_W * len(table.participants) + 8
+    height = HEAD_H + CELL_H * len(table.rows) + 8
+    top = table.max_percent
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'role="img" aria-label={quoteattr(title or "Frequency heatmap")} font-family="system-ui, sans-serif" font-size="{FONT_SIZE}">',
+        f"<title>{escape(title or 'Frequency heatmap')}</title>",
+        f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+    ]
+    for j, p in enumerate(table.participants):
+        x = label_w + CELL_W * j + CELL_W / 2
+        out.append(f'<text x="{x:.0f}" y="{HEAD_H - 10}" text-anchor="middle" font-weight="600">{escape(p.label[:16])}</text>')
+    for i, row in enumerate(table.rows):
+        y = HEAD_H + CELL_H * i
+        out.append(f'<text x="6" y="{y + CELL_H / 2 + 4:.0f}">{escape(_label(row)[:44])}</text>')
+        for j, (n, share) in enumerate(zip(row.counts, row.percents, strict=True)):
+            fill = _colour(share, top)
+            x = label_w + CELL_W * j
+            out.append(f'<rect x="{x}" y="{y}" width="{CELL_W - 2}" height="{CELL_H - 2}" fill="rgb{fill}">'
+                       f"<title>{escape(f'{row.label} · {table.participants[j].label}: {_cell_text(n, share)}')}</title></rect>")
+            out.append(f'<text x="{x + CELL_W / 2 - 1:.0f}" y="{y + CELL_H / 2 + 4:.0f}" text-anchor="middle" '
+                       f'fill="{_ink(fill)}">{escape(_cell_text(n, share))}</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def heatmap_png(table: FrequencyTable, scale: int = 2) -> bytes:
+    label_w = _label_width(table)
+    width = label_w + CELL_W * len(table.participants) + 8
+    height = HEAD_H + CELL_H * len(table.rows) + 8
+    image = Image.new("RGB", (width * scale, height * scale), "white")
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=FONT_SIZE * scale)
+    top = table.max_percent
+    for j, p in enumerate(table.participants):
+        x = (label_w + CELL_W * j + CELL_W / 2) * scale
+        draw.text((x, (HEAD_H - 14) * scale), p.label[:16], fill="#1f2328", font=font, anchor="ms")
+    for i, row in enumerate(table.rows):
+        y = HEAD_H + CELL_H * i
+        draw.text((6 * scale, (y + CELL_H / 2) * scale), _label(row)[:44], fill="#1f2328", font=font, anchor="lm")
+        for j, (n, share) in enumerate(zip(row.counts, row.percents, strict=True)):
+            fill = _colour(share, top)
+            x = label_w + CELL_W * j
+            draw.rectangle([x * scale, y * scale, (x + CELL_W - 2) * scale, (y + CELL_H - 2) * scale], fill=fill)
+            draw.text(((x + CELL_W / 2 - 1) * scale, (y + CELL_H / 2) * scale), _cell_text(n, share),
+                      fill=_ink(fill), font=font, anchor="mm")
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG", optimize=False)
+    return buffer.getvalue()

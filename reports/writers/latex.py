@@ -1,0 +1,164 @@
+"""LaTeX tables with booktabs; longtable when the table is long. Every special character is escaped.
+
+The output is a complete document that compiles with pdfLaTeX, XeLaTeX or LuaLaTeX;
+the table environment between the marked lines can be pasted into a paper that loads
+booktabs, longtable and array.
+
+Escaping keeps the exact text: the ten specials (\\ & % $ # _ { } ~ ^) become their
+text commands, typographic quotes and dashes become LaTeX's own spellings, ligatures
+that would change the text (-- `` '' << >> ,,) are broken with {}, and characters
+pdfLaTeX cannot set (emoji, CJK...) go through \\rtachar, which prints the character
+under XeLaTeX/LuaLaTeX and its code point under pdfLaTeX instead of failing.
+"""
+
+# LaTeX is all braces: %-formatting reads far better here than str.format with doubled braces.
+# ruff: noqa: UP031
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from reports.writers import Cell, Table
+
+LONG_TABLE_ROWS = 30
+FLUSH_ROWS = 200
+
+_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    # [ right after \\ would be read as the row's optional spacing argument.
+    "[": "{[}",
+    "]": "{]}",
+    "\u201c": "``",  # “
+    "\u201d": "''",  # ”
+    "\u2018": "`",  # ‘
+    "\u2019": "'",  # ’
+    "\u201e": ",,",  # „
+    "\u201a": ",",  # ‚
+    "\u00ab": r"\guillemotleft{}",  # «
+    "\u00bb": r"\guillemotright{}",  # »
+    "\u2039": r"\guilsinglleft{}",  # ‹
+    "\u203a": r"\guilsinglright{}",  # ›
+    "\u2013": "--",  # en dash
+    "\u2014": "---",  # em dash
+    "\u2212": r"\textminus{}",  # minus sign
+    "\u2026": r"\ldots{}",  # …
+    "\u00a0": "~",  # no-break space
+    "\u2022": r"\textbullet{}",
+    "\u221e": r"\ensuremath{\infty}",
+    "\u00d7": r"\texttimes{}",
+    "\u2192": r"\textrightarrow{}",
+    "\u20ac": r"\texteuro{}",
+    "\u00b0": r"\textdegree{}",
+    "\t": " ",
+    "\r": "",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    '"': r"\textquotedbl{}",
+}
+_TRANSLATE = str.maketrans(_SPECIALS)
+# Pairs that TeX fonts join into another character (-- `` '' ,, !` ?`); split with {}.
+_LIGATURE = re.compile(r"(?<=[-`',!?])(?=[-`',])")
+_BREAK = "\x00"
+# Controls (except newline) have no place in a document.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# pdfLaTeX's utf8 + T1 set covers Latin-1 and Latin Extended-A; anything beyond goes through \rtachar.
+_WIDE = re.compile(r"[^\x00-\u017f]")
+
+PREAMBLE = r"""\documentclass[11pt]{article}
+\usepackage{iftex}
+\ifPDFTeX
+  \usepackage[utf8]{inputenc}
+  \usepackage[T1]{fontenc}
+  \usepackage{lmodern}
+  \newcommand{\rtachar}[2]{\texttt{<U+#1>}}
+\else
+  \usepackage{fontspec}
+  \newcommand{\rtachar}[2]{#2}
+\fi
+\usepackage[a4paper,margin=2cm%(landscape)s]{geometry}
+\usepackage{booktabs,longtable,array}
+\newcolumntype{L}[1]{>{\raggedright\arraybackslash}p{#1}}
+\newcolumntype{R}[1]{>{\raggedleft\arraybackslash}p{#1}}
+\begin{document}
+"""
+
+
+def latex_escape(value: Cell) -> str:
+    """Text of one cell as LaTeX that prints exactly that text."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return _number(value)
+    text = _LIGATURE.sub(_BREAK, _CONTROL.sub("", str(value)))
+    text = text.translate(_TRANSLATE).replace(_BREAK, "{}")
+    text = _WIDE.sub(lambda m: r"\rtachar{%04X}{%s}" % (ord(m.group()), m.group()), text)
+    return text.replace("\n", r"\newline{}")
+
+
+def _number(value: float) -> str:
+    if value == float("inf"):
+        return r"$+\infty$"
+    if value == float("-inf"):
+        return r"$-\infty$"
+    if value != value:  # NaN: undefined
+        return "--"
+    return f"{value:.2f}".replace("-", r"$-$")
+
+
+def _colspec(table: Table) -> str:
+    usable = 0.9 - 0.01 * len(table.headers)
+    specs = []
+    for i, w in enumerate(table.column_widths()):
+        kind = "R" if i in table.numeric else "L"
+        specs.append(f"{kind}{{{usable * w:.3f}\\linewidth}}")
+    # The column padding comes out of the width, roughly.
+    return "@{}" + "".join(specs) + "@{}"
+
+
+def iter_latex(table: Table, *, standalone: bool = True) -> Iterator[bytes]:
+    landscape = len(table.headers) > 5
+    long = table.row_count is None or table.row_count > LONG_TABLE_ROWS
+    cols = len(table.headers)
+    caption = latex_escape(table.caption)
+    label = re.sub(r"[^A-Za-z0-9:._-]", "", table.label)
+    head = " & ".join(r"\textbf{%s}" % latex_escape(h) for h in table.headers) + r" \\"
+    out: list[str] = []
+    if standalone:
+        out.append(PREAMBLE % {"landscape": ",landscape" if landscape else ""})
+    if standalone and cols > 8:
+        out.append("\\footnotesize\n")
+    out.append("% --- table starts here (needs booktabs, longtable, array and the L/R column types above)\n")
+    if long:
+        out.append(r"\begin{longtable}{%s}" % _colspec(table) + "\n")
+        out.append(r"\caption{%s}%s\\" % (caption, r"\label{%s}" % label if label else "") + "\n")
+        out.append("\\toprule\n" + head + "\n\\midrule\n\\endfirsthead\n")
+        out.append(r"\multicolumn{%d}{@{}l}{\emph{(continued)}}\\" % cols + "\n\\toprule\n" + head + "\n\\midrule\n\\endhead\n")
+        out.append("\\midrule\n" + r"\multicolumn{%d}{r@{}}{\emph{continued on next page}}\\" % cols + "\n\\endfoot\n")
+        out.append("\\bottomrule\n\\endlastfoot\n")
+    else:
+        out.append("\\begin{table}[htbp]\n\\centering\n")
+        out.append(r"\caption{%s}%s" % (caption, r"\label{%s}" % label if label else "") + "\n")
+        out.append(r"\begin{tabular}{%s}" % _colspec(table) + "\n\\toprule\n" + head + "\n\\midrule\n")
+    for n, row in enumerate(table.iter_rows(), start=1):
+        out.append(" & ".join(latex_escape(v) for v in row) + " \\\\\n")
+        if n % FLUSH_ROWS == 0:
+            yield "".join(out).encode("utf-8")
+            out = []
+    if long:
+        out.append("\\end{longtable}\n")
+    else:
+        out.append("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+    out.append("% --- table ends here\n")
+    if standalone:
+        out.append("\\end{document}\n")
+    yield "".join(out).encode("utf-8")

@@ -1,0 +1,33 @@
+"""Markdown (pipe) tables: the caption as a line above, every cell's text kept literally."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from reports.writers import Cell, Table
+
+# Characters that would change the rendering (emphasis, links, HTML, cell borders).
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")
+FLUSH_ROWS = 500
+
+
+def md_escape(value: Cell) -> str:
+    if value is None:
+        return ""
+    text = _SPECIAL.sub(r"\\\1", str(value))
+    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
+
+
+def iter_markdown(table: Table) -> Iterator[bytes]:
+    lines = []
+    if table.caption:
+        lines += [f"**{md_escape(table.caption)}**", ""]
+    lines.append("| " + " | ".join(md_escape(h) for h in table.headers) + " |")
+    lines.append("|" + "|".join("---:" if i in table.numeric else "---" for i in range(len(table.headers))) + "|")
+    for n, row in enumerate(table.iter_rows(), start=1):
+        lines.append("| " + " | ".join(md_escape(v) for v in row) + " |")
+        if n % FLUSH_ROWS == 0:
+            yield ("\n".join(lines) + "\n").encode("utf-8")
+            lines = []
+    yield ("\n".join(lines) + "\n").encode("utf-8")
