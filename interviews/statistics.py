@@ -54,15 +54,17 @@ def count_syllables(word: str) -> int:
 
     Accents are folded ("café" → "cafe"); words of up to three letters have
     one syllable; a final silent "e"/"es"/"ed" after a consonant other than
-    "l" is dropped ("hoped" 1, "table" 2); a leading "y" is a consonant; then
+    "l" is dropped ("hoped" 1, "table" 2) unless written "é" ("café" 2); a leading "y" is a consonant; then
     each run of one or two vowels (a, e, i, o, u, y) is one syllable. Numbers
     and words without Latin letters count as one.
     """
+    accented_end = word.lower().endswith("é")  # "café": a written accent is pronounced
     w = unicodedata.normalize("NFKD", word.lower())
     w = "".join(c for c in w if "a" <= c <= "z")
     if len(w) <= 3:
         return 1
-    w = re.sub(r"(?:[^laeiouy]es|[^laeiouy]ed|[^laeiouy]e)$", "", w)
+    if not accented_end:
+        w = re.sub(r"(?:[^laeiouy]es|[^laeiouy]ed|[^laeiouy]e)$", "", w)
     w = re.sub(r"^y", "", w)
     return max(1, len(re.findall(r"[aeiouy]{1,2}", w)))
 
