@@ -14,7 +14,8 @@ from conduct.crypto import encrypt_secret, masked_hint
 from conduct.models import AnswerJob, ConductSession, EndpointKey, LiveEndpoint, Seat
 from interviews.models import Guide, GuideVersion, Interview, Participant, Speaker, Turn
 from interviews.segment_store import interview_segment
-from projects.models import Project
+from projects.audit import audit_record
+from projects.models import AuditEvent, Project
 
 ACTIVE = (Turn.Status.PENDING, Turn.Status.STREAMING)
 
@@ -186,6 +187,8 @@ def _seat_open(
         created_by=user,
         metadata={"guide_version": guide_version.number, "conduct_session": str(session.uuid)},
     )
+    audit_record(project=session.project, actor=user, action=AuditEvent.Action.CREATED, target=interview,
+                 summary=f"Live interview “{interview.title}” started")
     return Seat.objects.create(session=session, interview=interview, position=position)
 
 

@@ -36,7 +36,8 @@ from interviews.parsers import (
     parse_upload,
 )
 from interviews.segmentation import segment_text
-from projects.models import Project
+from projects.audit import audit_record_many
+from projects.models import AuditEvent, Project
 
 # Turns per bulk insert: large enough for few round trips, small enough to keep memory
 # flat on a 1,000-conversation export and the progress bar moving.
@@ -398,6 +399,8 @@ def import_batch(
                 batch.store(f, buffer)
                 buffer, buffered_turns = [], 0
         batch.store(f, buffer)
+    audit_record_many(project=project, actor=user, action=AuditEvent.Action.CREATED, target_type="interview", targets=[
+        (i["uuid"], f"Interview “{i['title']}” imported from {i['source'] or 'an upload'}") for i in batch.summary.interviews])
     batch.summary.seconds = round(time.perf_counter() - started, 3)
     return batch.summary
 

@@ -32,3 +32,12 @@ def audit_record(
         summary=summary[:500],
         data=data or {},
     )
+
+
+def audit_record_many(*, project: Project, actor: Any, action: str, target_type: str, targets: list[tuple[str, str]]) -> None:
+    """Record one event per (target_id, summary) in one INSERT: bulk imports stay one round trip."""
+    actor = actor if getattr(actor, "is_authenticated", False) else None
+    AuditEvent.objects.bulk_create([
+        AuditEvent(project=project, actor=actor, action=action, target_type=target_type, target_id=str(target_id), summary=summary[:500])
+        for target_id, summary in targets
+    ], batch_size=1000)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from projects import views
+from projects import views, views_audit, views_trash
 
 app_name = "projects"
 
@@ -15,4 +15,8 @@ urlpatterns = [
     path("p/<uuid:project_uuid>/members/<str:username>/role/", views.member_change_role, name="member_role"),
     path("p/<uuid:project_uuid>/members/<str:username>/remove/", views.member_remove, name="member_remove"),
     path("p/<uuid:project_uuid>/positionality/", views.positionality, name="positionality"),
+    path("p/<uuid:project_uuid>/audit/", views_audit.audit_log, name="audit"),
+    path("p/<uuid:project_uuid>/trash/", views_trash.trash_list, name="trash"),
+    path("p/<uuid:project_uuid>/trash/restore/", views_trash.trash_restore_view, name="trash_restore"),
+    path("p/<uuid:project_uuid>/trash/empty/", views_trash.trash_empty_view, name="trash_empty"),
 ]
