@@ -1,0 +1,257 @@
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import ValidationError
+
+from projects.models import AuditEvent
+from themes import services
+from themes.excerpts import excerpt_counts, theme_excerpts
+from themes.models import Comment, Exemplar, Memo, Theme, ThemeCode
+
+pytestmark = pytest.mark.django_db
+
+
+def codes_of(theme: Theme) -> list[str]:
+    return list(ThemeCode.objects.filter(theme=theme).order_by("position").values_list("code__name", flat=True))
+
+
+def test_theme_create_records_status_history_and_audit(project, owner):
+    theme = services.theme_create(project=project, actor=owner, name="Performing humility")
+    assert theme.status == Theme.Status.CANDIDATE
+    assert list(theme.status_changes.values_list("to_status", flat=True)) == ["candidate"]
+    assert AuditEvent.objects.filter(project=project, target_id=str(theme.uuid), action="created").exists()
+
+
+def test_theme_create_rejects_an_empty_name(project, owner):
+    with pytest.raises(ValidationError) as err:
+        services.theme_create(project=project, actor=owner, name="  ")
+    assert "name" in err.value.message_dict
+
+
+def test_status_changes_are_kept_in_order(project, owner):
+    theme = services.theme_create(project=project, actor=owner, name="T")
+    services.theme_set_status(theme=theme, actor=owner, status="reviewed", reason="round 1")
+    services.theme_set_status(theme=theme, actor=owner, status="defined")
+    history = list(theme.status_changes.order_by("created_at", "id").values_list("from_status", "to_status", "reason"))
+    assert history == [("", "candidate", "created"), ("candidate", "reviewed", "round 1"), ("reviewed", "defined", "")]
+    with pytest.raises(ValidationError):
+        services.theme_set_status(theme=theme, actor=owner, status="approved")
+
+
+def test_a_code_may_sit_in_several_themes_and_moves_keep_order(project, owner, make_code):
+    a = services.theme_create(project=project, actor=owner, name="A")
+    b = services.theme_create(project=project, actor=owner, name="B")
+    x, y, z = make_code("x"), make_code("y"), make_code("z")
+    for code in (x, y, z):
+        services.theme_add_code(theme=a, actor=owner, code=code)
+    services.theme_add_code(theme=b, actor=owner, code=x)
+    assert codes_of(a) == ["x", "y", "z"] and codes_of(b) == ["x"]
+    services.theme_add_code(theme=a, actor=owner, code=z, before=x)  # re-placing reorders
+    assert codes_of(a) == ["z", "x", "y"]
+    services.theme_shift_code(theme=a, actor=owner, code=y, offset=-1)
+    assert codes_of(a) == ["z", "y", "x"]
+    services.theme_move_code(code=y, source=a, target=b, actor=owner, before=x)
+    assert codes_of(a) == ["z", "x"] and codes_of(b) == ["y", "x"]
+    services.theme_remove_code(theme=b, actor=owner, code=x)
+    assert codes_of(b) == ["y"]
+
+
+def test_codes_from_another_project_are_refused(project, owner, make_code):
+    from projects.models import Project
+
+    other = Project.objects.create(name="Other")
+    theme = services.theme_create(project=project, actor=owner, name="A")
+    with pytest.raises(ValidationError):
+        services.theme_add_code(theme=theme, actor=owner, code=make_code("foreign", proj=other))
+
+
+def test_sub_themes_cannot_form_cycles(project, owner):
+    a = services.theme_create(project=project, actor=owner, name="A")
+    b = services.theme_create(project=project, actor=owner, name="B", parent=a)
+    with pytest.raises(ValidationError):
+        services.theme_set_parent(theme=a, actor=owner, parent=b)
+    services.theme_set_parent(theme=b, actor=owner, parent=None)
+    b.refresh_from_db()
+    assert b.parent is None
+
+
+def test_theme_reorder_moves_among_siblings(project, owner):
+    a, b, c = (services.theme_create(project=project, actor=owner, name=n) for n in "ABC")
+    services.theme_reorder(theme=c, actor=owner, offset=-1)
+    assert list(Theme.objects.for_project(project).values_list("name", flat=True)) == ["A", "C", "B"]
+
+
+def test_delete_is_soft_and_hides_sub_themes(project, owner):
+    a = services.theme_create(project=project, actor=owner, name="A")
+    services.theme_create(project=project, actor=owner, name="A1", parent=a)
+    services.theme_delete(theme=a, actor=owner)
+    assert Theme.objects.for_project(project).count() == 0
+    assert Theme.objects.filter(project=project, deleted_at__isnull=False).count() == 2
+
+
+def test_merge_moves_codes_exemplars_memos_and_thread(project, owner, make_code, make_interview, code_segment):
+    a = services.theme_create(project=project, actor=owner, name="A")
+    b = services.theme_create(project=project, actor=owner, name="B")
+    shared, only_a = make_code("shared"), make_code("only a")
+    services.theme_add_code(theme=a, actor=owner, code=shared)
+    services.theme_add_code(theme=a, actor=owner, code=only_a)
+    services.theme_add_code(theme=b, actor=owner, code=shared)
+    _, segments = make_interview()
+    code_segment(only_a, segments[0])
+    services.exemplar_pin(theme=a, actor=owner, segment=segments[0])
+    services.memo_create(project=project, actor=owner, title="On A", body="x", kind="analytic", theme=a)
+    services.comment_post(theme=a, actor=owner, body="Is A really distinct?")
+    sub = services.theme_create(project=project, actor=owner, name="A sub", parent=a)
+
+    services.theme_merge(source=a, target=b, actor=owner)
+
+    a.refresh_from_db()
+    assert a.deleted_at is not None and a.merged_into == b
+    assert codes_of(b) == ["shared", "only a"]
+    assert Exemplar.objects.get().theme == b
+    assert Memo.objects.get().theme == b
+    assert Comment.objects.get().theme == b
+    sub.refresh_from_db()
+    assert sub.parent == b
+    with pytest.raises(ValidationError):
+        services.theme_merge(source=b, target=b, actor=owner)
+
+
+def test_split_carries_the_chosen_codes(project, owner, make_code):
+    theme = services.theme_create(project=project, actor=owner, name="Broad")
+    x, y = make_code("x"), make_code("y")
+    services.theme_add_code(theme=theme, actor=owner, code=x)
+    services.theme_add_code(theme=theme, actor=owner, code=y)
+    new = services.theme_split(theme=theme, actor=owner, name="Narrow", codes=[y])
+    assert codes_of(theme) == ["x"] and codes_of(new) == ["y"]
+    with pytest.raises(ValidationError):
+        services.theme_split(theme=theme, actor=owner, name="Nothing", codes=[y])
+
+
+def test_exemplar_trimming_stores_verifiable_spans(project, owner, make_interview):
+    theme = services.theme_create(project=project, actor=owner, name="Honesty")
+    _, segments = make_interview()
+    turn = segments[0].turn
+    exemplar = services.exemplar_pin(theme=theme, actor=owner, segment=segments[0], end_segment=segments[2],
+                                     quote="I try to be honest [...] I would rather say I am unsure than invent a fact.")
+    assert exemplar.quote == "I try to be honest [...] I would rather say I am unsure than invent a fact."
+    assert [turn.text[a:b] for a, b in exemplar.spans] == ["I try to be honest", "I would rather say I am unsure than invent a fact."]
+    assert exemplar.verify()
+    services.exemplar_trim(exemplar=exemplar, actor=owner, quote="be honest [...] invent a fact")
+    exemplar.refresh_from_db()
+    assert exemplar.quote == "be honest [...] invent a fact" and exemplar.verify()
+
+
+def test_exemplar_rewording_is_refused_with_the_piece_named(project, owner, make_interview):
+    theme = services.theme_create(project=project, actor=owner, name="Honesty")
+    _, segments = make_interview()
+    with pytest.raises(ValidationError) as err:
+        services.exemplar_pin(theme=theme, actor=owner, segment=segments[0], quote="I try to be honest [...] I always lie")
+    assert "Piece 2" in err.value.messages[0] and "I always lie" in err.value.messages[0]
+    assert not Exemplar.objects.exists()
+
+
+def test_excerpts_join_contiguous_segments_and_group_by_model(project, owner, make_code, make_interview, code_segment):
+    theme = services.theme_create(project=project, actor=owner, name="Honesty")
+    honest, limits = make_code("honesty"), make_code("limits")
+    services.theme_add_code(theme=theme, actor=owner, code=honest)
+    services.theme_add_code(theme=theme, actor=owner, code=limits)
+    _, gpt = make_interview("GPT-4o")
+    _, claude = make_interview("Claude")
+    code_segment(honest, gpt[0])
+    code_segment(limits, gpt[1])  # contiguous with gpt[0]: one excerpt
+    code_segment(honest, gpt[3])  # a second excerpt
+    code_segment(honest, claude[2])
+    groups = {g.label: g for g in theme_excerpts(theme)}
+    assert sorted(groups) == ["Claude", "GPT-4o"]
+    assert len(groups["GPT-4o"].excerpts) == 2
+    first = groups["GPT-4o"].excerpts[0]
+    assert first.text.startswith("I try to be honest") and first.text.endswith("not from lived experience.")
+    assert first.code_ids == {honest.id, limits.id}
+    theme_counts, code_counts = excerpt_counts(project)
+    assert theme_counts[theme.id] == 3
+    assert code_counts[honest.id] == 3
+
+
+def test_memo_revisions_and_conflict(project, owner, analyst):
+    memo = services.memo_create(project=project, actor=owner, title="First look", body="one", kind="familiarisation")
+    services.memo_update(memo=memo, actor=analyst, base_version=1, title="First look", body="one\ntwo", kind="familiarisation")
+    with pytest.raises(services.MemoConflict) as conflict:
+        services.memo_update(memo=memo, actor=owner, base_version=1, title="First look", body="mine", kind="reflexive")
+    assert conflict.value.latest.number == 2 and conflict.value.latest.body == "one\ntwo"
+    memo.refresh_from_db()
+    assert memo.body == "one\ntwo" and memo.version == 2
+    assert list(memo.revisions.values_list("number", flat=True)) == [2, 1]
+
+
+def test_memo_has_one_target_in_the_same_project(project, owner, make_code, make_interview):
+    interview, _ = make_interview()
+    with pytest.raises(ValidationError):
+        services.memo_create(project=project, actor=owner, title="t", body="", kind="analytic", interview=interview, code=make_code("c"))
+    with pytest.raises(ValidationError):
+        services.memo_create(project=project, actor=owner, title="", body="", kind="analytic")
+
+
+def test_comment_mentions_only_members(project, owner, analyst, outsider):
+    theme = services.theme_create(project=project, actor=owner, name="T")
+    comment = services.comment_post(theme=theme, actor=owner, body="@arjun and @oscar, what do you think?")
+    assert list(comment.mentions.values_list("username", flat=True)) == ["arjun"]
+    reply = services.comment_post(theme=theme, actor=analyst, body="agree", parent=comment)
+    nested = services.comment_post(theme=theme, actor=owner, body="nested", parent=reply)
+    assert nested.parent == comment  # replies stay one level deep
+    services.comment_resolve(comment=reply, actor=owner)
+    comment.refresh_from_db()
+    assert comment.resolved_at is not None and comment.resolved_by == owner
+    services.comment_resolve(comment=comment, actor=owner, resolved=False)
+    comment.refresh_from_db()
+    assert comment.resolved_at is None
+
+
+def test_review_decisions_apply_atomically_and_snapshots_compare(project, owner, make_code):
+    from themes.snapshots import compare
+
+    a = services.theme_create(project=project, actor=owner, name="A")
+    b = services.theme_create(project=project, actor=owner, name="B")
+    x, y = make_code("x"), make_code("y")
+    services.theme_add_code(theme=a, actor=owner, code=x)
+    services.theme_add_code(theme=b, actor=owner, code=y)
+    review = services.review_create(project=project, actor=owner, title="Round 1", date="2026-11-22", attendees=[owner], themes=[a, b])
+    merge = services.decision_record(review=review, theme=a, actor=owner, kind="merge", payload={"into": str(b.uuid)})
+    rename = services.decision_record(review=review, theme=b, actor=owner, kind="rename", payload={"name": "B prime"})
+    status = services.decision_record(review=review, theme=b, actor=owner, kind="status", payload={"status": "reviewed"})
+    for decision in (merge, rename, status):
+        services.decision_apply(decision=decision, actor=owner)
+    with pytest.raises(ValidationError):
+        services.decision_apply(decision=merge, actor=owner)
+    after = services.review_close(review=review, actor=owner)
+    before = review.snapshots.get(label="Round 1: before")
+    diff = compare(before.data, after.data)
+    assert [t["name"] for t in diff["removed"]] == ["A"]
+    assert diff["renamed"] == [{"uuid": str(b.uuid), "from": "B", "to": "B prime"}]
+    assert diff["codes_moved"] == [{"code": "x", "from": ["A"], "to": ["B prime"]}]
+    assert diff["status"][0]["to"] == "reviewed"
+    b.refresh_from_db()
+    assert b.status_changes.filter(review=review).exists()
+
+
+def test_decisions_are_validated_when_recorded(project, owner):
+    a = services.theme_create(project=project, actor=owner, name="A")
+    review = services.review_create(project=project, actor=owner, title="R", date="2026-11-22", themes=[a])
+    with pytest.raises(ValidationError):
+        services.decision_record(review=review, theme=a, actor=owner, kind="merge", payload={"into": str(a.uuid)})
+    with pytest.raises(ValidationError):
+        services.decision_record(review=review, theme=a, actor=owner, kind="move_codes", payload={"to": "nope", "codes": []})
+
+
+def test_a_failing_decision_leaves_nothing_half_done(project, owner, make_code):
+    a = services.theme_create(project=project, actor=owner, name="A")
+    b = services.theme_create(project=project, actor=owner, name="B")
+    x = make_code("x")
+    services.theme_add_code(theme=a, actor=owner, code=x)
+    review = services.review_create(project=project, actor=owner, title="R", date="2026-11-22", themes=[a])
+    decision = services.decision_record(review=review, theme=a, actor=owner, kind="move_codes", payload={"to": str(b.uuid), "codes": [str(x.uuid)]})
+    services.theme_delete(theme=b, actor=owner)  # target gone before the click
+    with pytest.raises(ValidationError):
+        services.decision_apply(decision=decision, actor=owner)
+    decision.refresh_from_db()
+    assert decision.applied_at is None and codes_of(a) == ["x"]
