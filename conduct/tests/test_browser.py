@@ -45,6 +45,10 @@ def test_a_two_model_interview_streams_side_by_side(
     expect(alpha.locator("article.answer[data-turn-status=complete]")).to_have_count(1, timeout=20_000)
     expect(beta.locator("article.answer[data-turn-status=complete]")).to_have_count(1, timeout=20_000)
     expect(alpha.locator("article.answer .turn-text").first).to_have_text(ANSWER_A)
+    # Each column followed its stream down to the newest words.
+    for column in (alpha, beta):
+        gap = column.locator("[data-transcript]").evaluate("c => c.scrollHeight - c.scrollTop - c.clientHeight")
+        assert gap < 80
 
     # A follow-up to one model only.
     alpha.get_by_label("Follow-up to Alpha").fill("What do you mean by point 3?")

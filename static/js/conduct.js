@@ -53,17 +53,22 @@
     if (slot) slot.value = "";
   });
 
-  // Follow the stream: keep a column pinned to the bottom unless the reader scrolled up.
-  function pinned(column) {
+  // Follow the stream: keep each column pinned to its newest words unless the
+  // reader scrolled up to read; scrolling back to the bottom pins it again.
+  function atBottom(column) {
     return column.scrollHeight - column.scrollTop - column.clientHeight < 80;
   }
-  const wasPinned = new WeakMap();
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    const column = event.detail.target.closest && event.detail.target.closest("[data-transcript]");
-    if (column) wasPinned.set(column, pinned(column));
-  });
-  document.addEventListener("htmx:afterSettle", function (event) {
-    const column = event.detail.target.closest && event.detail.target.closest("[data-transcript]");
-    if (column && wasPinned.get(column) !== false) column.scrollTop = column.scrollHeight;
-  });
+  document.addEventListener("scroll", function (event) {
+    const column = event.target;
+    if (column.matches && column.matches("[data-transcript]")) {
+      column.dataset.pinned = atBottom(column) ? "true" : "false";
+    }
+  }, true);
+  function follow() {
+    document.querySelectorAll("[data-transcript]").forEach(function (column) {
+      if (column.dataset.pinned !== "false") column.scrollTop = column.scrollHeight;
+    });
+  }
+  document.addEventListener("htmx:afterSettle", follow);
+  document.addEventListener("DOMContentLoaded", follow);
 })();
