@@ -1,0 +1,288 @@
+"""Pages: permissions for every writing view, constant query counts for every list/detail page, safe markup."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from coding.models import Code, Coding
+from interviews.models import Speaker
+
+pytestmark = pytest.mark.django_db
+
+
+def _code_with_codings(project, owner, name, segments, coders):
+    from coding.services import code_create
+
+    code = code_create(project=project, actor=owner, name=name)
+    for s in segments:
+        for coder in coders:
+            Coding.objects.create(segment=s, code=code, coder=coder, interview=s.interview)
+    return code
+
+
+def _writes(project, interview, code):
+    p, i, c = project.uuid, interview.uuid, code.uuid
+    return [
+        (reverse("coding:code_new", args=[p]), {"name": "Fresh", "kind": "semantic"}),
+        (reverse("coding:code_edit", args=[p, c]), {"name": "Renamed", "kind": "latent", "version": code.version}),
+        (reverse("coding:code_move", args=[p, c]), {"parent": ""}),
+        (reverse("coding:code_split", args=[p, c]), {"names": "One\nTwo"}),
+        (reverse("coding:code_archive", args=[p, c]), {"archived": "on"}),
+        (reverse("coding:import", args=[p]), {}),
+        (reverse("coding:notes", args=[p, i]), {"text": "hello"}),
+        (reverse("coding:create_inline", args=[p, i]), {"name": "Inline", "segments": ""}),
+    ]
+
+
+def test_every_writing_view_404s_outsiders_and_403s_viewers(client_for, outsider, viewer, project, interview, make_code):
+    code = make_code("Trust")
+    target = make_code("Target")
+    writes = _writes(project, interview, code) + [
+        (reverse("coding:code_merge", args=[project.uuid, code.uuid]), {"target": target.pk}),
+    ]
+    for url, data in writes:
+        assert client_for(outsider).post(url, data).status_code == 404, url
+        assert client_for(viewer).post(url, data).status_code == 403, url
+    assert Code.objects.count() == 2 and not Code.objects.filter(archived=True).exists()
+
+
+def test_writing_views_work_for_members(client_for, analyst, project, interview, make_code):
+    code = make_code("Trust")
+    c = client_for(analyst)
+    for url, data in _writes(project, interview, code):
+        if "import" in url:
+            continue
+        r = c.post(url, data)
+        assert r.status_code in (200, 302), (url, r.status_code, r.content[:300])
+        code.refresh_from_db()
+    target = make_code("Target")
+    fresh = Code.objects.get(name="Fresh")
+    r = c.post(reverse("coding:code_merge", args=[project.uuid, fresh.uuid]), {"target": target.pk, "reason": "dup"})
+    assert r.status_code == 302
+    fresh.refresh_from_db()
+    assert fresh.merged_into == target
+    assert Code.objects.filter(name__in=["One", "Two", "Inline", "Renamed"]).count() == 4
+
+
+def test_reading_pages_404_for_outsiders(client_for, outsider, project, interview, make_code):
+    code = make_code("Trust")
+    for url in [
+        reverse("coding:codebook", args=[project.uuid]), reverse("coding:history", args=[project.uuid]),
+        reverse("coding:code_detail", args=[project.uuid, code.uuid]), reverse("coding:excerpts", args=[project.uuid, code.uuid]),
+        reverse("coding:workspace", args=[project.uuid, interview.uuid]), reverse("coding:compare", args=[project.uuid, interview.uuid]),
+        reverse("coding:search", args=[project.uuid]) + "?q=home",
+    ]:
+        assert client_for(outsider).get(url).status_code == 404, url
+
+
+def test_edit_conflict_shows_the_newer_text_and_keeps_mine(client_for, owner, analyst, project, make_code):
+    from coding.services import code_update
+
+    code = make_code("Trust", definition="first")
+    code_update(code=code, actor=owner, version=1, definition="Owner's newer definition")
+    r = client_for(analyst).post(reverse("coding:code_edit", args=[project.uuid, code.uuid]),
+                                 {"name": "Trust", "kind": "semantic", "definition": "Analyst's definition", "version": 1})
+    assert r.status_code == 409
+    body = r.content.decode()
+    assert "Someone else changed this code" in body and "Owner&#x27;s newer definition" in body
+    assert "Analyst&#x27;s definition" in body and 'name="version" value="2"' in body
+    assert Code.objects.get(pk=code.pk).definition == "Owner's newer definition"
+
+
+def _populate(project, owner, analyst, make_interview, n_interviews):
+    codes = []
+    for i in range(n_interviews):
+        interview = make_interview(title=f"Interview {i}", label=f"Model {i % 3}")
+        segs = list(interview.segments.filter(speaker=Speaker.PARTICIPANT))
+        codes.append(_code_with_codings(project, owner, f"Code {i}", segs[: 2 + i], [owner, analyst]))
+    return codes
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_codebook_queries_do_not_grow(client_for, owner, analyst, project, make_interview, make_code, django_assert_num_queries, n):
+    codes = _populate(project, owner, analyst, make_interview, n)
+    make_code("Child", parent=codes[0])
+    c = client_for(owner)
+    # session, user, membership+project, codes, participants, counts per code × participant, parent choices (form)
+    with django_assert_num_queries(7):
+        r = c.get(reverse("coding:codebook", args=[project.uuid]))
+    assert r.status_code == 200 and "Code 0" in r.content.decode()
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_workspace_queries_do_not_grow(client_for, owner, analyst, project, make_interview, django_assert_num_queries, n):
+    _populate(project, owner, analyst, make_interview, n)
+    from interviews.models import Interview
+
+    interview = Interview.objects.get(title=f"Interview {n - 1}")
+    c = client_for(owner)
+    # session, user, membership+project, interview+participant, codes with counts, members, turns, segments,
+    # codings, notes, project progress
+    with django_assert_num_queries(11):
+        r = c.get(reverse("coding:workspace", args=[project.uuid, interview.uuid]))
+    assert r.status_code == 200
+    body = r.content.decode()
+    assert body.count('class="chip') >= 2 * (n + 1)
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_excerpts_and_search_and_compare_queries_do_not_grow(client_for, owner, analyst, project, make_interview,
+                                                            django_assert_num_queries, n):
+    codes = _populate(project, owner, analyst, make_interview, n)
+    from interviews.models import Interview
+
+    c = client_for(owner)
+    # session, user, membership, code, excerpts, members
+    with django_assert_num_queries(6):
+        r = c.get(reverse("coding:excerpts", args=[project.uuid, codes[-1].uuid]))
+    assert r.status_code == 200
+    # session, user, membership, search
+    with django_assert_num_queries(4):
+        r = c.get(reverse("coding:search", args=[project.uuid]) + "?q=belonging&coded=coded")
+    assert r.status_code == 200
+    interview = Interview.objects.get(title=f"Interview {n - 1}")
+    # session, user, membership, interview, members, coders here, differences, codes
+    with django_assert_num_queries(8):
+        r = c.get(reverse("coding:compare", args=[project.uuid, interview.uuid]) + f"?a={owner.pk}&b={analyst.pk}")
+    assert r.status_code == 200
+
+
+def test_hostile_text_and_code_names_are_escaped(client_for, owner, project, make_interview):
+    from coding.services import code_create, note_save
+
+    hostile = '<img src=x onerror=alert(1)> "quoted" & <script>alert(2)</script>'
+    interview = make_interview(title="<b>title</b>", label="<i>model</i>",
+                               turns=[(Speaker.PARTICIPANT, f"Plain start. {hostile}")])
+    seg = interview.segments.order_by("position").last()
+    code = code_create(project=project, actor=owner, name='<svg onload=alert(3)>"code"', colour="#123456")
+    Coding.objects.create(segment=seg, code=code, coder=owner, interview=interview)
+    note_save(interview=interview, turn=interview.turns.first(), author=owner, text="<script>alert(4)</script>")
+    owner.first_name = "<b>O"
+    owner.save()
+    c = client_for(owner)
+    pages = [reverse("coding:workspace", args=[project.uuid, interview.uuid]), reverse("coding:codebook", args=[project.uuid]),
+             reverse("coding:excerpts", args=[project.uuid, code.uuid]), reverse("coding:search", args=[project.uuid]) + "?q=quoted",
+             reverse("coding:code_detail", args=[project.uuid, code.uuid])]
+    for url in pages:
+        body = c.get(url).content.decode()
+        for raw in ("<img src=x", "<script>alert", "<svg onload", "<b>title</b>", "<i>model</i>"):
+            assert raw not in body, (url, raw)
+    body = c.get(pages[0]).content.decode()
+    assert "&lt;img src=x onerror=alert(1)&gt;" in body and "&lt;svg onload=alert(3)&gt;" in body
+    r = c.post(reverse("coding:apply", args=[project.uuid, interview.uuid]), {"code": code.pk, "segments": str(seg.pk)})
+    assert "<svg onload" not in r.content.decode() and "&lt;svg" in r.content.decode()
+
+
+def test_codebook_search_and_kind_filter(client_for, owner, project, make_code):
+    make_code("Trust", kind="latent")
+    make_code("Home", definition="Where trust lives")
+    make_code("Food")
+    c = client_for(owner)
+    url = reverse("coding:codebook", args=[project.uuid])
+    r = c.get(url, {"q": "trust"})
+    assert [n.code.name for n in r.context["nodes"]] == ["Home", "Trust"]
+    body = c.get(url, {"kind": "latent"}, headers={"HX-Request": "true"}).content.decode()
+    assert "Trust" in body and ">Home<" not in body and "<html" not in body
+
+
+def test_excerpts_merge_contiguous_segments_and_group_by_model(project, owner, analyst, make_interview):
+    from coding.excerpts import excerpts_by_participant, excerpts_for_codes
+    from coding.services import code_create
+
+    a = make_interview(title="A", label="GPT-4o")
+    b = make_interview(title="B", label="Claude")
+    code = code_create(project=project, actor=owner, name="Trust")
+    sa = list(a.segments.filter(speaker=Speaker.PARTICIPANT).order_by("position"))
+    # turn 1: segments 0,1,2 contiguous (1 by a second coder too); turn 3: segments 3 and 5 (gap)
+    for s, coder in [(sa[0], owner), (sa[1], owner), (sa[1], analyst), (sa[2], analyst), (sa[3], owner), (sa[5], owner)]:
+        Coding.objects.create(segment=s, code=code, coder=coder, interview=a)
+    sb = b.segments.filter(speaker=Speaker.PARTICIPANT).first()
+    Coding.objects.create(segment=sb, code=code, coder=owner, interview=b)
+    excerpts = excerpts_for_codes(project, [code.pk])
+    texts = [e.text for e in excerpts]
+    assert texts[0] == sb.text  # Claude sorts before GPT-4o
+    assert " ".join(s.text for s in sa[:3]) in texts
+    assert sa[3].text in texts and sa[5].text in texts and len(excerpts) == 4
+    assert [label for label, _ in excerpts_by_participant(excerpts)] == ["Claude", "GPT-4o"]
+    merged = next(e for e in excerpts if len(e.segment_ids) == 3)
+    assert merged.coder_ids == {owner.pk, analyst.pk}
+    assert len(excerpts_for_codes(project, [code.pk], coder_ids=[analyst.pk])) == 1
+    # a trashed interview's codings are not excerpts
+    from django.utils import timezone
+
+    b.deleted_at = timezone.now()
+    b.save()
+    assert len(excerpts_for_codes(project, [code.pk])) == 3
+
+
+def test_search_filters_coded_and_uncoded(client_for, owner, project, interview, participant_segments, make_code):
+    code = make_code("Trust")
+    trust = next(s for s in participant_segments if "trust" in s.text)
+    Coding.objects.create(segment=trust, code=code, coder=owner, interview=interview)
+    c = client_for(owner)
+    url = reverse("coding:search", args=[project.uuid])
+    assert "It needs time and trust." in c.get(url, {"q": "trust", "coded": "coded"}).content.decode()
+    assert "It needs time and trust." not in c.get(url, {"q": "trust", "coded": "uncoded"}).content.decode()
+    # stemming: "belongs" finds "Belonging"
+    assert "Belonging grows slowly." in c.get(url, {"q": "belongs"}).content.decode()
+
+
+def test_compare_shows_differences_and_agreement_only_when_enabled(client_for, owner, analyst, project, interview,
+                                                                  participant_segments, make_code):
+    a, b = make_code("Trust"), make_code("Home")
+    s = participant_segments
+    for seg, code, coder in [(s[0], a, owner), (s[0], a, analyst), (s[1], a, owner), (s[2], b, analyst), (s[3], a, owner), (s[3], b, analyst)]:
+        Coding.objects.create(segment=seg, code=code, coder=coder, interview=interview)
+    c = client_for(owner)
+    url = reverse("coding:compare", args=[project.uuid, interview.uuid]) + f"?a={owner.pk}&b={analyst.pk}"
+    r = c.get(url)
+    body = r.content.decode()
+    assert r.context["summary"] == {"only_a": 1, "only_b": 1, "different": 1, "same": 1}
+    assert "Agreement statistics" not in body
+    project.agreement_statistics_enabled = True
+    project.save()
+    body = c.get(url).content.decode()
+    assert "Agreement statistics" in body and "Cohen" in body
+
+
+def test_codebook_import_csv_all_or_nothing(client_for, owner, project, make_code):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    make_code("Existing")
+    url = reverse("coding:import", args=[project.uuid])
+    bad = "name,kind,colour,parent\nTrust,latent,#112233,\nHome,weird,,\nKitchen,,red,Home\nHearth,,,Nowhere\nExisting,,,\n"
+    r = client_for(owner).post(url, {"file": SimpleUploadedFile("book.csv", bad.encode())})
+    body = r.content.decode()
+    assert r.status_code == 400 and "Nothing was imported" in body
+    for msg in ["book.csv, line 3, kind", "book.csv, line 4, colour", "book.csv, line 5, parent", "book.csv, line 6: a code named"]:
+        assert msg in body, msg
+    assert Code.objects.count() == 1
+    good = "Name,Definition,What counts,Kind,Parent\nKitchen,Cooking,Food talk,semantic,Home\nHome,Place,,latent,\n"
+    r = client_for(owner).post(url, {"file": SimpleUploadedFile("book.csv", good.encode())})
+    assert r.status_code == 302
+    kitchen = Code.objects.get(name="Kitchen")
+    assert kitchen.parent.name == "Home" and kitchen.include_when == "Food talk" and kitchen.events.get().action == "imported"
+
+
+def test_codebook_import_qdc(client_for, owner, project):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    qdc = b"""<?xml version="1.0" encoding="utf-8"?>
+<CodeBook xmlns="urn:QDA-XML:codebook:1.0" origin="test">
+  <Codes>
+    <Code guid="11111111-1111-1111-1111-111111111111" name="Place" isCodable="true" color="#AA0000">
+      <Description>Where things happen</Description>
+      <Code guid="22222222-2222-2222-2222-222222222222" name="Home" isCodable="true"/>
+    </Code>
+  </Codes>
+</CodeBook>"""
+    url = reverse("coding:import", args=[project.uuid])
+    r = client_for(owner).post(url, {"file": SimpleUploadedFile("book.qdc", qdc)})
+    assert r.status_code == 302, r.content[:500]
+    home = Code.objects.get(name="Home")
+    assert home.parent.name == "Place" and home.parent.definition == "Where things happen" and home.parent.colour == "#aa0000"
+    bomb = b"""<?xml version="1.0"?><!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;&lol;">]>
+<CodeBook xmlns="urn:QDA-XML:codebook:1.0"><Codes><Code guid="33333333-3333-3333-3333-333333333333" name="&lol2;"/></Codes></CodeBook>"""
+    r = client_for(owner).post(url, {"file": SimpleUploadedFile("bomb.qdc", bomb)})
+    assert r.status_code == 400 and "bomb.qdc" in r.content.decode() and Code.objects.count() == 2
