@@ -1,0 +1,269 @@
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from themes import services
+from themes.models import Comment, Decision, Exemplar, Memo, Review, Snapshot, Theme, ThemeCode
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world(project, owner, make_code, make_interview, code_segment):
+    """Two themes with codes, coded excerpts from two models, a memo, a comment, a meeting with a decision."""
+    a = services.theme_create(project=project, actor=owner, name="Honesty about limits")
+    b = services.theme_create(project=project, actor=owner, name="Friendship")
+    x, y = make_code("admits uncertainty"), make_code("user as friend")
+    services.theme_add_code(theme=a, actor=owner, code=x)
+    services.theme_add_code(theme=b, actor=owner, code=y)
+    interview, segments = make_interview("GPT-4o")
+    code_segment(x, segments[0])
+    code_segment(y, segments[3])
+    exemplar = services.exemplar_pin(theme=a, actor=owner, segment=segments[0])
+    memo = services.memo_create(project=project, actor=owner, title="Reading GPT", body="*first* thoughts", kind="reflexive", theme=a)
+    comment = services.comment_post(theme=a, actor=owner, body="Is this @arjun's theme?")
+    review = services.review_create(project=project, actor=owner, title="Round 1", date="2026-11-22", attendees=[owner], themes=[a, b])
+    decision = services.decision_record(review=review, theme=b, actor=owner, kind="rename", payload={"name": "Being a friend"})
+    return {"a": a, "b": b, "x": x, "y": y, "segments": segments, "exemplar": exemplar, "memo": memo, "comment": comment,
+            "review": review, "decision": decision, "interview": interview}
+
+
+def u(name, project, *args, **query):
+    url = reverse(f"themes:{name}", args=[project.uuid, *args])
+    if query:
+        url += "?" + "&".join(f"{k}={v}" for k, v in query.items())
+    return url
+
+
+READ_PAGES = [
+    ("board", lambda w: []), ("map", lambda w: []), ("map_data", lambda w: []), ("mentions", lambda w: []),
+    ("detail", lambda w: [w["a"].uuid]), ("edit", lambda w: [w["a"].uuid]), ("thread", lambda w: [w["a"].uuid]),
+    ("journal", lambda w: []), ("memo_new", lambda w: []), ("memo", lambda w: [w["memo"].uuid]),
+    ("memo_edit", lambda w: [w["memo"].uuid]), ("memo_revision", lambda w: [w["memo"].uuid, 1]),
+    ("reviews", lambda w: []), ("review", lambda w: [w["review"].uuid]), ("present", lambda w: [w["review"].uuid, 0]),
+    ("snapshots", lambda w: []),
+]
+
+
+@pytest.mark.parametrize("name,args", READ_PAGES, ids=[p[0] for p in READ_PAGES])
+def test_read_pages_open_for_members_and_404_for_outsiders(name, args, world, project, viewer, outsider, client_for):
+    url = u(name, project, *args(world))
+    assert client_for(viewer).get(url).status_code == 200
+    assert client_for(outsider).get(url).status_code == 404
+
+
+def _writes(w) -> list[tuple[str, list, dict]]:
+    """(url name, args, POST data) of every writing view, valid for an analyst."""
+    return [
+        ("create", [], {"name": "New theme"}),
+        ("code_place", [], {"action": "add", "code": w["y"].uuid, "theme": w["a"].uuid}),
+        ("edit", [w["a"].uuid], {"name": "Honesty", "definition": "d", "colour": "#123456", "parent": ""}),
+        ("status", [w["a"].uuid], {"status": "reviewed"}),
+        ("reorder", [w["b"].uuid], {"direction": "left"}),
+        ("exemplar_pin", [w["a"].uuid], {"segment": w["segments"][0].id}),
+        ("exemplar_change", [w["exemplar"].uuid], {"action": "down"}),
+        ("thread", [w["a"].uuid], {"body": "A new point"}),
+        ("comment_resolve", [w["comment"].uuid], {"resolved": "1"}),
+        ("memo_new", [], {"title": "t", "body": "b", "kind": "analytic"}),
+        ("memo_edit", [w["memo"].uuid], {"title": "t2", "body": "b2", "kind": "analytic", "base_version": "1"}),
+        ("reviews", [], {"title": "Round 2", "date": "2026-11-29", "themes": w["a"].uuid}),
+        ("review_notes", [w["review"].uuid], {"notes": "We agreed"}),
+        ("decision_create", [w["review"].uuid], {"theme": w["a"].uuid, "kind": "status", "status": "reviewed"}),
+        ("decision_apply", [w["decision"].uuid], {}),
+        ("review_close", [w["review"].uuid], {}),
+        ("snapshots", [], {"label": "Now"}),
+        ("memo_delete", [w["memo"].uuid], {}),
+        ("delete", [w["b"].uuid], {}),
+    ]
+
+
+WRITE_NAMES = [w[0] for w in _writes({k: type("X", (), {"uuid": "0", "id": 0})() if k != "segments" else [type("S", (), {"id": 0})()]
+                                      for k in ("a", "b", "x", "y", "segments", "exemplar", "memo", "comment", "review", "decision")})]
+
+
+@pytest.mark.parametrize("index", range(len(WRITE_NAMES)), ids=WRITE_NAMES)
+def test_writing_views_member_outsider_viewer(index, world, project, analyst, viewer, outsider, client_for):
+    name, args, data = _writes(world)[index]
+    url = u(name, project, *args)
+    assert client_for(outsider).post(url, data).status_code == 404
+    assert client_for(viewer).post(url, data).status_code == 403
+    response = client_for(analyst).post(url, data)
+    assert response.status_code in (200, 302), (name, response.status_code, response.content[:500])
+
+
+def test_code_place_returns_the_board_fragment_for_one_drag(world, project, analyst, client_for):
+    response = client_for(analyst).post(u("code_place", project), {"action": "move", "code": world["x"].uuid,
+                                                                    "source": world["a"].uuid, "theme": world["b"].uuid},
+                                        headers={"X-Fragment": "1"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="board"') and "<html" not in html
+    assert list(ThemeCode.objects.filter(theme=world["b"]).values_list("code__name", flat=True)) == ["user as friend", "admits uncertainty"]
+    assert not ThemeCode.objects.filter(theme=world["a"]).exists()
+
+
+def test_code_place_explains_a_bad_request(world, project, analyst, client_for):
+    response = client_for(analyst).post(u("code_place", project), {"action": "fly", "code": world["x"].uuid}, headers={"X-Fragment": "1"})
+    assert response.status_code == 400
+    assert "add, move, remove, up or down" in response.content.decode()
+
+
+def test_board_shows_unassigned_codes_and_unread_counts(world, project, analyst, make_code, client_for):
+    make_code("lonely code")
+    html = client_for(analyst).get(u("board", project)).content.decode()
+    unassigned = html.split('id="unassigned-h"')[1].split("</section>")[0]
+    assert "lonely code" in unassigned and "admits uncertainty" not in unassigned
+    assert "1 new" in html  # the owner's comment is unread for the analyst
+    client_for(analyst).get(u("detail", project, world["a"].uuid))
+    assert "1 new" not in client_for(analyst).get(u("board", project)).content.decode()
+
+
+def test_theme_page_shows_excerpts_by_model_exemplars_memos_and_thread(world, project, viewer, client_for):
+    html = client_for(viewer).get(u("detail", project, world["a"].uuid)).content.decode()
+    assert "GPT-4o" in html and "I try to be honest" in html
+    assert "“I try to be honest about what I do not know.”" in html  # the exemplar
+    assert "Reading GPT" in html
+    assert '<span class="mention">@arjun</span>' in html
+    assert "Pin as exemplar" not in html  # viewers cannot pin
+
+
+def test_thread_poll_returns_204_until_something_changes(world, project, analyst, owner, client_for):
+    client = client_for(analyst)
+    first = client.get(u("thread", project, world["a"].uuid))
+    token = first.content.decode().split("token=")[1].split('"')[0]
+    assert client.get(u("thread", project, world["a"].uuid, token=token)).status_code == 204
+    services.comment_post(theme=world["a"], actor=owner, body="Another thought")
+    again = client.get(u("thread", project, world["a"].uuid, token=token))
+    assert again.status_code == 200 and "Another thought" in again.content.decode()
+    assert 'class="badge unread">new' in again.content.decode()
+
+
+def test_mentions_lists_comments_mentioning_a_member(world, project, analyst, client_for):
+    html = client_for(analyst).get(u("mentions", project)).content.decode()
+    assert "Is this" in html and world["a"].name in html
+    html = client_for(analyst).get(u("mentions", project, user="olivia")).content.decode()
+    assert "Nobody has mentioned @olivia" in html
+
+
+def test_map_data_has_themes_codes_and_sizes(world, project, viewer, client_for):
+    data = client_for(viewer).get(u("map_data", project)).json()
+    themes = {n["data"]["label"]: n["data"] for n in data["nodes"] if n["data"]["kind"] == "theme"}
+    assert themes["Honesty about limits"]["size"] == 1 and themes["Honesty about limits"]["status"] == "candidate"
+    assert {"source": f"t{world['a'].id}", "target": f"c{world['x'].id}"}.items() <= next(
+        e["data"] for e in data["edges"] if e["data"]["target"] == f"c{world['x'].id}").items()
+
+
+def test_memo_edit_conflict_shows_both_texts_and_keeps_the_newer_revision(world, project, owner, analyst, client_for):
+    memo = world["memo"]
+    services.memo_update(memo=memo, actor=analyst, base_version=1, title=memo.title, body="*first* thoughts\nanalyst's line", kind="reflexive")
+    response = client_for(owner).post(u("memo_edit", project, memo.uuid),
+                                      {"title": memo.title, "body": "*first* thoughts\nowner's line", "kind": "reflexive", "base_version": "1"})
+    assert response.status_code == 409
+    html = response.content.decode()
+    assert "Someone saved this memo while you were editing" in html
+    assert "analyst&#x27;s line" in html and "owner&#x27;s line" in html
+    assert 'name="base_version" value="2"' in html
+    memo.refresh_from_db()
+    assert memo.version == 2 and "analyst's line" in memo.body
+    # Saving again from the conflict page (base 2) is a deliberate merge, not an overwrite.
+    ok = client_for(owner).post(u("memo_edit", project, memo.uuid), {"title": memo.title, "body": "both lines", "kind": "reflexive", "base_version": "2"})
+    assert ok.status_code == 302
+    memo.refresh_from_db()
+    assert memo.version == 3 and memo.body == "both lines"
+
+
+def test_memo_revision_diff(world, project, owner, client_for):
+    memo = world["memo"]
+    services.memo_update(memo=memo, actor=owner, base_version=1, title=memo.title, body="*first* thoughts\nsecond line", kind="reflexive")
+    html = client_for(owner).get(u("memo_revision", project, memo.uuid, 2)).content.decode()
+    assert '<span class="diff-add">+second line</span>' in html
+
+
+@pytest.mark.parametrize("payload", [
+    "<script>alert(1)</script>", "<img src=x onerror=alert(1)>", "[click](javascript:alert(1))",
+    '<a href="#" onclick="alert(1)">x</a>', "![x](javascript:alert(1))", "<iframe src=//evil></iframe>",
+])
+def test_memo_and_comment_markdown_is_sanitised(payload, world, project, owner, client_for):
+    memo = services.memo_create(project=project, actor=owner, title="xss", body=payload, kind="analytic")
+    services.comment_post(theme=world["a"], actor=owner, body=payload)
+    for url in (u("memo", project, memo.uuid), u("journal", project), u("detail", project, world["a"].uuid)):
+        html = client_for(owner).get(url).content.decode()
+        assert _dangerous(html.split('<main id="main"')[1]) == []
+
+
+def _dangerous(html: str) -> list[str]:
+    """Real elements (not escaped text) that could run script: script/iframe/img tags, on* handlers, javascript: URLs."""
+    from html.parser import HTMLParser
+
+    found: list[str] = []
+
+    class Finder(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            if tag in ("script", "iframe", "img", "object", "embed"):
+                found.append(tag)
+            for name, value in attrs:
+                if name.startswith("on") or (value or "").strip().lower().startswith("javascript:"):
+                    found.append(f"{tag} {name}={value}")
+
+    Finder().feed(html)
+    return found
+
+
+def test_journal_filters_by_type_author_and_target(world, project, owner, analyst, client_for):
+    services.memo_create(project=project, actor=analyst, title="Method note", body="", kind="methodological")
+    client = client_for(owner)
+    assert "Method note" in client.get(u("journal", project, kind="methodological")).content.decode()
+    assert "Reading GPT" not in client.get(u("journal", project, kind="methodological")).content.decode()
+    assert "Reading GPT" not in client.get(u("journal", project, author="arjun")).content.decode()
+    assert "Method note" not in client.get(u("journal", project, target="theme")).content.decode()
+    assert "Method note" in client.get(u("journal", project, target="project")).content.decode()
+
+
+def test_deleted_memos_and_themes_leave_the_pages(world, project, owner, client_for):
+    services.memo_delete(memo=world["memo"], actor=owner)
+    services.theme_delete(theme=world["b"], actor=owner)
+    client = client_for(owner)
+    assert "Reading GPT" not in client.get(u("journal", project)).content.decode()
+    assert client.get(u("memo", project, world["memo"].uuid)).status_code == 404
+    assert client.get(u("detail", project, world["b"].uuid)).status_code == 404
+    assert "Friendship" not in client.get(u("board", project)).content.decode()
+    assert Memo.objects.filter(pk=world["memo"].pk).exists()
+
+
+def test_meeting_merge_decision_applied_from_presenter_and_snapshots_compared(world, project, owner, client_for):
+    client = client_for(owner)
+    review = world["review"]
+    present = u("present", project, review.uuid, 0)
+    client.post(u("decision_create", project, review.uuid), {"theme": world["a"].uuid, "kind": "merge", "into": world["b"].uuid, "next": present})
+    merge = Decision.objects.get(kind="merge")
+    response = client.post(reverse("themes:decision_apply", args=[project.uuid, merge.uuid]), {"next": present})
+    assert response.status_code == 302 and response["Location"] == present
+    assert Theme.objects.get(pk=world["a"].pk).deleted_at is not None
+    client.post(u("review_close", project, review.uuid))
+    before, after = Snapshot.objects.filter(review=review).order_by("taken_at", "id")
+    html = client.get(u("snapshot_compare", project, a=before.uuid, b=after.uuid)).content.decode()
+    assert "Themes removed" in html and "Honesty about limits" in html
+    assert "admits uncertainty: out of Honesty about limits; into Friendship" in html
+    assert Review.objects.get(pk=review.pk).status == "closed"
+
+
+def test_next_never_redirects_off_site(world, project, owner, client_for):
+    response = client_for(owner).post(u("review_notes", project, world["review"].uuid), {"notes": "x", "next": "https://evil.example/"})
+    assert response["Location"] == u("review", project, world["review"].uuid)
+
+
+def test_exemplar_pin_refuses_segments_of_other_projects(world, project, analyst, client_for, make_interview):
+    from projects.models import Project
+
+    other = Project.objects.create(name="Other")
+    _, foreign = make_interview(proj=other)
+    response = client_for(analyst).post(u("exemplar_pin", project, world["a"].uuid), {"segment": foreign[0].id})
+    assert response.status_code == 404
+    assert Exemplar.objects.count() == 1
+
+
+def test_comment_post_requires_text(world, project, analyst, client_for):
+    response = client_for(analyst).post(u("thread", project, world["a"].uuid), {"body": "  "}, headers={"HX-Request": "true"})
+    assert response.status_code == 400 and "Write something before posting." in response.content.decode()
+    assert Comment.objects.count() == 1
