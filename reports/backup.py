@@ -419,16 +419,8 @@ class _Restorer:
 
     def insert(self, plan: ModelPlan, rows: list[dict], uuids: dict[str, str]) -> list[models.Model]:
         objs = [self.build(plan, r, uuids) for r in rows]
-        auto = [f for f in plan.fields if getattr(f, "auto_now", False) or getattr(f, "auto_now_add", False)]
-        originals = [{f.attname: getattr(o, f.attname) for f in auto} for o in objs]
         try:
-            plan.model._base_manager.bulk_create(objs, batch_size=1000)
-            # bulk_create stamps auto_now(_add) fields with "now"; put the original times back.
-            for obj, orig in zip(objs, originals, strict=True):
-                for k, v in orig.items():
-                    setattr(obj, k, v)
-            if auto and objs:
-                plan.model._base_manager.bulk_update(objs, [f.name for f in auto], batch_size=500)
+            _raw_insert(plan.model, objs)
         except DatabaseError as exc:
             raise BackupError(f"{self.archive.name}: cannot restore {plan.label}: {exc}".strip()) from None
         for row, obj in zip(rows, objs, strict=True):
@@ -481,6 +473,25 @@ class _Restorer:
         if not created and membership.role != Role.OWNER:
             membership.role = Role.OWNER
             membership.save(update_fields=["role"])
+
+
+def _raw_insert(model: type[models.Model], objs: list[models.Model], batch_size: int = 1000) -> None:
+    """INSERT the rows exactly as built, fetching their new primary keys.
+
+    Unlike bulk_create, a raw insert skips pre_save, so auto_now/auto_now_add fields keep
+    the backed-up times instead of "now" (the same mechanism loaddata relies on).
+    """
+    fields = [f for f in model._meta.concrete_fields
+              if not (f.primary_key and getattr(f, "db_returning", False)) and not getattr(f, "generated", False)]
+    returning = model._meta.db_returning_fields
+    qs = model._base_manager.all()
+    for i in range(0, len(objs), batch_size):
+        batch = objs[i:i + batch_size]
+        rows = qs._insert(batch, fields=fields, returning_fields=returning, raw=True)
+        for obj, row in zip(batch, rows, strict=True):
+            for f, value in zip(returning, row, strict=True):
+                setattr(obj, f.attname, value)
+            obj._state.adding, obj._state.db = False, qs.db
 
 
 @transaction.atomic

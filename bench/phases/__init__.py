@@ -13,4 +13,7 @@ from __future__ import annotations
 PHASES: list[str] = [
     "peers",  # first, so later phases can quote the peers' numbers from the same run
     "segmentation",
+    "import_corpus",
+    "import_memory",  # peak RSS of a fresh process importing a generated 1,000-conversation export
+    "exchange",
 ]
