@@ -171,3 +171,10 @@ def test_source_that_is_not_utf8_names_the_file_and_offset():
                      f"sources/{G(5)}.txt": "caf\u00e9".encode("latin-1")})
     with pytest.raises(QdpxError, match=rf"{G(5)}\.txt: the text is not UTF-8 .*offset 3"):
         refiqda.read_project(data)
+
+
+def test_absurdly_deep_nesting_is_refused_by_the_parser():
+    opening = "".join(f'<Code guid="{G(i)}" name="c{i}" isCodable="true">' for i in range(400))
+    body = f"<CodeBook><Codes>{opening}{'</Code>' * 400}</Codes></CodeBook>"
+    with pytest.raises(QdpxError, match="Excessive depth"):
+        refiqda.read_project(make_zip({"project.qde": project_xml(body)}))
