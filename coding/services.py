@@ -284,6 +284,14 @@ WITH m AS (
     WHERE EXISTS (SELECT 1 FROM m WHERE m.role IN ('owner', 'analyst'))
     ON CONFLICT (segment_id, code_id, coder_id) DO NOTHING
     RETURNING segment_id, code_id, coder_id
+), aud AS (
+    -- The audit trail, in the same statement (a data-modifying CTE runs even unreferenced).
+    INSERT INTO projects_auditevent (project_id, actor_id, action, target_type, target_id, summary, data, created_at)
+    SELECT m.project_id, %(user)s, 'created', 'coding', %(interview)s,
+           left(format('Code “%%s” applied to %%s segment(s)', (SELECT name FROM coding_code WHERE id = %(code)s),
+                       (SELECT count(*) FROM ins)), 500),
+           jsonb_build_object('code', %(code)s, 'segments', (SELECT jsonb_agg(segment_id) FROM ins)), now()
+    FROM m WHERE EXISTS (SELECT 1 FROM ins)
 ), chips AS (
     SELECT segment_id, code_id, coder_id FROM coding_coding WHERE segment_id IN (SELECT id FROM seg)
     UNION ALL SELECT segment_id, code_id, coder_id FROM ins
@@ -318,6 +326,13 @@ WITH m AS (
     DELETE FROM coding_coding WHERE segment_id IN (SELECT id FROM seg) AND code_id = (SELECT id FROM cd)
         AND coder_id = %(user)s AND EXISTS (SELECT 1 FROM m WHERE m.role IN ('owner', 'analyst'))
     RETURNING id, segment_id
+), aud AS (
+    INSERT INTO projects_auditevent (project_id, actor_id, action, target_type, target_id, summary, data, created_at)
+    SELECT m.project_id, %(user)s, 'deleted', 'coding', %(interview)s,
+           left(format('Code “%%s” removed from %%s segment(s)', (SELECT name FROM coding_code WHERE id = %(code)s),
+                       (SELECT count(*) FROM del)), 500),
+           jsonb_build_object('code', %(code)s, 'segments', (SELECT jsonb_agg(segment_id) FROM del)), now()
+    FROM m WHERE EXISTS (SELECT 1 FROM del)
 ), chips AS (
     SELECT segment_id, code_id, coder_id FROM coding_coding
     WHERE segment_id IN (SELECT id FROM seg) AND id NOT IN (SELECT id FROM del)
@@ -424,6 +439,12 @@ def _orm_change(p: dict[str, Any], *, remove: bool) -> CodingResult:
             changed = [s for s in seg_ids if s not in have]
             Coding.objects.bulk_create([Coding(segment_id=s, code_id=p["code"], coder_id=p["user"], interview_id=iv)
                                         for s in changed], ignore_conflicts=True)
+    if changed:
+        name = codes.values_list("name", flat=True).first()
+        verb = "removed from" if remove else "applied to"
+        audit_record(project=membership.project, actor=membership.user, action=AuditEvent.Action.DELETED if remove else AuditEvent.Action.CREATED,
+                     target_type="coding", target_id=p["interview"], summary=f"Code “{name}” {verb} {len(changed)} segment(s)",
+                     data={"code": p["code"], "segments": changed})
     chips = [list(r) for r in Coding.objects.filter(segment_id__in=seg_ids)
              .order_by("segment_id", "code__position", "code__name", "coder_id")
              .values_list("segment_id", "code_id", "coder_id", "code__name", "code__colour", "code__kind",

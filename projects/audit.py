@@ -14,6 +14,7 @@ def audit_record(
     action: str,
     target: Any = None,
     target_type: str = "",
+    target_id: str = "",
     summary: str,
     data: dict | None = None,
 ) -> AuditEvent:
@@ -21,8 +22,6 @@ def audit_record(
     if target is not None:
         target_type = target_type or target._meta.model_name
         target_id = str(getattr(target, "uuid", None) or target.pk)
-    else:
-        target_id = ""
     return AuditEvent.objects.create(
         project=project,
         actor=actor if getattr(actor, "is_authenticated", False) else None,
