@@ -12,7 +12,7 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import connections, transaction
 from django.utils import timezone
 
 from conduct.client import Endpoint, Failure, FailureKind, stream_answer
@@ -112,7 +112,7 @@ def _heartbeat(turn_id: int, token: str, stop: threading.Event) -> None:
     except Exception:  # a heartbeat must never kill the answer
         log.exception("conduct heartbeat failed for turn %s", turn_id)
     finally:
-        close_old_connections()
+        connections.close_all()  # this thread's own connections only
 
 
 def _finish(turn: Turn, token: str, text: str, metadata: dict[str, Any], status: Turn.Status) -> None:

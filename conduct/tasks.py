@@ -6,7 +6,7 @@ import threading
 
 from celery import shared_task
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import connections
 
 from conduct.answering import answer_run
 
@@ -35,4 +35,4 @@ def _run_in_thread(turn_id: int) -> None:
     try:
         answer_run(turn_id)
     finally:
-        close_old_connections()
+        connections.close_all()  # this thread's own connections only

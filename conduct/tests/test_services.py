@@ -194,3 +194,19 @@ def test_guide_edits_create_versions_only_when_something_changed(project, owner,
     v2 = services.guide_revise(guide=guide, user=owner, **(fields | {"opening_prompt": "What is justice?"}))
     assert v2.number == 2 and guide.versions.count() == 2
     assert v1.opening_prompt == "What does fairness mean to you?"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_broker_answers_stream_in_a_background_thread(project, owner, guide, live, fake_openai, settings):
+    """Laptop mode (tasks eager): the request returns at once and the answer streams in a thread."""
+    from conduct.tests.conftest import wait_until
+
+    settings.OPENAI_API_KEY = "sk-deployment-test"
+    fake_openai.script("m", answer="word " * 100, chunk_chars=5, delay=0.01)
+
+    session = services.session_start(project=project, user=owner, guide_version=guide.versions.get(), participants=[live("M", "m")])
+
+    answer = session.seats.get().interview.turns.get(position=2)
+    assert answer.status in (Turn.Status.PENDING, Turn.Status.STREAMING), "the request did not wait for the answer"
+    wait_until(lambda: Turn.objects.get(pk=answer.pk).status == Turn.Status.COMPLETE, timeout=15, message="the answer")
+    assert Turn.objects.get(pk=answer.pk).text == "word " * 100
