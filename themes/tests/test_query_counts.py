@@ -1,0 +1,92 @@
+"""Every themes page keeps a constant number of queries as themes, codes, excerpts, memos and comments grow."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from themes import services
+from themes.models import AgendaItem, Theme
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def grow(project, owner, analyst, make_code, make_interview, code_segment):
+    """Each call adds themes with sub-themes, codes, coded excerpts from several models, exemplars, memos and comments."""
+    state = {"round": 0, "first": None, "review": None}
+
+    def more() -> None:
+        state["round"] += 1
+        n = state["round"]
+        for i in range(3):
+            theme = services.theme_create(project=project, actor=owner, name=f"Theme {n}.{i}")
+            sub = services.theme_create(project=project, actor=owner, name=f"Sub {n}.{i}", parent=theme)
+            state["first"] = state["first"] or theme
+            for label in ("GPT-4o", "Claude", f"Model {n}"):
+                code = make_code(f"code {n}.{i} {label}")
+                services.theme_add_code(theme=theme, actor=owner, code=code)
+                services.theme_add_code(theme=sub, actor=owner, code=code)
+                services.theme_add_code(theme=state["first"], actor=owner, code=code)
+                _, segments = make_interview(label)
+                code_segment(code, segments[0], segments[1])
+                code_segment(code, segments[3], coder=analyst)
+                services.exemplar_pin(theme=state["first"], actor=owner, segment=segments[3])
+            services.memo_create(project=project, actor=owner, title=f"Memo {n}.{i}", body="**b** @arjun", kind="analytic", theme=theme)
+            services.memo_create(project=project, actor=analyst, title=f"Code memo {n}.{i}", body="c", kind="reflexive", code=code)
+            top = services.comment_post(theme=state["first"], actor=owner, body=f"Point {n}.{i} for @arjun")
+            services.comment_post(theme=state["first"], actor=analyst, body="reply", parent=top)
+        make_code(f"unassigned {n}")
+        if state["review"] is None:
+            state["review"] = services.review_create(project=project, actor=owner, title="R", date="2026-11-22", attendees=[owner, analyst])
+        AgendaItem.objects.bulk_create(
+            [AgendaItem(review=state["review"], theme=t, position=t.position)
+             for t in Theme.objects.for_project(project).exclude(id__in=AgendaItem.objects.filter(review=state["review"]).values("theme_id"))]
+        )
+        services.decision_record(review=state["review"], theme=state["first"], actor=owner, kind="status", payload={"status": "reviewed"})
+        services.snapshot_take(project=project, actor=owner, label=f"round {n}")
+
+    more.state = state
+    return more
+
+
+PAGES = {
+    "board": lambda p, s: reverse("themes:board", args=[p.uuid]),
+    "map data": lambda p, s: reverse("themes:map_data", args=[p.uuid]),
+    "theme page": lambda p, s: reverse("themes:detail", args=[p.uuid, s["first"].uuid]),
+    "thread": lambda p, s: reverse("themes:thread", args=[p.uuid, s["first"].uuid]),
+    "journal": lambda p, s: reverse("themes:journal", args=[p.uuid]),
+    "mentions": lambda p, s: reverse("themes:mentions", args=[p.uuid]),
+    "meetings": lambda p, s: reverse("themes:reviews", args=[p.uuid]),
+    "meeting": lambda p, s: reverse("themes:review", args=[p.uuid, s["review"].uuid]),
+    "presenter": lambda p, s: reverse("themes:present", args=[p.uuid, s["review"].uuid, 0]),
+    "snapshots": lambda p, s: reverse("themes:snapshots", args=[p.uuid]),
+}
+
+
+@pytest.mark.parametrize("page", list(PAGES))
+def test_queries_do_not_grow_with_rows(page, grow, project, analyst, client_for, django_assert_num_queries):
+    client = client_for(analyst)
+    grow()
+    url = PAGES[page](project, grow.state)
+    client.get(url)  # warm caches (content types, sessions)
+    with CaptureQueriesContext(connection) as small:
+        assert client.get(url).status_code == 200
+    grow()
+    grow()
+    # Same number of queries with three times the themes, codes, excerpts, memos and comments.
+    with django_assert_num_queries(len(small.captured_queries)):
+        assert client.get(url).status_code == 200
+
+
+def test_board_query_budget(grow, project, analyst, client_for, django_assert_num_queries):
+    grow()
+    client = client_for(analyst)
+    url = reverse("themes:board", args=[project.uuid])
+    client.get(url)
+    # session, user, membership+project, themes, codes, coded segments (excerpt counts), theme-code placements (x2:
+    # counts and board), thread counts.
+    with django_assert_num_queries(9):
+        client.get(url)
