@@ -92,11 +92,15 @@ def _write(report: str, path: Path) -> None:
 
 
 def _setup_django(ctx: Context) -> None:
-    """A throw-away database (test_rta_bench), migrated, so benches never touch real data."""
+    """A throw-away database (test_rta_bench_<pid>), migrated, so benches never touch real data.
+
+    Named per process so two bench runs never drop each other's database, and
+    set over any TEST_DATABASE_NAME a developer exported for their own tests.
+    """
     if ctx.django_ready:
         return
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_test")
-    os.environ.setdefault("TEST_DATABASE_NAME", "test_rta_bench")
+    os.environ["TEST_DATABASE_NAME"] = os.environ.get("BENCH_DATABASE_NAME") or f"test_rta_bench_{os.getpid()}"
     import django
     from django.db import connection
 
