@@ -100,9 +100,8 @@ def import_project(request: HttpRequest) -> HttpResponse:
         restore_form = RestoreForm(request.POST, request.FILES, prefix="restore")
         if restore_form.is_valid() and (project := _restore(request, restore_form)):
             return redirect("project_home", project.uuid)
-    status = 400 if request.method == "POST" else 200
-    return render(request, "reports/exchange_import.html",
-                  {"qdpx_form": qdpx_form, "restore_form": restore_form}, status=status)
+    # A refused upload re-renders the page with the reason beside the field (200, like any form error).
+    return render(request, "reports/exchange_import.html", {"qdpx_form": qdpx_form, "restore_form": restore_form})
 
 
 def _import_qdpx(request: HttpRequest, form: QdpxImportForm):
