@@ -54,6 +54,8 @@ EXCLUDED: dict[str, str] = {
     "conduct.answerjob": "transient worker state (queue, heartbeat, lease); a restored project has no running answers.",
     "interviews.importjob": "upload job state pointing at files on the original server's disk; a restored job must "
                             "never be able to read server paths. The imported interviews themselves are backed up.",
+    "reports.exportjob": "generated download files and worker progress; the files stay on the original server, so "
+                         "exports are simply made again after a restore.",
 }
 USER = "$user"  # target label used for foreign keys and many-to-many fields to the user model
 
@@ -408,6 +410,10 @@ class _Restorer:
                 setattr(obj, f.attname, new)
             elif f.is_relation:
                 setattr(obj, f.attname, None)
+            elif isinstance(f, models.FileField):
+                # Stored files do not travel, and a path from a backup must never point this
+                # project at a file that belongs to someone else on this server.
+                setattr(obj, f.attname, "")
             else:
                 try:
                     setattr(obj, f.attname, _decode(f, raw, uuids))
