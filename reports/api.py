@@ -82,7 +82,7 @@ class FrequencyTableView(ProjectScopedMixin, APIView):
             spec = frequency.spec_from_query(participants, request.query_params)
         except frequency.FrequencySpecError as e:
             raise ValidationError({"detail": str(e)}) from None
-        table = frequency.frequency_table(self.project, spec)
+        table = frequency.frequency_table(self.project, spec, participants)
         return Response({
             "level": table.level,
             "participants": [{"uuid": str(p.uuid), "label": p.label, "coded_segments": n}

@@ -162,9 +162,11 @@ def spec_from_query(participants: list[Participant], query: Mapping[str, Any]) -
 # --- the table ---------------------------------------------------------------------------
 
 
-def frequency_table(project: Project, spec: FrequencySpec) -> FrequencyTable:
-    """Counts and shares per code (or theme) × model, with the group log ratio (5 queries)."""
-    participants = list(Participant.objects.filter(project=project).order_by("label"))
+def frequency_table(project: Project, spec: FrequencySpec,
+                    participants: list[Participant] | None = None) -> FrequencyTable:
+    """Counts and shares per code (or theme) × model, with the group log ratio (4-5 queries)."""
+    if participants is None:
+        participants = list(Participant.objects.filter(project=project).order_by("label"))
     codings = Coding.objects.filter(interview__project=project, interview__deleted_at__isnull=True,
                                     code__deleted_at__isnull=True, code__project=project)
     totals_by_p = dict(codings.values_list("interview__participant_id").annotate(n=Count("segment", distinct=True))

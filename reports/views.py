@@ -167,7 +167,7 @@ def _frequency(request: HttpRequest, membership):
 
     participants = list(Participant.objects.filter(project=membership.project).order_by("label"))
     spec = frequency.spec_from_query(participants, request.GET)
-    return frequency.frequency_table(membership.project, spec)
+    return frequency.frequency_table(membership.project, spec, participants)
 
 
 @login_required

@@ -79,7 +79,6 @@ PREAMBLE = r"""\documentclass[11pt]{article}
 \ifPDFTeX
   \usepackage[utf8]{inputenc}
   \usepackage[T1]{fontenc}
-  \usepackage{lmodern}
   \newcommand{\rtachar}[2]{\texttt{<U+#1>}}
 \else
   \usepackage{fontspec}

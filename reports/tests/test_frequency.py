@@ -1,0 +1,100 @@
+# The `world` fixture is imported from tables_world; pytest injects it by argument name.
+# ruff: noqa: F811
+from __future__ import annotations
+
+import io
+import math
+
+import pytest
+from django.http import QueryDict
+from PIL import Image
+
+from reports.frequency import FrequencySpec, FrequencySpecError, format_ratio, frequency_table, log_ratio, spec_from_query
+from reports.heatmap import heatmap_png, heatmap_svg
+from reports.tests.tables_world import code, seg, world  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.django_db
+
+
+def test_log_ratio_is_the_natural_log_of_the_share_ratio():
+    assert log_ratio(2, 10, 1, 10) == pytest.approx(math.log(2))
+    assert log_ratio(1, 4, 1, 2) == pytest.approx(math.log(0.5))
+    assert log_ratio(3, 9, 1, 3) == pytest.approx(0.0)
+
+
+def test_log_ratio_infinities_and_undefined():
+    assert log_ratio(3, 10, 0, 10) == math.inf
+    assert log_ratio(0, 10, 5, 10) == -math.inf
+    assert log_ratio(0, 10, 0, 10) is None  # neither group has it
+    assert log_ratio(1, 0, 1, 10) is None  # a group without coded segments
+    assert [format_ratio(v) for v in (math.inf, -math.inf, None, math.log(2), -math.log(2))] == ["+∞", "−∞", "—", "+0.69", "−0.69"]
+
+
+def test_code_table_counts_coded_segments_once_per_segment(world):
+    t = frequency_table(world.project, FrequencySpec())
+    assert [p.label for p in t.participants] == ["Claude", "GPT-4o", "Llama"]
+    # GPT: 4 coded segments (one coded by two coders), Claude 2, Llama none.
+    assert t.totals == [2, 4, 0]
+    feeling = next(r for r in t.rows if r.label == "Feeling")
+    assert feeling.counts == [1, 2, 0]
+    assert feeling.percents[0] == pytest.approx(50.0) and feeling.percents[1] == pytest.approx(50.0)
+    assert feeling.percents[2] is None  # Llama has no coded segments: no share
+    unused = next(r for r in t.rows if r.label == "Unused")
+    assert unused.counts == [0, 0, 0]
+
+
+def test_group_log_ratio_with_infinities(world):
+    w = world
+    spec = spec_from_query(list(w.project.participants.order_by("label")),
+                           QueryDict(f"a={w.gpt.uuid}&b={w.claude.uuid}"))
+    t = frequency_table(w.project, spec)
+    by = {r.label: r for r in t.rows}
+    assert (t.total_a, t.total_b) == (4, 2)
+    assert by["Feeling"].log_ratio == pytest.approx(math.log((2 / 4) / (1 / 2)))
+    assert by["Structure"].log_ratio == math.inf
+    assert by["AI self"].log_ratio == -math.inf
+    assert by["Unused"].log_ratio is None
+
+
+def test_theme_level_rolls_sub_themes_into_their_parent(world):
+    t = frequency_table(world.project, FrequencySpec(level="theme"))
+    labels = [(r.label, r.depth) for r in t.rows]
+    assert labels == [("Belonging as feeling", 0), ("Personal journey", 1), ("Limits", 0)]
+    top, sub, limits = t.rows
+    # Claude: "I have no home." (AI self, top) + "Belonging is yours" (Feeling, sub) -> 2 at top, 1 in sub.
+    assert top.counts == [2, 2, 0] and sub.counts == [1, 2, 0] and limits.counts == [0, 2, 0]
+
+
+def test_groups_must_be_separate_and_both_chosen(world):
+    ps = list(world.project.participants.order_by("label"))
+    with pytest.raises(FrequencySpecError, match="both groups"):
+        spec_from_query(ps, QueryDict(f"a={world.gpt.uuid}&b={world.gpt.uuid}"))
+    with pytest.raises(FrequencySpecError, match="group B"):
+        spec_from_query(ps, QueryDict(f"a={world.gpt.uuid}"))
+    with pytest.raises(FrequencySpecError, match="level"):
+        spec_from_query(ps, QueryDict("level=words"))
+
+
+def test_query_count_does_not_grow_with_codings(world, django_assert_num_queries):
+    with django_assert_num_queries(4):  # participants, totals per model, codes, counts per code × model
+        frequency_table(world.project, FrequencySpec())
+    for text in ("It grows with time.", "Borders decide a lot."):
+        code(world.codes["AI self"], seg(world.interviews["gpt"], text), world.owner)
+    with django_assert_num_queries(4):
+        frequency_table(world.project, FrequencySpec())
+    with django_assert_num_queries(5):  # participants, totals, themes, counts per theme, rolled up to parents
+        frequency_table(world.project, FrequencySpec(level="theme"))
+
+
+def test_heatmap_svg_escapes_labels_and_png_is_an_image(world):
+    world.codes["Unused"].name = "<script>alert(1)</script> & co"
+    world.codes["Unused"].save(update_fields=["name"])
+    t = frequency_table(world.project, FrequencySpec())
+    svg = heatmap_svg(t, "Codes <by> model")
+    assert "<script>" not in svg and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in svg
+    assert svg.count("<rect") == 1 + len(t.rows) * len(t.participants)
+    import xml.etree.ElementTree as ET
+
+    ET.fromstring(svg)  # well-formed
+    image = Image.open(io.BytesIO(heatmap_png(t)))
+    assert image.format == "PNG" and image.width > 300 and image.height > 100

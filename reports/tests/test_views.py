@@ -1,0 +1,278 @@
+# The `world` fixture is imported from tables_world; pytest injects it by argument name.
+# ruff: noqa: F811
+"""Reports pages and downloads: members read and export, outsiders get 404, query counts stay flat."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import docx
+import openpyxl
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from reports.models import ExportJob
+from reports.tests.tables_world import NASTY, code, seg, world  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.django_db
+
+
+def url(name: str, w, *args) -> str:
+    return reverse(f"reports:{name}", args=[w.project.uuid, *args])
+
+
+def body(response) -> bytes:
+    return b"".join(response.streaming_content) if response.streaming else response.content
+
+
+def more_codings(w) -> None:
+    """Add rows everywhere the pages read from."""
+    for text in ("It grows with time.", "Borders decide a lot.", "Costs rose"):
+        code(w.codes["AI self"], seg(w.interviews["gpt"], text), w.analyst)
+    code(w.codes["Structure"], seg(w.interviews["claude"], "Belonging is yours"), w.analyst)
+
+
+def queries(client, path: str, **kw) -> tuple[int, object]:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(path, **kw)
+        body(response)
+    return len(ctx), response
+
+
+READ_PAGES = [
+    ("index", ""), ("excerpts", ""), ("frequency", ""), ("frequency_export", "?format=csv"), ("statistics_latex", ""),
+]
+
+
+@pytest.mark.parametrize("name, query", READ_PAGES)
+def test_outsiders_get_404_and_anonymous_users_the_login(world, client_for, outsider, client, name, query):
+    path = url(name, world) + query
+    assert client_for(outsider).get(path).status_code == 404
+    assert client.get(path).status_code == 302
+
+
+def test_outsiders_get_404_on_exports_jobs_and_codebook(world, client_for, outsider, owner):
+    c = client_for(outsider)
+    assert c.post(url("excerpts_export", world), {"format": "csv"}).status_code == 404
+    job = ExportJob.objects.create(project=world.project, created_by=owner, format="csv")
+    assert c.get(url("export_job", world, job.uuid)).status_code == 404
+    assert c.get(url("export_download", world, job.uuid)).status_code == 404
+    assert c.get(url("codebook_download", world, "csv")).status_code == 404
+
+
+@pytest.mark.parametrize("who", ["owner", "analyst", "viewer"])
+def test_every_member_reads_and_exports(world, client_for, who, request):
+    # Exports only read the project, so viewers may make them too.
+    c = client_for(request.getfixturevalue(who))
+    for name, query in READ_PAGES:
+        assert c.get(url(name, world) + query).status_code == 200, name
+    response = c.post(url("excerpts_export", world), {"format": "csv", "columns": ["code", "quote"]})
+    assert response.status_code == 200
+
+
+def test_index_links_everything_in_reports(world, client_for, owner):
+    html = client_for(owner).get(url("index", world)).content.decode()
+    for name in ("excerpts", "frequency", "statistics_latex"):
+        assert url(name, world) in html
+    for fmt in ("docx", "csv", "xlsx", "qdc"):
+        assert url("codebook_download", world, fmt) in html
+    assert url("exchange", world) in html and url("export_qdpx", world) in html
+    assert reverse("interviews:statistics", args=[world.project.uuid]) in html
+
+
+def test_excerpt_builder_previews_and_htmx_gets_only_the_fragment(world, client_for, owner):
+    c = client_for(owner)
+    query = {"columns": ["model", "code", "quote"], "codes": [str(world.codes["Feeling"].uuid)]}
+    page = c.get(url("excerpts", world), query).content.decode()
+    assert "<h1>Excerpt table</h1>" in page and "Home is a feeling. It grows with time." in page
+    fragment = c.get(url("excerpts", world), query, headers={"HX-Request": "true"}).content.decode()
+    assert fragment.lstrip().startswith('<section id="excerpt-preview"')
+    assert "<th scope=\"col\">Model</th><th scope=\"col\">Code</th><th scope=\"col\">Quote</th>" in fragment
+    assert f'name="codes" value="{world.codes["Feeling"].uuid}"' in fragment  # the export form carries the choices
+
+
+def test_excerpt_builder_shows_errors_inline(world, client_for, owner):
+    response = client_for(owner).get(url("excerpts", world), {"columns": "colour"})
+    assert response.status_code == 400
+    assert "Unknown column" in response.content.decode()
+
+
+def test_excerpt_builder_query_count_is_flat(world, client_for, owner):
+    c = client_for(owner)
+    path = url("excerpts", world) + "?columns=theme&columns=subtheme&columns=code&columns=model&columns=quote&columns=provenance"
+    before, _ = queries(c, path)
+    more_codings(world)
+    after, response = queries(c, path)
+    # session, user, membership, themes, codes, participants, coders, count, rows
+    assert before == after <= 9
+    assert response.status_code == 200
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "docx", "tex", "md"])
+def test_excerpt_export_downloads_read_back(world, client_for, owner, fmt):
+    c = client_for(owner)
+    response = c.post(url("excerpts_export", world), {"format": fmt, "columns": ["code", "model", "quote"],
+                                                       "caption": "Table of quotes"})
+    assert response.status_code == 200
+    assert f".{ {'tex': 'tex', 'md': 'md'}.get(fmt, fmt)}\"" in response["Content-Disposition"]
+    data = body(response)
+    if fmt == "csv":
+        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+        assert rows[0] == ["Code", "Model", "Quote"]
+        assert ["Feeling", "GPT-4o", "Home is a feeling. It grows with time."] in rows
+    elif fmt == "xlsx":
+        values = [[c.value for c in r] for r in openpyxl.load_workbook(io.BytesIO(data)).active.iter_rows()]
+        assert ["Feeling", "GPT-4o", "Home is a feeling. It grows with time."] in values
+    elif fmt == "docx":
+        document = docx.Document(io.BytesIO(data))
+        assert document.paragraphs[0].text == "Table 1: Table of quotes"
+        cells = [[c.text for c in r.cells] for r in document.tables[0].rows]
+        assert ["Feeling", "GPT-4o", "Home is a feeling. It grows with time."] in cells
+    elif fmt == "tex":
+        assert "\\caption{Table of quotes}" in data.decode() and "Costs rose 50\\% \\& fees\\_2" in data.decode()
+    else:
+        assert "| Feeling | GPT-4o | Home is a feeling. It grows with time. |" in data.decode()
+
+
+def test_export_without_a_format_is_refused_clearly(world, client_for, owner):
+    response = client_for(owner).post(url("excerpts_export", world), {"format": "pdf"})
+    assert response.status_code == 400 and "Choose an export format" in response.content.decode()
+
+
+def test_large_exports_become_worker_jobs_with_progress_and_download(world, client_for, owner, monkeypatch,
+                                                                     django_capture_on_commit_callbacks):
+    monkeypatch.setattr("reports.views.INLINE_MAX_ROWS", 2)
+    c = client_for(owner)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = c.post(url("excerpts_export", world), {"format": "xlsx", "columns": ["code", "quote"]})
+    job = ExportJob.objects.get()
+    assert response.status_code == 302 and response["Location"] == url("export_job", world, job.uuid)
+    # Tasks run in-process in tests without the worker marker; the worker test is in test_export_worker.py.
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.DONE and job.progress_done == job.progress_total >= 3
+    page = c.get(url("export_job", world, job.uuid)).content.decode()
+    assert url("export_download", world, job.uuid) in page
+    download = c.get(url("export_download", world, job.uuid))
+    values = [[x.value for x in r] for r in openpyxl.load_workbook(io.BytesIO(body(download))).active.iter_rows()]
+    assert values[0] == ["Code", "Quote"] and len(values) >= 4
+    assert c.get(url("index", world)).content.decode().count(url("export_download", world, job.uuid)) == 1
+
+
+def test_export_job_page_query_count_is_flat(world, client_for, owner):
+    job = ExportJob.objects.create(project=world.project, created_by=owner, format="csv", status="running",
+                                   progress_total=10)
+    c = client_for(owner)
+    before, response = queries(c, url("export_job", world, job.uuid), headers={"HX-Request": "true"})
+    assert 'hx-trigger="every 1s"' in response.content.decode()
+    more_codings(world)
+    after, _ = queries(c, url("export_job", world, job.uuid), headers={"HX-Request": "true"})
+    assert before == after <= 4  # session, user, membership, job
+
+
+def test_download_of_an_unfinished_job_is_404(world, client_for, owner):
+    job = ExportJob.objects.create(project=world.project, created_by=owner, format="csv")
+    assert client_for(owner).get(url("export_download", world, job.uuid)).status_code == 404
+
+
+def test_index_query_count_is_flat(world, client_for, owner):
+    c = client_for(owner)
+    before, _ = queries(c, url("index", world))
+    for _ in range(3):
+        ExportJob.objects.create(project=world.project, created_by=owner, format="csv")
+    after, _ = queries(c, url("index", world))
+    assert before == after <= 4  # session, user, membership, recent jobs
+
+
+def test_frequency_page_table_heatmap_and_fragment(world, client_for, owner):
+    c = client_for(owner)
+    q = {"a": str(world.gpt.uuid), "b": str(world.claude.uuid)}
+    html = c.get(url("frequency", world), q).content.decode()
+    assert "<svg" in html and "ln(A/B)" in html and "+∞" in html and "−∞" in html
+    fragment = c.get(url("frequency", world), {**q, "level": "theme"}, headers={"HX-Request": "true"}).content.decode()
+    assert fragment.lstrip().startswith('<section id="frequency-result"') and "Personal journey" in fragment
+
+
+def test_frequency_page_explains_bad_groups(world, client_for, owner):
+    response = client_for(owner).get(url("frequency", world), {"a": str(world.gpt.uuid), "b": str(world.gpt.uuid)})
+    assert response.status_code == 400 and "both groups" in response.content.decode()
+
+
+def test_frequency_page_query_count_is_flat(world, client_for, owner):
+    c = client_for(owner)
+    path = url("frequency", world) + f"?a={world.gpt.uuid}&b={world.claude.uuid}"
+    before, _ = queries(c, path)
+    more_codings(world)
+    after, _ = queries(c, path)
+    assert before == after <= 7  # session, user, membership, participants, totals, codes, counts
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "tex", "svg", "png"])
+def test_frequency_exports(world, client_for, owner, fmt):
+    response = client_for(owner).get(url("frequency_export", world),
+                                     {"format": fmt, "a": str(world.gpt.uuid), "b": str(world.claude.uuid)})
+    assert response.status_code == 200
+    data = body(response)
+    if fmt == "csv":
+        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+        assert rows[0][:3] == ["Code", "Claude n", "Claude %"] and rows[0][-1] == "ln(A/B)"
+        by = {r[0]: r for r in rows}
+        assert by["Structure"][-1] == "inf" and by["AI self"][-1] == "-inf" and by["Unused"][-1] == ""
+        assert by["Feeling"][-1] == "0.0"
+    elif fmt == "xlsx":
+        values = {r[0].value: [c.value for c in r] for r in openpyxl.load_workbook(io.BytesIO(data)).active.iter_rows()}
+        assert values["Structure"][-1] == "+∞" and values["AI self"][-1] == "−∞"
+    elif fmt == "tex":
+        assert "$+\\infty$" in data.decode() and "$-\\infty$" in data.decode() and "\\toprule" in data.decode()
+    elif fmt == "svg":
+        assert data.startswith(b"<svg") and response["Content-Type"].startswith("image/svg+xml")
+    else:
+        assert data.startswith(b"\x89PNG")
+
+
+def test_frequency_export_rejects_unknown_formats(world, client_for, owner):
+    response = client_for(owner).get(url("frequency_export", world), {"format": "pdf"})
+    assert response.status_code == 400 and "Unknown format" in response.content.decode()
+
+
+def test_statistics_latex(world, client_for, owner):
+    data = body(client_for(owner).get(url("statistics_latex", world))).decode()
+    assert "\\caption{Descriptive statistics of the interviews per model" in data
+    assert "GPT-4o & OpenAI & gpt-4o-2024-08-06 & 1 & 2" in data
+
+
+@pytest.mark.parametrize("fmt", ["csv", "docx", "xlsx", "qdc"])
+def test_codebook_downloads(world, client_for, owner, fmt):
+    world.codes["Structure"].parent = world.codes["Feeling"]
+    world.codes["Structure"].definition = "Laws, borders & money."
+    world.codes["Structure"].save()
+    response = client_for(owner).get(url("codebook_download", world, fmt))
+    assert response.status_code == 200
+    data = body(response)
+    if fmt == "csv":
+        rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
+        assert rows[0][:4] == ["Code", "Parent", "Kind", "Definition"]
+        names = [r[0] for r in rows[1:]]
+        assert names.index("Structure") == names.index("Feeling") + 1  # children follow their parent
+        structure = rows[1 + names.index("Structure")]
+        assert structure[1:4] == ["Feeling", "Semantic", "Laws, borders & money."] and structure[8] == "Limits"
+    elif fmt in ("docx", "xlsx"):
+        if fmt == "docx":
+            cells = [[c.text for c in r.cells] for r in docx.Document(io.BytesIO(data)).tables[0].rows]
+        else:
+            cells = [[("" if c.value is None else str(c.value)) for c in r]
+                     for r in openpyxl.load_workbook(io.BytesIO(data)).active.iter_rows()]
+        assert any(r[0] == "Structure" and r[1] == "Feeling" for r in cells)
+    else:
+        assert b"<CodeBook" in data and b'name="Structure"' in data and b"<Sets>" in data
+
+
+def test_unknown_codebook_format_is_404(world, client_for, owner):
+    assert client_for(owner).get(url("codebook_download", world, "pdf")).status_code == 404
+
+
+def test_nasty_text_survives_the_builder_page(world, client_for, owner):
+    html = client_for(owner).get(url("excerpts", world), {"columns": ["quote"]}).content.decode()
+    assert "Costs rose 50% &amp; fees_2" in html and NASTY[:10] in html

@@ -1,0 +1,171 @@
+"""Every writer's output read back: python-docx, openpyxl, csv; LaTeX compiled when a TeX engine is installed."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import subprocess
+import tracemalloc
+from pathlib import Path
+
+import docx
+import openpyxl
+import pytest
+
+from reports.tests.tables_world import NASTY
+from reports.writers import Table, iter_table, write_table
+from reports.writers.csv import BOM
+from reports.writers.latex import latex_escape
+from reports.writers.markdown import md_escape
+
+HEADERS = ["Theme", "Code", "Model", "Quote"]
+ROWS = [
+    ["Belonging", "Feeling", "GPT-4o", "Home is a feeling."],
+    ["Limits & costs", "Structure", "Claude", NASTY],
+    ["=cmd|' /C calc'!A0", "+1", "-2", "@SUM(1)"],
+    ["Lines", "Two", "Llama", "first line\nsecond line\twith tab"],
+]
+
+
+def table(rows=ROWS, **kw) -> Table:
+    return Table(caption="Excerpts: “home” & 50%", headers=HEADERS, rows=iter(rows), widths=[1, 1, 1, 4], **kw)
+
+
+def render(fmt: str, t: Table | None = None) -> bytes:
+    out = io.BytesIO()
+    write_table(fmt, t or table(), out)
+    return out.getvalue()
+
+
+def test_docx_is_a_word_table_with_caption_and_exact_text():
+    document = docx.Document(io.BytesIO(render("docx")))
+    assert document.paragraphs[0].text == "Table 1: Excerpts: “home” & 50%"
+    assert document.paragraphs[0].style.name == "Caption"
+    [t] = document.tables
+    assert [c.text for c in t.rows[0].cells] == HEADERS
+    assert [[c.text for c in r.cells] for r in t.rows[1:]] == ROWS
+    assert t.style.name == "Table Grid"
+    assert t.rows[0]._tr.trPr.xpath("./w:tblHeader")  # header repeats on every page
+
+
+def test_docx_strips_characters_xml_forbids():
+    document = docx.Document(io.BytesIO(render("docx", table([["a\x00b", "c\x0bd", "e", "f"]]))))
+    assert [c.text for c in document.tables[0].rows[1].cells] == ["ab", "cd", "e", "f"]
+
+
+def test_xlsx_reads_back_with_text_never_turned_into_formulas():
+    wb = openpyxl.load_workbook(io.BytesIO(render("xlsx")))
+    ws = wb.active
+    values = [[c.value for c in row] for row in ws.iter_rows()]
+    assert values == [HEADERS, *ROWS]
+    assert all(c.data_type == "s" for c in ws[4])  # "=cmd..." stays a string cell
+    assert ws.freeze_panes == "A2"
+    assert wb.properties.title == "Excerpts: “home” & 50%"
+
+
+def test_xlsx_numbers_stay_numbers_and_infinity_becomes_text():
+    t = Table(caption="f", headers=["a", "b", "c", "d"], rows=iter([[1, 2.5, float("inf"), float("-inf")]]))
+    ws = openpyxl.load_workbook(io.BytesIO(render("xlsx", t))).active
+    assert [c.value for c in ws[2]] == [1, 2.5, "+∞", "−∞"]
+
+
+def test_csv_is_utf8_with_bom_and_formula_safe():
+    data = render("csv")
+    assert data.startswith(BOM.encode("utf-8"))
+    text = data.decode("utf-8-sig")
+    got = list(csv.reader(io.StringIO(text, newline="")))
+    assert got[0] == HEADERS
+    assert got[1] == ROWS[0] and got[2] == ROWS[1] and got[4] == ROWS[3]
+    assert got[3] == ["'=cmd|' /C calc'!A0", "'+1", "'-2", "'@SUM(1)"]
+    assert "\r\n" in text  # Excel's row separator
+
+
+def test_csv_streams_in_chunks():
+    rows = [["t", "c", "m", f"quote {i}"] for i in range(1200)]
+    chunks = list(iter_table("csv", table(rows)))
+    assert len(chunks) >= 3
+    assert len(list(csv.reader(io.StringIO(b"".join(chunks).decode("utf-8-sig"))))) == 1201
+
+
+def test_markdown_keeps_text_literal():
+    text = render("md").decode("utf-8")
+    lines = text.splitlines()
+    assert lines[0] == "**Excerpts: “home” & 50%**"
+    assert lines[2] == "| Theme | Code | Model | Quote |"
+    assert "first line<br>second line" in text
+    assert md_escape("a|b *c* _d_ [e](f) <g>") == r"a\|b \*c\* \_d\_ \[e\](f) \<g\>"
+    assert len([ln for ln in lines if ln.startswith("| ")]) == 1 + len(ROWS)
+
+
+@pytest.mark.parametrize("raw, tex", [
+    ("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"), ("_", r"\_"),
+    ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
+    ("“q”", "``q''"), ("‘q’", "`q'"), ("a–b", "a--b"), ("a—b", "a---b"), ("wait…", r"wait\ldots{}"),
+    ("a--b", "a-{}-b"), ("``x''", "`{}`x'{}'"), ("[...]", "{[}...{]}"), ("🏠", r"\rtachar{1F3E0}{🏠}"),
+    ("é ß ł", "é ß ł"), ("a\nb", r"a\newline{}b"), ("<<", r"\textless{}\textless{}"),
+])
+def test_latex_escapes_every_special_character(raw, tex):
+    assert latex_escape(raw) == tex
+
+
+def test_latex_has_booktabs_and_switches_to_longtable_for_long_tables():
+    short = render("tex", table(row_count=len(ROWS))).decode("utf-8")
+    assert "\\begin{tabular}" in short and "\\toprule" in short and "\\bottomrule" in short
+    assert "longtable}{" not in short
+    rows = [["t", "c", "m", f"quote {i}"] for i in range(40)]
+    long = render("tex", table(rows, row_count=40)).decode("utf-8")
+    assert "\\begin{longtable}" in long and "\\endhead" in long and long.count(" \\\\\n") >= 40
+
+
+def _compile(tex: str, tmp_path: Path) -> str:
+    (tmp_path / "t.tex").write_text(tex, encoding="utf-8")
+    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:]
+    return subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout \
+        if shutil.which("pdftotext") else ""
+
+
+@pytest.mark.parametrize("rows", [ROWS, ROWS * 12], ids=["table", "longtable"])
+def test_latex_compiles(rows, tmp_path):
+    if not shutil.which("pdflatex"):
+        pytest.skip("no TeX engine installed (scripts/ensure-tex installs one); escaping is checked above")
+    tex = render("tex", table(rows, row_count=len(rows))).decode("utf-8")
+    _compile(tex, tmp_path)
+    assert (tmp_path / "t.pdf").stat().st_size > 1000
+
+
+def test_latex_parses_without_a_tex_engine():
+    """Without TeX, check the structure: balanced braces and environments, one row per line."""
+    tex = render("tex", table(row_count=len(ROWS))).decode("utf-8")
+    body = tex.replace("\\{", "").replace("\\}", "")
+    assert body.count("{") == body.count("}")
+    for env in ("document", "table", "tabular"):
+        assert tex.count(f"\\begin{{{env}}}") == tex.count(f"\\end{{{env}}}") == 1
+    row_lines = [ln for ln in tex.splitlines() if ln.endswith(" \\\\") and " & " in ln and "textbf" not in ln]
+    assert len(row_lines) == len(ROWS)
+    assert all(ln.count(" & ") == len(HEADERS) - 1 for ln in row_lines)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "docx", "tex", "md"])
+def test_memory_stays_flat_as_rows_grow(fmt):
+    def peak(n: int) -> int:
+        rows = (["Theme", "Code", "Model", f"A quote of moderate length, number {i}, to fill the cells."] for i in range(n))
+        tracemalloc.start()
+        write_table(fmt, Table(caption="c", headers=HEADERS, rows=rows, row_count=n), io.BytesIO() if fmt in ("xlsx", "docx") else _Sink())
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        return top
+
+    small, large = peak(1000), peak(8000)
+    # 8x the rows may not cost 8x the memory (a little slack for buffers and zip bookkeeping).
+    assert large < small * 2 + 2_000_000, (small, large)
+
+
+class _Sink(io.RawIOBase):
+    def writable(self) -> bool:
+        return True
+
+    def write(self, b) -> int:
+        return len(b)
