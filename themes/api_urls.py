@@ -1,5 +1,16 @@
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from rest_framework.routers import SimpleRouter
 
-urlpatterns: list = []
+from themes.api import CommentViewSet, MemoViewSet, ReviewViewSet, SnapshotViewSet, ThemeViewSet
+
+P = r"projects/(?P<project_uuid>[0-9a-f-]{36})"
+
+router = SimpleRouter()
+router.register(rf"{P}/themes", ThemeViewSet, basename="api-theme")
+router.register(rf"{P}/memos", MemoViewSet, basename="api-memo")
+router.register(rf"{P}/comments", CommentViewSet, basename="api-comment")
+router.register(rf"{P}/reviews", ReviewViewSet, basename="api-review")
+router.register(rf"{P}/theme-snapshots", SnapshotViewSet, basename="api-theme-snapshot")
+
+urlpatterns = router.urls

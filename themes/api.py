@@ -1,0 +1,348 @@
+"""REST API for themes, memos, comments, review meetings and snapshots.
+
+Under /api/projects/<project_uuid>/ with the pages' rules: outsiders get 404, viewers may
+read but not write (403). Writes go through themes.services, like the pages.
+"""
+
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.shortcuts import get_object_or_404
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from coding.models import Code
+from interviews.models import Interview
+from projects.api_permissions import ProjectScopedMixin
+from themes import services, snapshots
+from themes.models import Comment, Decision, Memo, Review, Snapshot, Theme, ThemeCode
+
+
+def _drf(exc: DjangoValidationError) -> ValidationError:
+    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
+
+
+class ThemeSerializer(serializers.ModelSerializer):
+    parent = serializers.SlugRelatedField(slug_field="uuid", read_only=True)
+    codes = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Theme
+        fields = ["uuid", "name", "definition", "status", "parent", "colour", "position", "version", "codes", "created_at", "updated_at"]
+        read_only_fields = ["uuid", "status", "position", "version", "codes", "created_at", "updated_at"]
+
+    def get_codes(self, theme: Theme) -> list[dict]:
+        return [{"uuid": str(tc.code.uuid), "name": tc.code.name} for tc in theme.ordered_codes]
+
+
+class ThemeWriteSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, required=False)
+    definition = serializers.CharField(required=False, allow_blank=True)
+    colour = serializers.RegexField(r"^#[0-9a-fA-F]{6}$", required=False)
+    parent = serializers.UUIDField(required=False, allow_null=True)
+
+
+class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Themes with their ordered codes; create, edit, change status, place codes, trash."""
+
+    serializer_class = ThemeSerializer
+    lookup_field = "uuid"
+
+    def get_queryset(self):
+        from django.db.models import Prefetch
+
+        placements = ThemeCode.objects.filter(code__deleted_at__isnull=True).select_related("code").order_by("position")
+        return (Theme.objects.for_project(self.project).select_related("parent")
+                .prefetch_related(Prefetch("theme_codes", queryset=placements, to_attr="ordered_codes")))
+
+    def _parent(self, value) -> Theme | None:
+        return get_object_or_404(Theme.objects.for_project(self.project), uuid=value) if value else None
+
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        data = ThemeWriteSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            theme = services.theme_create(project=self.project, actor=request.user, name=data.validated_data.get("name", ""),
+                                          definition=data.validated_data.get("definition", ""), parent=self._parent(data.validated_data.get("parent")),
+                                          colour=data.validated_data.get("colour", ""))
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data, status=status.HTTP_201_CREATED)
+
+    def partial_update(self, request: Request, *args, **kwargs) -> Response:
+        theme = self.get_object()
+        data = ThemeWriteSerializer(data=request.data, partial=True)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        try:
+            services.theme_update(theme=theme, actor=request.user, name=v.get("name"), definition=v.get("definition"), colour=v.get("colour"))
+            if "parent" in v:
+                services.theme_set_parent(theme=theme, actor=request.user, parent=self._parent(v["parent"]))
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
+
+    def destroy(self, request: Request, *args, **kwargs) -> Response:
+        services.theme_delete(theme=self.get_object(), actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @action(detail=True, methods=["post"])
+    def status(self, request: Request, *args, **kwargs) -> Response:
+        theme = self.get_object()
+        try:
+            services.theme_set_status(theme=theme, actor=request.user, status=request.data.get("status", ""), reason=request.data.get("reason", ""))
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
+
+    @action(detail=True, methods=["post"])
+    def codes(self, request: Request, *args, **kwargs) -> Response:
+        """Place a code: {"code": uuid, "action": "add"|"remove"|"move", "to": theme uuid (move), "before": code uuid}."""
+        theme = self.get_object()
+        codes = Code.objects.for_project(self.project)
+        code = get_object_or_404(codes, uuid=request.data.get("code"))
+        before = get_object_or_404(codes, uuid=request.data["before"]) if request.data.get("before") else None
+        verb = request.data.get("action", "add")
+        try:
+            if verb == "add":
+                services.theme_add_code(theme=theme, actor=request.user, code=code, before=before)
+            elif verb == "remove":
+                services.theme_remove_code(theme=theme, actor=request.user, code=code)
+            elif verb == "move":
+                target = get_object_or_404(Theme.objects.for_project(self.project), uuid=request.data.get("to"))
+                services.theme_move_code(code=code, source=theme, target=target, actor=request.user, before=before)
+            else:
+                raise ValidationError({"action": "Use add, remove or move."})
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
+
+
+class MemoSerializer(serializers.ModelSerializer):
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    interview = serializers.SlugRelatedField(slug_field="uuid", queryset=Interview.objects.none(), required=False, allow_null=True)
+    code = serializers.SlugRelatedField(slug_field="uuid", queryset=Code.objects.none(), required=False, allow_null=True)
+    theme = serializers.SlugRelatedField(slug_field="uuid", queryset=Theme.objects.none(), required=False, allow_null=True)
+    base_version = serializers.IntegerField(write_only=True, required=False)
+
+    class Meta:
+        model = Memo
+        fields = ["uuid", "title", "body", "kind", "interview", "code", "theme", "version", "base_version", "author", "created_at", "updated_at"]
+        read_only_fields = ["uuid", "version", "author", "created_at", "updated_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        project = self.context.get("project")
+        if project is not None:
+            self.fields["interview"].queryset = Interview.objects.for_project(project)
+            self.fields["code"].queryset = Code.objects.for_project(project)
+            self.fields["theme"].queryset = Theme.objects.for_project(project)
+
+
+class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
+    """Memos; an update must send base_version, and gets 409 with the newer revision if someone saved since."""
+
+    serializer_class = MemoSerializer
+    lookup_field = "uuid"
+    http_method_names = ["get", "post", "patch", "delete"]
+
+    def get_queryset(self):
+        memos = Memo.objects.for_project(self.project)
+        for field in ("kind",):
+            if self.request.query_params.get(field):
+                memos = memos.filter(**{field: self.request.query_params[field]})
+        if self.request.query_params.get("author"):
+            memos = memos.filter(author__username=self.request.query_params["author"])
+        return memos
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "project": self.project}
+
+    def perform_create(self, serializer):
+        v = serializer.validated_data
+        try:
+            serializer.instance = services.memo_create(project=self.project, actor=self.request.user, title=v.get("title", ""), body=v.get("body", ""),
+                                                       kind=v.get("kind", Memo.Kind.REFLEXIVE), interview=v.get("interview"), code=v.get("code"), theme=v.get("theme"))
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+
+    def partial_update(self, request: Request, *args, **kwargs) -> Response:
+        memo = self.get_object()
+        if "base_version" not in request.data:
+            raise ValidationError({"base_version": "Send the version you edited (base_version), so newer changes are never overwritten."})
+        try:
+            memo = services.memo_update(memo=memo, actor=request.user, base_version=int(request.data["base_version"]),
+                                        title=request.data.get("title", memo.title), body=request.data.get("body", memo.body),
+                                        kind=request.data.get("kind", memo.kind))
+        except services.MemoConflict as exc:
+            return Response({"detail": str(exc), "latest": {"number": exc.latest.number, "title": exc.latest.title, "body": exc.latest.body,
+                                                            "author": exc.latest.author.username if exc.latest.author else None}},
+                            status=status.HTTP_409_CONFLICT)
+        except (DjangoValidationError, ValueError) as exc:
+            raise _drf(exc) if isinstance(exc, DjangoValidationError) else ValidationError({"base_version": "Must be a number."}) from None
+        return Response(self.get_serializer(memo).data)
+
+    def perform_destroy(self, instance):
+        services.memo_delete(memo=instance, actor=self.request.user)
+
+    @action(detail=True, methods=["get"])
+    def revisions(self, request: Request, *args, **kwargs) -> Response:
+        memo = self.get_object()
+        return Response([{"number": r.number, "title": r.title, "body": r.body, "kind": r.kind,
+                          "author": r.author.username if r.author else None, "created_at": r.created_at}
+                         for r in memo.revisions.select_related("author")])
+
+
+class CommentSerializer(serializers.ModelSerializer):
+    theme = serializers.SlugRelatedField(slug_field="uuid", queryset=Theme.objects.none())
+    parent = serializers.SlugRelatedField(slug_field="uuid", queryset=Comment.objects.none(), required=False, allow_null=True)
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    mentions = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    resolved = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Comment
+        fields = ["uuid", "theme", "parent", "author", "body", "mentions", "resolved", "resolved_at", "created_at"]
+        read_only_fields = ["uuid", "author", "mentions", "resolved", "resolved_at", "created_at"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        project = self.context.get("project")
+        if project is not None:
+            self.fields["theme"].queryset = Theme.objects.for_project(project)
+            self.fields["parent"].queryset = Comment.objects.filter(theme__project=project)
+
+    def get_resolved(self, comment: Comment) -> bool:
+        return comment.resolved_at is not None
+
+
+class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
+    """Theme discussion: list (?theme=uuid, ?mentions=username), post, resolve/reopen."""
+
+    serializer_class = CommentSerializer
+    lookup_field = "uuid"
+
+    def get_queryset(self):
+        comments = (Comment.objects.filter(theme__project=self.project, theme__deleted_at__isnull=True)
+                    .select_related("theme", "parent", "author").prefetch_related("mentions"))
+        if self.request.query_params.get("theme"):
+            comments = comments.filter(theme__uuid=self.request.query_params["theme"])
+        if self.request.query_params.get("mentions"):
+            comments = comments.filter(mentions__username=self.request.query_params["mentions"])
+        return comments
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "project": self.project}
+
+    def perform_create(self, serializer):
+        v = serializer.validated_data
+        try:
+            serializer.instance = services.comment_post(theme=v["theme"], actor=self.request.user, body=v["body"], parent=v.get("parent"))
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+
+    @action(detail=True, methods=["post"])
+    def resolve(self, request: Request, *args, **kwargs) -> Response:
+        top = services.comment_resolve(comment=self.get_object(), actor=request.user, resolved=bool(request.data.get("resolved", True)))
+        return Response(self.get_serializer(top).data)
+
+
+class DecisionSerializer(serializers.ModelSerializer):
+    theme = serializers.SlugRelatedField(slug_field="uuid", read_only=True)
+
+    class Meta:
+        model = Decision
+        fields = ["uuid", "theme", "kind", "payload", "note", "created_at", "applied_at"]
+
+
+class ReviewSerializer(serializers.ModelSerializer):
+    attendees = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
+    agenda = serializers.SerializerMethodField()
+    decisions = DecisionSerializer(many=True, read_only=True)
+
+    class Meta:
+        model = Review
+        fields = ["uuid", "title", "date", "status", "notes", "attendees", "agenda", "decisions", "created_at", "closed_at"]
+        read_only_fields = ["uuid", "status", "created_at", "closed_at"]
+
+    def get_agenda(self, review: Review) -> list[str]:
+        return [str(item.theme.uuid) for item in review.agenda.all()]
+
+
+class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Review meetings: schedule (with agenda and attendees), record and apply decisions, close."""
+
+    serializer_class = ReviewSerializer
+    lookup_field = "uuid"
+
+    def get_queryset(self):
+        return Review.objects.filter(project=self.project).prefetch_related("attendees", "agenda__theme", "decisions__theme")
+
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        data = ReviewSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        uuids = [str(u) for u in request.data.get("agenda", [])]
+        themes = {str(t.uuid): t for t in Theme.objects.for_project(self.project).filter(uuid__in=uuids)}
+        if len(themes) != len(set(uuids)):
+            raise ValidationError({"agenda": "Every agenda item must be a theme of this project."})
+        from projects.models import Membership
+
+        attendees = [m.user for m in Membership.objects.filter(project=self.project, user__username__in=request.data.get("attendees", [])).select_related("user")]
+        review = services.review_create(project=self.project, actor=request.user, title=data.validated_data["title"], date=data.validated_data["date"],
+                                        attendees=attendees, themes=[themes[u] for u in uuids])
+        return Response(ReviewSerializer(self.get_queryset().get(pk=review.pk)).data, status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"])
+    def decisions(self, request: Request, *args, **kwargs) -> Response:
+        review = self.get_object()
+        theme = get_object_or_404(Theme.objects.for_project(self.project), uuid=request.data.get("theme"))
+        try:
+            decision = services.decision_record(review=review, theme=theme, actor=request.user, kind=request.data.get("kind", ""),
+                                                payload=request.data.get("payload") or {}, note=request.data.get("note", ""))
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return Response(DecisionSerializer(decision).data, status=status.HTTP_201_CREATED)
+
+    @action(detail=True, methods=["post"], url_path=r"decisions/(?P<decision_uuid>[0-9a-f-]{36})/apply")
+    def apply(self, request: Request, *args, decision_uuid: str = "", **kwargs) -> Response:
+        review = self.get_object()
+        decision = get_object_or_404(Decision.objects.filter(review=review), uuid=decision_uuid)
+        try:
+            decision = services.decision_apply(decision=decision, actor=request.user)
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return Response(DecisionSerializer(decision).data)
+
+    @action(detail=True, methods=["post"])
+    def close(self, request: Request, *args, **kwargs) -> Response:
+        review = self.get_object()
+        if review.status == Review.Status.CLOSED:
+            raise ValidationError({"status": "This meeting is already closed."})
+        snapshot = services.review_close(review=review, actor=request.user)
+        return Response({"snapshot": str(snapshot.uuid)})
+
+
+class SnapshotSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Snapshot
+        fields = ["uuid", "label", "taken_at", "data"]
+
+
+class SnapshotViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """Snapshots of the theme structure; /compare/?a=&b= lists what changed."""
+
+    serializer_class = SnapshotSerializer
+    lookup_field = "uuid"
+
+    def get_queryset(self):
+        return Snapshot.objects.filter(project=self.project)
+
+    @action(detail=False, methods=["get"])
+    def compare(self, request: Request, *args, **kwargs) -> Response:
+        a = get_object_or_404(self.get_queryset(), uuid=request.query_params.get("a"))
+        b = get_object_or_404(self.get_queryset(), uuid=request.query_params.get("b"))
+        before, after = (a, b) if (a.taken_at, a.id) <= (b.taken_at, b.id) else (b, a)
+        return Response(snapshots.compare(before.data, after.data))

@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from themes import services
+from themes.models import Memo, Theme, ThemeCode
+
+pytestmark = pytest.mark.django_db
+
+
+def api(user) -> APIClient:
+    client = APIClient()
+    client.force_authenticate(user)
+    return client
+
+
+def rows(response) -> list:
+    """List endpoints are paginated (REST_FRAMEWORK settings)."""
+    data = response.json()
+    return data["results"] if isinstance(data, dict) else data
+
+
+def base(project) -> str:
+    return f"/api/projects/{project.uuid}"
+
+
+@pytest.fixture
+def theme(project, owner, make_code):
+    theme = services.theme_create(project=project, actor=owner, name="Honesty")
+    services.theme_add_code(theme=theme, actor=owner, code=make_code("admits uncertainty"))
+    return theme
+
+
+WRITES = [
+    ("post", "/themes/", {"name": "New"}),
+    ("patch", "/themes/{theme}/", {"name": "Renamed"}),
+    ("post", "/themes/{theme}/status/", {"status": "reviewed"}),
+    ("post", "/themes/{theme}/codes/", {"code": "{code}", "action": "remove"}),
+    ("delete", "/themes/{theme}/", None),
+    ("post", "/memos/", {"title": "m", "body": "b", "kind": "analytic"}),
+    ("post", "/comments/", {"theme": "{theme}", "body": "hi"}),
+    ("post", "/reviews/", {"title": "R", "date": "2026-11-22", "agenda": ["{theme}"]}),
+]
+
+
+@pytest.mark.parametrize("method,path,data", WRITES, ids=[f"{m} {p}" for m, p, _ in WRITES])
+def test_api_writes_follow_page_permissions(method, path, data, project, theme, analyst, viewer, outsider):
+    code = theme.codes.first()
+
+    def fill(value):
+        if isinstance(value, str):
+            return value.replace("{theme}", str(theme.uuid)).replace("{code}", str(code.uuid))
+        if isinstance(value, list):
+            return [fill(v) for v in value]
+        if isinstance(value, dict):
+            return {k: fill(v) for k, v in value.items()}
+        return value
+
+    url = base(project) + fill(path)
+    body = fill(data)
+    assert getattr(api(outsider), method)(url, body, format="json").status_code == 404
+    assert getattr(api(viewer), method)(url, body, format="json").status_code == 403
+    assert getattr(api(analyst), method)(url, body, format="json").status_code in (200, 201, 204)
+
+
+def test_api_lists_themes_with_ordered_codes_for_viewers(project, theme, viewer, outsider):
+    data = rows(api(viewer).get(base(project) + "/themes/"))
+    assert data[0]["name"] == "Honesty" and data[0]["codes"][0]["name"] == "admits uncertainty"
+    assert api(outsider).get(base(project) + "/themes/").status_code == 404
+
+
+def test_api_moves_codes_between_themes(project, theme, owner, analyst):
+    other = services.theme_create(project=project, actor=owner, name="Other")
+    code = theme.codes.first()
+    response = api(analyst).post(base(project) + f"/themes/{theme.uuid}/codes/", {"code": str(code.uuid), "action": "move", "to": str(other.uuid)}, format="json")
+    assert response.status_code == 200
+    assert list(ThemeCode.objects.filter(theme=other).values_list("code__name", flat=True)) == ["admits uncertainty"]
+
+
+def test_api_memo_update_conflict_is_409_with_the_newer_text(project, owner, analyst):
+    memo = services.memo_create(project=project, actor=owner, title="t", body="v1", kind="analytic")
+    url = base(project) + f"/memos/{memo.uuid}/"
+    assert api(analyst).patch(url, {"body": "v2", "base_version": 1}, format="json").status_code == 200
+    stale = api(owner).patch(url, {"body": "mine", "base_version": 1}, format="json")
+    assert stale.status_code == 409 and stale.json()["latest"]["body"] == "v2"
+    assert api(owner).patch(url, {"body": "mine"}, format="json").status_code == 400
+    assert Memo.objects.get(pk=memo.pk).body == "v2"
+    revisions = api(owner).get(url + "revisions/").json()
+    assert [r["number"] for r in revisions] == [2, 1]
+
+
+def test_api_memo_delete_is_soft(project, owner):
+    memo = services.memo_create(project=project, actor=owner, title="t", body="", kind="analytic")
+    assert api(owner).delete(base(project) + f"/memos/{memo.uuid}/").status_code == 204
+    assert Memo.objects.get(pk=memo.pk).deleted_at is not None
+    assert rows(api(owner).get(base(project) + "/memos/")) == []
+
+
+def test_api_comments_mentions_and_resolve(project, theme, owner, analyst):
+    created = api(owner).post(base(project) + "/comments/", {"theme": str(theme.uuid), "body": "@arjun look"}, format="json").json()
+    assert created["mentions"] == ["arjun"]
+    assert len(rows(api(analyst).get(base(project) + "/comments/?mentions=arjun"))) == 1
+    resolved = api(analyst).post(base(project) + f"/comments/{created['uuid']}/resolve/", {"resolved": True}, format="json").json()
+    assert resolved["resolved"] is True
+
+
+def test_api_review_meeting_flow(project, theme, owner, analyst):
+    other = services.theme_create(project=project, actor=owner, name="Other")
+    review = api(analyst).post(base(project) + "/reviews/", {"title": "R1", "date": "2026-11-22", "agenda": [str(theme.uuid), str(other.uuid)],
+                                                             "attendees": ["olivia", "arjun"]}, format="json").json()
+    assert review["agenda"] == [str(theme.uuid), str(other.uuid)] and sorted(review["attendees"]) == ["arjun", "olivia"]
+    url = base(project) + f"/reviews/{review['uuid']}/"
+    decision = api(analyst).post(url + "decisions/", {"theme": str(theme.uuid), "kind": "merge", "payload": {"into": str(other.uuid)}}, format="json")
+    assert decision.status_code == 201
+    bad = api(analyst).post(url + "decisions/", {"theme": str(theme.uuid), "kind": "merge", "payload": {"into": str(theme.uuid)}}, format="json")
+    assert bad.status_code == 400 and "into" in bad.json()
+    applied = api(analyst).post(url + f"decisions/{decision.json()['uuid']}/apply/", format="json")
+    assert applied.status_code == 200 and applied.json()["applied_at"]
+    assert Theme.objects.get(pk=theme.pk).deleted_at is not None
+    after = api(analyst).post(url + "close/", format="json").json()["snapshot"]
+    snaps = rows(api(analyst).get(base(project) + "/theme-snapshots/"))
+    before = next(s["uuid"] for s in snaps if s["label"] == "R1: before")
+    diff = api(analyst).get(base(project) + f"/theme-snapshots/compare/?a={before}&b={after}").json()
+    assert [t["name"] for t in diff["removed"]] == ["Honesty"]
