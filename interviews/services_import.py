@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db import connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
+from psycopg.types.json import Jsonb
 
 from interviews.models import ImportJob, Interview, Participant, Segment, Turn
 from interviews.parsers import (
@@ -299,8 +301,6 @@ def _check_participant_choice(project: Project, choice: str) -> None:
 
 
 def _uuid_or_none(value: str):
-    import uuid
-
     try:
         return uuid.UUID(value)
     except (ValueError, AttributeError, TypeError):
@@ -372,9 +372,23 @@ class BatchSummary:
 
 
 @dataclass
+class _TurnRow:
+    """A turn to insert; plain attributes, because building 16,000 Turn model instances
+    costs more than inserting them."""
+
+    position: int
+    speaker: str
+    text: str
+    model_slug: str
+    timestamp: Any
+    metadata: dict[str, Any]
+    id: int | None = None
+
+
+@dataclass
 class _Pending:
     interview: Interview
-    turns: list[Turn]
+    turns: list[_TurnRow]
 
 
 @transaction.atomic
@@ -472,9 +486,8 @@ def _build(project: Project, user, f: StoredFile, conv: ParsedConversation, cont
         metadata=meta, created_by=user,
     )
     turns = [
-        Turn(interview=interview, position=i, speaker=t.speaker, text=t.text,
-             model_slug=str(t.metadata.get("model") or "")[:200],
-             timestamp=_dt(t.metadata.get("created_at")), metadata=t.metadata)
+        _TurnRow(position=i, speaker=t.speaker, text=t.text, model_slug=str(t.metadata.get("model") or "")[:200],
+                 timestamp=_dt(t.metadata.get("created_at")), metadata=t.metadata)
         for i, t in enumerate(conv.turns)
     ]
     return _Pending(interview, turns)
@@ -488,20 +501,40 @@ def _flush(chunk: list[_Pending], summary: BatchSummary) -> None:
     if not chunk:
         return
     Interview.objects.bulk_create([p.interview for p in chunk])
-    turns = []
-    for p in chunk:
-        for t in p.turns:
-            t.interview_id = p.interview.id
-            turns.append(t)
-    Turn.objects.bulk_create(turns, batch_size=2000)
+    summary.turns += _insert_turns(chunk)
     summary.segments += _insert_segments(chunk)
-    summary.turns += len(turns)
     for p in chunk:
         summary.interviews.append({
             "uuid": str(p.interview.uuid), "title": p.interview.title, "turns": len(p.turns),
             "participant": p.interview.participant.label, "source": p.interview.source_filename,
             "format": p.interview.source_format,
         })
+
+
+TURN_COLUMNS = ("id", "uuid", "interview_id", "position", "speaker", "text", "model_slug", "timestamp", "status", "metadata")
+
+
+def _insert_turns(chunk: list[_Pending]) -> int:
+    """Turns of the chunk; on PostgreSQL ids come from the sequence and rows go in by COPY."""
+    rows = [(p.interview.id, t) for p in chunk for t in p.turns]
+    if connection.vendor != "postgresql":
+        objs = [Turn(interview_id=iid, position=t.position, speaker=t.speaker, text=t.text, model_slug=t.model_slug,
+                     timestamp=t.timestamp, metadata=t.metadata) for iid, t in rows]
+        Turn.objects.bulk_create(objs, batch_size=2000)
+        for (_, t), obj in zip(rows, objs, strict=True):
+            t.id = obj.id
+        return len(rows)
+    table = Turn._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)", [table, len(rows)])
+        ids = [r[0] for r in cursor.fetchall()]
+        cols = ", ".join(f'"{c}"' for c in TURN_COLUMNS)
+        with cursor.cursor.copy(f'COPY "{table}" ({cols}) FROM STDIN') as copy:
+            for (iid, t), tid in zip(rows, ids, strict=True):
+                t.id = tid
+                copy.write_row((tid, uuid.uuid4(), iid, t.position, t.speaker, t.text, t.model_slug, t.timestamp,
+                                Turn.Status.COMPLETE, Jsonb(t.metadata)))
+    return len(rows)
 
 
 SEGMENT_COLUMNS = ("interview_id", "turn_id", "position", "start", "end", "text", "kind", "speaker")

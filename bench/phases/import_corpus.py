@@ -1,0 +1,108 @@
+"""Import end to end: parse + segment + store the peer corpus, and a 1,000-conversation ChatGPT export.
+
+Owned by the import half of issue 3 (interviews/services_import.py).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+from bench.common import Context, Section, best_of, corpus_module
+
+TITLE = "Import (parse + segment + store)"
+NEEDS_DJANGO = True
+TAGUETTE_REFERENCE_S = 0.48  # the issue's figure: Taguette imports the corpus (no segmentation)
+SAMPLE = Path("/work/shared/samples/chatgpt/chatgpt2graph-conversations.json")
+
+
+def run(ctx: Context) -> Section:
+    from interviews.models import Segment
+    from interviews.services_import import ImportOptions, import_paths
+    from projects.models import Project
+
+    corpus = corpus_module()
+    docs = corpus.make_corpus()
+    n_sentences = sum(len(corpus.doc_sentences(d)) for d in docs)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for d in docs:
+            p = Path(tmp) / f"{d['name']}.txt"
+            p.write_text(corpus.doc_to_text(d))
+            paths.append(str(p))
+        options = ImportOptions(participant="new:Participant", allow_duplicates=True)
+
+        def once():
+            project = Project.objects.create(name="bench import")
+            return import_paths(project=project, user=None, paths=paths, options=options)
+
+        repeats = 1 if ctx.quick else 5
+        seconds, summary = best_of(repeats, once)
+        rate = summary.segments / seconds
+        taguette = _taguette_import_s(ctx)
+        rows.append(["peer corpus: interviews / turns / segments", f"{len(summary.interviews)} / {summary.turns} / "
+                     f"{summary.segments}", f"{len(docs)} docs, {n_sentences} sentences"])
+        rows.append(["peer corpus: import s (best of %d)" % repeats, round(seconds, 3), taguette])
+        rows.append(["peer corpus: segments/s end to end (target ≥ 10,000)", round(rate), None])
+        rows.append(["ratio to Taguette's import time", f"{seconds / taguette:.2f}×", "1×"])
+
+        export = Path(tmp) / "conversations.json"
+        n_conv = 200 if ctx.quick else 1000
+        _write_export(export, n_conv)
+        size_mb = export.stat().st_size / 1e6
+        started = time.perf_counter()
+        project = Project.objects.create(name="bench chatgpt")
+        big = import_paths(project=project, user=None, paths=[str(export)])
+        big_s = time.perf_counter() - started
+        tracemalloc.start()
+        project = Project.objects.create(name="bench chatgpt (memory)")
+        import_paths(project=project, user=None, paths=[str(export)], options=ImportOptions(allow_duplicates=True))
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        rows.append([f"ChatGPT export, {n_conv} conversations ({size_mb:.0f} MB): import s", round(big_s, 2), None])
+        rows.append([f"… interviews / turns / segments", f"{len(big.interviews)} / {big.turns} / {big.segments}", None])
+        rows.append(["… segments/s", round(big.segments / big_s), None])
+        rows.append(["… peak Python memory during import (tracemalloc)", f"{peak / 1e6:.0f} MB "
+                     f"({peak / 1e6 / size_mb:.2f}× the file)", None])
+        Segment.objects.all().delete()
+    return Section(
+        title=TITLE, columns=["metric", "RTA Studio", "Taguette"], rows=rows,
+        notes=("End to end through `interviews.services_import.import_paths` (the management command's path): read "
+               "the files, parse speaker labels, segment every turn with `interviews.segmentation`, insert interviews and "
+               "turns with bulk_create and segments with PostgreSQL COPY, all in one transaction. Each peer-corpus repeat "
+               "imports into a fresh project. The ChatGPT export is the real sample conversation repeated with distinct "
+               "content; it is streamed with ijson and stored in chunks, so memory stays far below the file size. "
+               f"Taguette's figure is the issue's reference ({TAGUETTE_REFERENCE_S} s, no segmentation) unless PEERS=1 "
+               "measured it in this run."),
+    )
+
+
+def _taguette_import_s(ctx: Context) -> float:
+    data = ctx.peer_results.get("taguette", {})
+    for key in ("a_import", "import"):
+        v = data.get(key)
+        if isinstance(v, dict):
+            for k in ("seconds", "total_s", "wall_s"):
+                if isinstance(v.get(k), int | float):
+                    return float(v[k])
+    return TAGUETTE_REFERENCE_S
+
+
+def _write_export(path: Path, n: int) -> None:
+    conv = json.loads(SAMPLE.read_text())[0]
+    user_id = next(k for k, v in conv["mapping"].items() if v["message"] and v["message"]["author"]["role"] == "user")
+    with path.open("w") as f:
+        f.write("[")
+        for i in range(n):
+            c = json.loads(json.dumps(conv))
+            c["id"] = c["conversation_id"] = f"conv-{i}"
+            c["title"] = f"Conversation {i}"
+            c["mapping"][user_id]["message"]["content"]["parts"] = [f"Question {i}: what is the average distance?"]
+            if i:
+                f.write(",")
+            json.dump(c, f)
+        f.write("]")
