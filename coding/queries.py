@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.core.cache import cache
 from django.db import connection
 from django.db.models import Count, Exists, OuterRef, Q
 
@@ -91,23 +92,45 @@ def codes_with_counts(project: Project) -> list[dict[str, Any]]:
     )
 
 
+def workspace_codes(project: Project) -> list[dict[str, Any]]:
+    """The project's codes (archived included, for their chips) for the coding page; one query, no counts."""
+    return list(
+        Code.objects.for_project(project).order_by("position", "name")
+        .values("id", "uuid", "name", "colour", "kind", "archived", "definition", "parent_id")
+    )
+
+
+PROGRESS_TTL = 60
+
+
 def project_progress(project: Project) -> tuple[int, int]:
-    """(coded, codable) participant segments across the project's live interviews; one query."""
+    """(coded, codable) participant segments across the project's live interviews; one query, cached a minute.
+
+    Counting grows with the project, so the coding page reads it from the cache: the
+    interview's own progress is exact and live, the project's may lag by up to a minute.
+    """
+    key = f"coding:progress:{project.uuid}"
+    cached = cache.get(key)
+    if cached is not None:
+        return tuple(cached)  # type: ignore[return-value]
     coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
     agg = Segment.objects.filter(
         interview__project=project, interview__deleted_at__isnull=True, speaker=Speaker.PARTICIPANT
     ).aggregate(codable=Count("id"), coded=Count("id", filter=Q(coded_exists)))
-    return agg["coded"], agg["codable"]
+    value = (agg["coded"], agg["codable"])
+    cache.set(key, value, PROGRESS_TTL)
+    return value
 
 
-def interview_codings(interview: Interview) -> dict[int, list[tuple[int, int]]]:
-    """segment id → [(code id, coder id)] for the interview; one query, ordered like the chips."""
+def interview_codings(interview: Interview, code_order: dict[int, int]) -> dict[int, list[tuple[int, int]]]:
+    """segment id → [(code id, coder id)] for the interview, in codebook order; one query (no join)."""
     out: dict[int, list[tuple[int, int]]] = {}
-    for seg, code, coder in (
-        Coding.objects.filter(interview=interview).order_by("segment_id", "code__position", "code__name", "coder_id")
-        .values_list("segment_id", "code_id", "coder_id")
-    ):
+    for seg, code, coder in Coding.objects.filter(interview=interview).order_by().values_list("segment_id", "code_id", "coder_id"):
         out.setdefault(seg, []).append((code, coder))
+    last = len(code_order)
+    for pairs in out.values():
+        if len(pairs) > 1:
+            pairs.sort(key=lambda p: (code_order.get(p[0], last), p[1]))
     return out
 
 

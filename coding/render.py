@@ -52,12 +52,10 @@ class ChipRenderer:
         if html is None:
             code = self.codes.get(code_id) or CodeInfo(code_id, "(unknown code)", "#999999", "semantic")
             coder = self.coders.get(coder_id) or CoderInfo(coder_id, "??", "a former member")
-            name = escape(code.name)
+            # Kept small: a 10× interview has ~5,000 chips. Kind and coder names come from the page's JSON.
             html = (
-                f'<span class="chip{" mine" if coder_id == self.me else ""}" data-code="{code_id}" data-coder="{coder_id}" '
-                f'data-kind="{escape(code.kind)}" style="--c:{escape(code.colour)}" '
-                f'title="{name} ({escape(code.kind)}) · {escape(coder.name)}">'
-                f'<span class="sw" aria-hidden="true"></span>{name}<small class="who">{escape(coder.initials)}</small></span>'
+                f'<span class="chip{" mine" if coder_id == self.me else ""}" data-c="{code_id}" data-u="{coder_id}" '
+                f'style="--c:{escape(code.colour)}">{escape(code.name)}<small>{escape(coder.initials)}</small></span>'
             )
             self._cache[key] = html
         return html
@@ -106,7 +104,7 @@ def render_transcript(*, turns: Sequence[tuple[int, int, str]], segments: Sequen
             append(f'<button type="button" class="note-btn link" data-turn="{turn_id}">Note</button>')
         append("</header>")
         append(notes_html.get(turn_id, f'<div class="notes" id="notes-t{turn_id}"></div>'))
-        for seg_id, _turn, pos, text, seg_speaker, kind in by_turn.get(turn_id, ()):
+        for seg_id, _turn, _pos, text, seg_speaker, kind in by_turn.get(turn_id, ()):
             codable = seg_speaker == "participant" or code_any_speaker
             pairs = codings.get(seg_id)
             cls = "seg"
@@ -118,7 +116,7 @@ def render_transcript(*, turns: Sequence[tuple[int, int, str]], segments: Sequen
                 cls += " k-" + kind
             if pairs:
                 cls += " coded"
-            append(f'<div class="{cls}" id="s-{seg_id}" data-id="{seg_id}" data-pos="{pos}">'
+            append(f'<div class="{cls}" id="s-{seg_id}">'
                    f'<span class="st">{escape(text)}</span>'
                    f'<span class="chips" id="chips-{seg_id}">{renderer.chips(pairs) if pairs else ""}</span></div>')
         append("</section>")

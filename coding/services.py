@@ -263,7 +263,7 @@ def code_split(*, code: Code, actor: Any, names: Sequence[str], reason: str = ""
 # --- codings: the hot path ---------------------------------------------------------------
 
 # One statement: membership check, the insert (a duplicate is ignored), the chips of the
-# touched segments, the code's project count and the interview's progress. The main query
+# touched segments, the code's count in this interview and the interview's progress. The main query
 # does not see rows the INSERT adds (one snapshot), so `ins` is unioned in.
 _APPLY_SQL = """
 WITH m AS (
@@ -302,7 +302,8 @@ SELECT (SELECT role FROM m), (SELECT id FROM iv), (SELECT count(*) FROM seg), (S
                                                   u.username, u.first_name, u.last_name)
                                  ORDER BY ch.segment_id, c.position, c.name, ch.coder_id), '[]')
           FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),
-       (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd)) + (SELECT count(*) FROM ins),
+       (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd) AND interview_id = (SELECT id FROM iv))
+         + (SELECT count(*) FROM ins),
        (SELECT count(*) FROM (SELECT segment_id FROM coding_coding c JOIN interviews_segment s ON s.id = c.segment_id
                               WHERE c.interview_id = (SELECT id FROM iv) AND s.speaker = 'participant'
                               UNION SELECT i.segment_id FROM ins i JOIN interviews_segment s ON s.id = i.segment_id
@@ -343,7 +344,8 @@ SELECT (SELECT role FROM m), (SELECT id FROM iv), (SELECT count(*) FROM seg), (S
                                                   u.username, u.first_name, u.last_name)
                                  ORDER BY ch.segment_id, c.position, c.name, ch.coder_id), '[]')
           FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),
-       (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd)) - (SELECT count(*) FROM del),
+       (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd) AND interview_id = (SELECT id FROM iv))
+         - (SELECT count(*) FROM del),
        (SELECT count(DISTINCT c.segment_id) FROM coding_coding c JOIN interviews_segment s ON s.id = c.segment_id
          WHERE c.interview_id = (SELECT id FROM iv) AND s.speaker = 'participant'
            AND c.id NOT IN (SELECT id FROM del)),
@@ -352,7 +354,10 @@ SELECT (SELECT role FROM m), (SELECT id FROM iv), (SELECT count(*) FROM seg), (S
 
 
 class CodingResult:
-    """What one apply/remove did: the caller's role (None: not a member), the chips of the touched segments, counts."""
+    """What one apply/remove did: the caller's role (None: not a member), the chips of the touched segments, counts.
+
+    code_count is the code's uses in this interview; coded/codable count participant segments.
+    """
 
     __slots__ = ("role", "interview_id", "segments_found", "code_found", "changed", "chips", "code_count", "coded", "codable")
 
@@ -452,7 +457,7 @@ def _orm_change(p: dict[str, Any], *, remove: bool) -> CodingResult:
     coded = (Coding.objects.filter(interview_id=iv, segment__speaker=Speaker.PARTICIPANT)
              .values("segment_id").distinct().count())
     codable = Segment.objects.filter(interview_id=iv, speaker=Speaker.PARTICIPANT).count()
-    code_count = Coding.objects.filter(code_id=p["code"]).count()
+    code_count = Coding.objects.filter(code_id=p["code"], interview_id=iv).count()
     return CodingResult((role, iv, len(seg_ids), code_found, changed, chips, code_count, coded, codable))
 
 

@@ -257,12 +257,12 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
     project = membership.project
     interview = _interview(membership, interview_uuid)
     any_speaker = bool(request.session.get(_any_speaker_key(project_uuid)))
-    codes = queries.codes_with_counts(project)
+    codes = queries.workspace_codes(project)
     coders = queries.coders_of(project)
     renderer = ChipRenderer(queries.code_infos(codes), coders, request.user.pk)
     turns = list(Turn.objects.filter(interview=interview).order_by("position").values_list("id", "position", "speaker"))
     segments = queries.interview_segments(interview)
-    codings = queries.interview_codings(interview)
+    codings = queries.interview_codings(interview, {c["id"]: i for i, c in enumerate(codes)})
     notes = queries.interview_notes(interview)
     notes_html = {tid: render_notes(key=f"t{tid}", notes=n, me=request.user.pk, coders=coders)
                   for tid, n in notes.items() if tid is not None}
@@ -276,12 +276,14 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
     for pairs in codings.values():
         for code_id, _coder in pairs:
             used_here[code_id] = used_here.get(code_id, 0) + 1
+    for c in codes:
+        c["here"] = used_here.get(c["id"], 0)
     coders_here = sorted({c for pairs in codings.values() for _code, c in pairs} | {request.user.pk})
-    picker = [{"id": c["id"], "name": c["name"], "colour": c["colour"], "kind": c["kind"], "definition": c["definition"][:200]}
-              for c in codes if not c["archived"]]
+    picker = [{"id": c["id"], "name": c["name"], "colour": c["colour"], "kind": c["kind"], "definition": c["definition"][:200],
+               "archived": c["archived"]} for c in codes]
     return render(request, "coding/workspace.html", {
         "project": project, "membership": membership, "nav": "interviews", "interview": interview,
-        "transcript": transcript, "codes": codes, "used_here": used_here, "picker": picker,
+        "transcript": transcript, "codes": codes, "picker": picker,
         "coders": [coders[c] for c in coders_here if c in coders], "coded": coded, "codable": codable,
         "project_coded": project_coded, "project_codable": project_codable, "any_speaker": any_speaker,
         "interview_notes": render_notes(key="interview", notes=notes.get(None, []), me=request.user.pk, coders=coders),
@@ -289,7 +291,8 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
                    "remove": reverse("coding:remove", args=[project_uuid, interview_uuid]),
                    "create": reverse("coding:create_inline", args=[project_uuid, interview_uuid]),
                    "notes": reverse("coding:notes", args=[project_uuid, interview_uuid]),
-                   "me": request.user.pk, "project": str(project_uuid), "canWrite": membership.can_write},
+                   "me": request.user.pk, "project": str(project_uuid), "canWrite": membership.can_write,
+                   "coders": {c.id: c.name for c in coders.values()}},
     })
 
 

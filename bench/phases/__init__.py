@@ -16,4 +16,5 @@ PHASES: list[str] = [
     "import_corpus",
     "import_memory",  # peak RSS of a fresh process importing a generated 1,000-conversation export
     "exchange",
+    "coding",  # apply a code (1 and 8 clients), open the heaviest and a 10× interview, worker memory
 ]

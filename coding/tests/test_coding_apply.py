@@ -27,7 +27,7 @@ def test_apply_creates_a_coding_and_returns_chips_and_counts(client_for, analyst
     assert r.status_code == 200
     body = r.content.decode()
     assert f'id="chips-{seg.pk}" hx-swap-oob="true"' in body
-    assert "Belonging takes time" in body and "--c:#112233" in body and ">AA<" in body
+    assert "Belonging takes time" in body and "--c:#112233" in body and "<small>AA</small>" in body
     assert f'<span id="progress-interview" hx-swap-oob="true">1 / {len(participant_segments)}</span>' in body
     assert f'<span id="uses-{code.pk}" class="uses" hx-swap-oob="true">1</span>' in body
     assert json.loads(r["HX-Trigger"])["coding-changed"] == {"action": "apply", "code": code.pk, "segments": [seg.pk]}
@@ -42,7 +42,7 @@ def test_a_double_click_does_not_duplicate(client_for, analyst, project, intervi
         assert r.status_code == 200
     assert Coding.objects.count() == 1
     assert json.loads(r["HX-Trigger"])["coding-changed"]["segments"] == []
-    assert r.content.decode().count('data-code=') == 1
+    assert r.content.decode().count('data-c=') == 1
 
 
 def test_apply_is_one_statement_after_session_and_user(client_for, analyst, project, interview, participant_segments, make_code):
@@ -65,7 +65,7 @@ def test_range_apply_and_remove_keep_other_coders(client_for, owner, analyst, pr
     assert r.status_code == 200
     assert set(Coding.objects.values_list("coder_id", flat=True)) == {owner.pk}
     # The owner's chips are still in the answer: nothing of theirs was overwritten.
-    assert r.content.decode().count('data-coder="{}"'.format(owner.pk)) == 3 and 'chip mine' not in r.content.decode()
+    assert r.content.decode().count(f'data-u="{owner.pk}"') == 3 and 'chip mine' not in r.content.decode()
     assert sorted(json.loads(r["HX-Trigger"])["coding-changed"]["segments"]) == sorted(s.pk for s in participant_segments[:3])
 
 

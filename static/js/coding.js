@@ -12,7 +12,11 @@
     var cfgEl = document.getElementById("coding-config");
     if (!cfgEl) return;
     var cfg = JSON.parse(cfgEl.textContent);
-    var codes = JSON.parse(document.getElementById("coding-codes").textContent);
+    // Every code (archived ones too, for chips); the picker offers only the live ones.
+    var allCodes = JSON.parse(document.getElementById("coding-codes").textContent);
+    var codes = allCodes.filter(function (c) { return !c.archived; });
+    var kindOf = {};
+    allCodes.forEach(function (c) { kindOf[c.id] = c.kind; });
     var transcript = document.getElementById("transcript");
     var statusEl = document.getElementById("ws-status");
     var picker = document.getElementById("picker");
@@ -61,7 +65,7 @@
       if (!extend || anchor < 0) anchor = i;
       paintSelection();
     }
-    function selectedIds() { return selection().map(function (el) { return el.dataset.id; }); }
+    function selectedIds() { return selection().map(function (el) { return el.id.slice(2); }); }
 
     transcript.addEventListener("click", function (e) {
       if (e.target.closest("button, a")) return;
@@ -124,6 +128,7 @@
       var d = e.detail || {};
       if (d.newCode && !codeById(d.newCode.id)) {
         codes.push(d.newCode);
+        kindOf[d.newCode.id] = d.newCode.kind;
         var opt = document.createElement("option");
         opt.value = d.newCode.id; opt.textContent = d.newCode.name;
         document.getElementById("filter-code").appendChild(opt);
@@ -165,7 +170,7 @@
     function removeFromSelection() {
       var mine = {};
       selection().forEach(function (el) {
-        el.querySelectorAll(".chip.mine").forEach(function (ch) { mine[ch.dataset.code] = true; });
+        el.querySelectorAll(".chip.mine").forEach(function (ch) { mine[ch.dataset.c] = true; });
       });
       var ids = Object.keys(mine);
       if (!ids.length) { say("None of your codes is on the selection."); return; }
@@ -272,12 +277,20 @@
       });
     });
 
+    /* chips carry only ids; a hover shows the code, its kind and the coder */
+    transcript.addEventListener("mouseover", function (e) {
+      var ch = e.target.closest(".chip");
+      if (!ch || ch.title) return;
+      var c = allCodes.filter(function (x) { return String(x.id) === ch.dataset.c; })[0];
+      ch.title = (c ? c.name + " (" + c.kind + ")" : "code") + " · " + (cfg.coders[ch.dataset.u] || "former member");
+    });
+
     /* ---- filters ---- */
     function chipVisible(ch) {
-      if (filters.code && ch.dataset.code !== filters.code) return false;
-      if (filters.kind && ch.dataset.kind !== filters.kind) return false;
-      if (filters.coder === "mine" && ch.dataset.coder !== me) return false;
-      if (filters.coder && filters.coder !== "mine" && ch.dataset.coder !== filters.coder) return false;
+      if (filters.code && ch.dataset.c !== filters.code) return false;
+      if (filters.kind && (kindOf[ch.dataset.c] || "") !== filters.kind) return false;
+      if (filters.coder === "mine" && ch.dataset.u !== me) return false;
+      if (filters.coder && filters.coder !== "mine" && ch.dataset.u !== filters.coder) return false;
       return true;
     }
     function applyFilters(scope) {

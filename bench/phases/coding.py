@@ -1,0 +1,319 @@
+"""Coding hot path: apply a code (1 and 8 clients), open the heaviest interview (and a 10× one), worker memory.
+
+Owned by the coding issue (coding/services.py coding_apply, coding/render.py). Served by gunicorn
+(4 sync workers, DEBUG off) on 127.0.0.1 against the bench's PostgreSQL database, driven with
+`requests` like the peer drivers, on the same corpus and the same workload (benchlib.tags_for).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.common import REPO, Context, Section, corpus_module
+
+TITLE = "Coding: apply a code, open an interview"
+NEEDS_DJANGO = True
+PASSWORD = "bench-password-not-secret"
+WORKERS = 4
+
+
+def _pct(values: list[float], p: float) -> float:
+    v = sorted(values)
+    if not v:
+        return float("nan")
+    k = (len(v) - 1) * p / 100
+    lo = int(k)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (k - lo)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tags_for(i: int, ids: list[int]) -> list[int]:
+    # Same as shared/peer-bench/benchlib.tags_for: one code, every 5th item gets a second.
+    t = [ids[i % len(ids)]]
+    if i % 5 == 0:
+        t.append(ids[(i + 3) % len(ids)])
+    return t
+
+
+def _setup(corpus, quick: bool):
+    from django.contrib.auth import get_user_model
+
+    from coding.services import code_create
+    from interviews.models import Interview
+    from interviews.services_import import ImportOptions, import_paths
+    from projects.models import Membership, Project, Role
+
+    user = get_user_model().objects.create_user("bencher", password=PASSWORD, first_name="Ben", last_name="Cher")
+    project = Project.objects.create(name="bench coding", created_by=user)
+    Membership.objects.create(project=project, user=user, role=Role.OWNER)
+    docs = corpus.make_corpus()
+    big = {"name": "Big interview", "turns": [t for d in docs[:10] for t in d["turns"]]}
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = []
+        for d in [*docs, big]:
+            p = Path(tmp) / f"{d['name']}.txt"
+            p.write_text(corpus.doc_to_text(d))
+            paths.append(str(p))
+        import_paths(project=project, user=user, paths=paths,
+                     options=ImportOptions(participant="new:Participant", allow_duplicates=True))
+    codes = [code_create(project=project, actor=user, name=f"code-{i:02d}", definition=f"Code number {i}").pk for i in range(1, 11)]
+    interviews = {i.title: i for i in Interview.objects.filter(project=project)}
+    return user, project, codes, interviews, docs
+
+
+def _start_gunicorn(port: int) -> subprocess.Popen:
+    from django.db import connection
+
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update({
+        "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        "DJANGO_SETTINGS_MODULE": "config.settings_test", "DEBUG": "false", "LOG_LEVEL": "ERROR",
+    })
+    proc = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi:application", "-b", f"127.0.0.1:{port}",
+         "-w", str(WORKERS), "--worker-class", "sync", "--log-level", "warning"],
+        cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    import requests
+
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code < 500:
+                return proc
+        except requests.RequestException:
+            time.sleep(0.3)
+    _stop(proc)
+    raise RuntimeError("gunicorn did not start: " + (proc.stderr.read() or b"").decode()[-2000:])
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def _worker_memory_mb(master: int) -> tuple[float, float]:
+    """(max RSS now, max peak RSS) over the gunicorn workers, in MB."""
+    import psutil
+
+    rss, hwm = 0.0, 0.0
+    for child in psutil.Process(master).children():
+        rss = max(rss, child.memory_info().rss / 1e6)
+        try:
+            for line in Path(f"/proc/{child.pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    hwm = max(hwm, int(line.split()[1]) * 1024 / 1e6)
+        except OSError:
+            pass
+    return rss, hwm
+
+
+def _login(base: str, username: str):
+    import requests
+
+    s = requests.Session()
+    s.get(f"{base}/accounts/login/")
+    r = s.post(f"{base}/accounts/login/", data={"username": username, "password": PASSWORD,
+                                                "csrfmiddlewaretoken": s.cookies["csrftoken"]}, allow_redirects=False)
+    if r.status_code != 302:
+        raise RuntimeError(f"bench login failed: {r.status_code}")
+    s.headers["X-CSRFToken"] = s.cookies["csrftoken"]
+    s.headers["HX-Request"] = "true"
+    return s
+
+
+def _clone(s):
+    import requests
+
+    c = requests.Session()
+    c.cookies.update(s.cookies)
+    c.headers.update(s.headers)
+    return c
+
+
+def run(ctx: Context) -> Section:
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+    from django.urls import reverse
+
+    from coding.models import Coding
+    from interviews.models import Segment
+
+    corpus = corpus_module()
+    user, project, codes, interviews, docs = _setup(corpus, ctx.quick)
+    big = interviews.pop("Big interview")
+    order = [interviews[d["name"]] for d in docs]
+    # Every segment of the 20 interviews, in reading order: the peers highlight every sentence in order too.
+    work: list[tuple[str, int]] = []
+    for iv in order:
+        for seg_id in Segment.objects.filter(interview=iv).order_by("position").values_list("id", flat=True):
+            work.append((str(iv.uuid), seg_id))
+    n_seq = 200 if ctx.quick else 2000
+    n_conc = 200 if ctx.quick else 2000
+    port = _free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = _start_gunicorn(port)
+    rows: list[list] = []
+    try:
+        session = _login(base, user.username)
+        # Interviewer turns are codable too in this session, like the peers' plain documents.
+        session.post(f"{base}/p/{project.uuid}/interviews/{order[0].uuid}/code/speakers/", data={"any_speaker": "1"},
+                     allow_redirects=False)
+        rss_idle, _ = _worker_memory_mb(proc.pid)
+
+        def apply(s, i: int, item: tuple[str, int]) -> list[float]:
+            iv, seg = item
+            out = []
+            for code in _tags_for(i, codes):
+                t0 = time.perf_counter()
+                r = s.post(f"{base}/p/{project.uuid}/interviews/{iv}/code/apply/", data={"code": code, "segments": seg})
+                out.append(time.perf_counter() - t0)
+                if r.status_code != 200:
+                    raise RuntimeError(f"apply answered {r.status_code}: {r.text[:200]}")
+            return out
+
+        for i in range(20):  # warm the workers (imports, connections)
+            apply(session, i, work[i])
+        Coding.objects.filter(interview__project=project).delete()
+
+        lat: list[float] = []
+        t_all = time.perf_counter()
+        for i in range(n_seq):
+            lat += apply(session, i, work[i])
+        wall = time.perf_counter() - t_all
+        seq = {"p50": _pct(lat, 50) * 1000, "p95": _pct(lat, 95) * 1000, "p99": _pct(lat, 99) * 1000, "rate": len(lat) / wall}
+
+        items = iter(enumerate(work[n_seq:n_seq + n_conc], start=n_seq))
+        lock = threading.Lock()
+        lat_c: list[float] = []
+        errors: list[str] = []
+
+        def worker() -> None:
+            s = _clone(session)
+            mine: list[float] = []
+            while True:
+                with lock:
+                    nxt = next(items, None)
+                if nxt is None:
+                    break
+                try:
+                    mine += apply(s, *nxt)
+                except Exception as exc:  # noqa: BLE001 - counted and reported
+                    errors.append(repr(exc)[:200])
+            with lock:
+                lat_c.extend(mine)
+
+        threads = [threading.Thread(target=worker) for _ in range(8)]
+        t_all = time.perf_counter()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        wall_c = time.perf_counter() - t_all
+        conc = {"p50": _pct(lat_c, 50) * 1000, "p95": _pct(lat_c, 95) * 1000, "rate": len(lat_c) / wall_c}
+        rss_load, hwm_load = _worker_memory_mb(proc.pid)
+
+        # Round trips of one apply, in-process: session, user, then the statement.
+        client = Client()
+        client.force_login(user)
+        iv0, seg0 = work[-1]
+        with CaptureQueriesContext(connection) as queries:
+            client.post(f"/p/{project.uuid}/interviews/{iv0}/code/apply/", {"code": codes[0], "segments": seg0})
+        round_trips = len(queries.captured_queries)
+
+        # The heaviest interview (most codings) and a 10× interview coded at the same density.
+        counts = {iv.pk: Coding.objects.filter(interview=iv).count() for iv in order}
+        heavy = max(order, key=lambda iv: counts[iv.pk])
+        big_segments = list(Segment.objects.filter(interview=big).order_by("position").values_list("id", flat=True))
+        Coding.objects.bulk_create([
+            Coding(segment_id=seg, code_id=code, coder=user, interview=big)
+            for i, seg in enumerate(big_segments)
+            for code in _tags_for(i, codes)
+        ], batch_size=5000)
+
+        def open_page(iv, n: int) -> tuple[float, float, int, int, int]:
+            url = reverse("coding:workspace", args=[project.uuid, iv.uuid])
+            server, http = [], []
+            for _ in range(3):  # warm
+                client.get(url)
+                session.get(base + url)
+            for _ in range(n):
+                t0 = time.perf_counter()
+                r = client.get(url)
+                server.append(time.perf_counter() - t0)
+                t0 = time.perf_counter()
+                session.get(base + url, headers={"HX-Request": ""})
+                http.append(time.perf_counter() - t0)
+            with CaptureQueriesContext(connection) as q:
+                client.get(url)
+            return statistics.median(server) * 1000, statistics.median(http) * 1000, len(q.captured_queries), len(r.content), r.status_code
+
+        reps = 5 if ctx.quick else 20
+        h_server, h_http, h_queries, h_bytes, _ = open_page(heavy, reps)
+        b_server, b_http, b_queries, b_bytes, _ = open_page(big, max(3, reps // 2))
+        rss_end, hwm_end = _worker_memory_mb(proc.pid)
+        heavy_segments = Segment.objects.filter(interview=heavy).count()
+        big_codings = Coding.objects.filter(interview=big).count()
+    finally:
+        _stop(proc)
+
+    tg = ctx.peer_results.get("taguette", {})
+    dc = ctx.peer_results.get("doccano", {})
+
+    def peer(data: dict, phase: str, key: str):
+        v = data.get(phase, {})
+        return v.get(key) if isinstance(v, dict) else None
+
+    rows += [
+        ["apply a code, 1 client: p50 / p95 ms (target ≤ 4 / 8)", f"{seq['p50']:.2f} / {seq['p95']:.2f}",
+         f"{peer(tg, 'b_highlight_seq', 'p50_ms')} / {peer(tg, 'b_highlight_seq', 'p95_ms')}" if tg else "13.1 / 16.8 (ref)",
+         f"{peer(dc, 'b_highlight_seq', 'p50_ms')} / {peer(dc, 'b_highlight_seq', 'p95_ms')}" if dc else "9.2 / 13.3 (ref)"],
+        ["apply a code, 1 client: requests/s", round(seq["rate"]), peer(tg, "b_highlight_seq", "throughput_per_s") or "75 (ref)",
+         peer(dc, "b_highlight_seq", "throughput_per_s") or "103 (ref)"],
+        ["8 clients: codings/s (target ≥ 400) / p95 ms (target ≤ 40)", f"{conc['rate']:.0f} / {conc['p95']:.1f}",
+         f"{peer(tg, 'c_highlight_concurrent', 'throughput_per_s')} / {peer(tg, 'c_highlight_concurrent', 'p95_ms')}" if tg else "92 / 110 (ref)",
+         f"{peer(dc, 'c_highlight_concurrent', 'throughput_per_s')} / {peer(dc, 'c_highlight_concurrent', 'p95_ms')}" if dc else "165 / 92 (ref)"],
+        ["8 clients: errors", len(errors), None, None],
+        ["DB round trips per apply (session, user, one statement)", round_trips, None, None],
+        [f"open heaviest interview ({heavy_segments} segments, {counts[heavy.pk]} codings): server ms (target ≤ 30)",
+         f"{h_server:.1f}", "102 (ref, content + highlights)" if not tg else peer(tg, "d_heaviest_doc", "p50_ms"), "26 (ref, JSON only)"],
+        ["… over HTTP from gunicorn, ms / queries / KB", f"{h_http:.1f} / {h_queries} / {h_bytes // 1024}", None, None],
+        [f"open 10× interview ({len(big_segments)} segments, {big_codings} codings): server ms (target ≤ 150)",
+         f"{b_server:.1f}", None, None],
+        ["… over HTTP, ms / queries / KB", f"{b_http:.1f} / {b_queries} / {b_bytes // 1024}", None, None],
+        ["web worker RSS MB: idle / after load / peak (target ≤ 150)", f"{rss_idle:.0f} / {rss_load:.0f} / {max(hwm_load, hwm_end):.0f}",
+         "105 (ref, whole server)", "789 (ref, whole server)"],
+    ]
+    return Section(
+        title=TITLE, columns=["metric", "RTA Studio", "Taguette", "doccano"], rows=rows,
+        notes=(f"gunicorn {WORKERS} sync workers, DEBUG off, PostgreSQL on 127.0.0.1, database sessions; client `requests` "
+               f"with keep-alive like the peer drivers. Workload: every segment of the 20 corpus interviews in reading "
+               f"order, {n_seq} sequentially then {n_conc} from 8 threads; item i gets code i mod 10 and every 5th item a "
+               "second code (benchlib.tags_for). Our apply takes one code per request, so an item with two codes is two "
+               "requests, each counted (the peers send one request with two tags). Server time is the median of Django's "
+               "test client in-process (all middleware, DB, render), HTTP time the median over loopback. The 10× interview "
+               "is ten corpus interviews concatenated, every segment coded like the workload. Peer columns quote this "
+               "run's JSON when PEERS=1, else the reference figures from shared/peer-bench/README.md (marked ref)."),
+    )
