@@ -66,6 +66,8 @@ def answer_run(turn_id: int) -> str:
 def _status_for(failure: Failure | None, text: str) -> Turn.Status:
     if failure is None:
         return Turn.Status.COMPLETE
+    if failure.kind == FailureKind.CANCELLED:
+        return Turn.Status.INTERRUPTED  # the interviewer chose to stop it, even before any word
     if failure.kind in _FAILED_KINDS or not text:
         return Turn.Status.FAILED
     return Turn.Status.INTERRUPTED

@@ -85,3 +85,24 @@ def test_killing_the_worker_mid_answer_keeps_saved_turns_and_the_answer_can_be_r
     assert answer.text == "A short complete answer."
     assert answer.metadata["previous_attempts"][0]["text"].startswith(saved)
     assert Turn.objects.filter(interview=answer.interview).count() == 2
+
+
+def test_stopping_a_streaming_answer_keeps_what_arrived(
+    project, owner, guide, live, fake_openai, worker_settings, start_worker, client_for
+):
+    start_worker()
+    fake_openai.script("model-a", answer=LONG, chunk_chars=10, delay=0.03)
+    session = services.session_start(
+        project=project, user=owner, guide_version=guide.versions.get(), participants=[live("A", "model-a")]
+    )
+    answer = session.seats.get().interview.turns.get(position=2)
+    wait_until(lambda: len(Turn.objects.get(pk=answer.pk).text) > 50, message="part of the answer")
+
+    stop_url = reverse("conduct:stop", kwargs={"project_uuid": project.uuid, "turn_uuid": answer.uuid})
+    assert client_for(owner).post(stop_url, HTTP_HX_REQUEST="true").status_code == 200
+
+    wait_until(lambda: Turn.objects.get(pk=answer.pk).status == "interrupted", timeout=5, message="the stop")
+    answer.refresh_from_db()
+    assert 50 < len(answer.text) < len(LONG) and LONG.startswith(answer.text)
+    assert answer.metadata["failure"]["kind"] == "cancelled"
+    assert answer.metadata["provenance"]["finish_reason"] is None
