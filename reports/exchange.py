@@ -303,14 +303,19 @@ class _Importer:
         if self.owner.username in (fu.id, fu.name):
             return self.owner
         User = get_user_model()
-        username = f"{PLACEHOLDER_PREFIX}{key[:24]}"
-        placeholder, created = User.objects.get_or_create(
-            username=username, defaults={"first_name": (fu.name or fu.id or "Imported coder")[:150], "is_active": False})
-        if created:
+        username = f"{PLACEHOLDER_PREFIX}{key}"[:150]
+        existing = User.objects.filter(username=username).first()
+        if existing is not None and (existing.is_active or existing.has_usable_password()):
+            # Someone really uses this name: never attribute work to (or share the project with) them.
+            username = f"{PLACEHOLDER_PREFIX}{uuid.uuid4()}"
+            existing = None
+        placeholder = existing or User(username=username, first_name=(fu.name or fu.id or "Imported coder")[:150],
+                                       is_active=False)
+        if existing is None:
+            # Not a person who can log in; the viewer membership below only keeps the coder
+            # visible in the project's coder filters.
             placeholder.set_unusable_password()
-            placeholder.save(update_fields=["password"])
-            # A placeholder is not a person who can log in; the membership only keeps the
-            # coder visible in the project's coder filters.
+            placeholder.save()
         Membership.objects.get_or_create(project=self.project, user=placeholder, defaults={"role": Role.VIEWER})
         return placeholder
 

@@ -282,3 +282,11 @@ def test_codebook_qdc_is_schema_valid_and_reads_back(demo_project, analyst):
     [theme] = book.sets
     assert {c.name for c, _, _ in book.iter_codes() if c.guid in theme.member_codes} == {
         "Neutrality as a stance", "Universalist default", "Belonging as personal choice"}
+
+
+def test_a_real_account_named_like_a_placeholder_is_never_used(owner, make_user):
+    squatter = make_user(f"{PLACEHOLDER_PREFIX}{G(30)}")
+    result = project_import_qdpx(source=_nvivo_project(), owner=owner)
+    coding = Coding.objects.get(interview__project=result.project)
+    assert coding.coder != squatter and coding.coder.first_name == "Nadia" and not coding.coder.is_active
+    assert not result.project.memberships.filter(user=squatter).exists()
