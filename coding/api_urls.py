@@ -1,5 +1,11 @@
 from __future__ import annotations
 
-from django.urls import path  # noqa: F401
+from rest_framework.routers import SimpleRouter
 
-urlpatterns: list = []
+from coding.api import CodeViewSet, CodingViewSet
+
+router = SimpleRouter()
+router.register(r"projects/(?P<project_uuid>[0-9a-f-]{36})/codes", CodeViewSet, basename="api-code")
+router.register(r"projects/(?P<project_uuid>[0-9a-f-]{36})/codings", CodingViewSet, basename="api-coding")
+
+urlpatterns = router.urls
