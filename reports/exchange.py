@@ -411,8 +411,8 @@ class _Importer:
         placed = []
         starts = [s for _, s, _ in spans]
         for sel in src.selections:
-            if not sel.codings and not sel.note_refs:
-                continue
+            if not sel.codings:
+                continue  # a note-only selection becomes a memo on the interview (import_memos)
             if sel.start == sel.end:
                 self.warn(f"{src.name!r}: a zero-length selection at {sel.start} has no text to code; skipped.")
                 continue
@@ -446,8 +446,6 @@ class _Importer:
                     if key not in seen:
                         seen.add(key)
                         rows.append(Coding(segment=seg, code=code, coder=coder, interview=interview, note=text))
-            if not sel.codings and note:
-                self.warn(f"{interview.title!r}: a note on {s}–{e} without codings was not imported.")
         Coding.objects.bulk_create(rows, batch_size=2000)
         self.result.codings += len(rows)
 
@@ -481,15 +479,24 @@ class _Importer:
             attach(fcode.note_refs, code=self.codes.get(refiqda.norm_guid(fcode.guid)))
         for fset in self.qp.sets:
             attach(fset.member_notes, theme=self.themes.get(refiqda.norm_guid(fset.guid)))
-        consumed = {refiqda.norm_guid(r) for src in self.qp.sources for sel in src.selections
-                    for r in [*sel.note_refs, *(n for c in sel.codings for n in c.note_refs)]}
+        consumed, quotes = set(), {}
+        for src in self.qp.sources:
+            for sel in src.selections:
+                if sel.codings:  # its notes went into the codings' notes
+                    consumed.update(refiqda.norm_guid(r) for r in [*sel.note_refs, *(n for c in sel.codings for n in c.note_refs)])
+                elif src.text is not None:
+                    # A note on a passage nobody coded: a memo on the interview that quotes the passage.
+                    attach(sel.note_refs, interview=self.interviews.get(refiqda.norm_guid(src.guid)))
+                    quotes.update({refiqda.norm_guid(r): src.selected_text(sel) for r in sel.note_refs})
         for note in self.qp.notes:
             key = refiqda.norm_guid(note.guid)
             if key in consumed and key not in targets:
                 continue
             target = {k: v for k, v in targets.get(key, {}).items() if v is not None}
             title = (note.name.strip() or note.text.strip().split("\n", 1)[0] or "Imported note")[:200]
-            memo = Memo.objects.create(project=self.project, title=title, body=note.text,
+            quote = quotes.get(key, "").strip()
+            body = ("> " + quote.replace("\n", "\n> ") + "\n\n" if quote else "") + note.text
+            memo = Memo.objects.create(project=self.project, title=title, body=body,
                                        author=self.user(note.creating_user), updated_by=self.user(note.creating_user), **target)
             MemoRevision.objects.create(memo=memo, number=1, title=memo.title, body=memo.body, kind=memo.kind,
                                         author=memo.author)

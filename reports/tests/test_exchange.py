@@ -290,3 +290,27 @@ def test_a_real_account_named_like_a_placeholder_is_never_used(owner, make_user)
     coding = Coding.objects.get(interview__project=result.project)
     assert coding.coder != squatter and coding.coder.first_name == "Nadia" and not coding.coder.is_active
     assert not result.project.memberships.filter(user=squatter).exists()
+
+
+def test_notes_become_memos_where_they_belong(owner):
+    body = (codebook((1, "a"))
+            + f'<Sources><TextSource guid="{G(5)}" name="T"><PlainTextContent>Alpha beta. Gamma delta.</PlainTextContent>'
+            + f'<PlainTextSelection guid="{G(6)}" startPosition="12" endPosition="24"><NoteRef targetGUID="{G(31)}"/>'
+            + "</PlainTextSelection>"
+            + f'<PlainTextSelection guid="{G(7)}" startPosition="0" endPosition="11"><Coding guid="{G(8)}">'
+            + f'<CodeRef targetGUID="{G(1)}"/><NoteRef targetGUID="{G(32)}"/></Coding></PlainTextSelection>'
+            + f'<NoteRef targetGUID="{G(33)}"/></TextSource></Sources>'
+            + "<Notes>"
+            + f'<Note guid="{G(31)}" name="Passage note"><PlainTextContent>Why gamma?</PlainTextContent></Note>'
+            + f'<Note guid="{G(32)}" name="Coding note"><PlainTextContent>Clear case.</PlainTextContent></Note>'
+            + f'<Note guid="{G(33)}" name="Source note"><PlainTextContent>Long answer.</PlainTextContent></Note>'
+            + f'<Note guid="{G(34)}"><PlainTextContent>Loose thought\nsecond line</PlainTextContent></Note>'
+            + "</Notes>")
+    result = project_import_qdpx(source=make_zip({"project.qde": project_xml(body)}), owner=owner)
+    memos = {m.title: m for m in Memo.objects.filter(project=result.project)}
+    assert set(memos) == {"Passage note", "Source note", "Loose thought"}
+    assert memos["Passage note"].body == "> Gamma delta.\n\nWhy gamma?" and memos["Passage note"].target_kind == "interview"
+    assert memos["Source note"].target_kind == "interview" and memos["Loose thought"].target_kind == "project"
+    assert Coding.objects.get(interview__project=result.project).note == "Clear case."
+    assert all(m.revisions.count() == 1 for m in memos.values())
+    assert result.memos == 3
