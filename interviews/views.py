@@ -6,17 +6,63 @@ Import pages live in interviews/views_import.py.
 from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count
+from django.db.models import Count, F, IntegerField, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
-from interviews.models import Interview, Segment, Turn
+from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.provenance import interview_provenance, turn_provenance
 from interviews.rendering import render_turns
 from interviews.statistics import DEPTH_CHOICES, project_statistics, statistics_csv, statistics_xlsx
 from projects.permissions import member_or_404
 
 VIEWS = ("read", "segments")
+
+
+def _count(queryset) -> Coalesce:
+    """A correlated COUNT subquery: one query for the list however many rows it has."""
+    counted = queryset.filter(interview=OuterRef("pk")).order_by().values("interview").annotate(n=Count("pk", distinct=True))
+    return Coalesce(Subquery(counted.values("n"), output_field=IntegerField()), 0)
+
+
+@login_required
+def interview_list(request: HttpRequest, project_uuid) -> HttpResponse:
+    """The project's interviews with turn counts and coding progress; filter by participant, depth, origin."""
+    membership = member_or_404(request, project_uuid)
+    project = membership.project
+    participants = list(Participant.objects.filter(project=project).order_by("label").only("uuid", "label"))
+    filters = {
+        "participant": request.GET.get("participant", ""),
+        "depth": request.GET.get("depth", "") if request.GET.get("depth") in Interview.Depth.values else "",
+        "origin": request.GET.get("origin", "") if request.GET.get("origin") in Interview.Origin.values else "",
+    }
+    interviews = Interview.objects.for_project(project)
+    if filters["participant"] in {str(p.uuid) for p in participants}:
+        interviews = interviews.filter(participant__uuid=filters["participant"])
+    else:
+        filters["participant"] = ""
+    if filters["depth"]:
+        interviews = interviews.filter(depth=filters["depth"])
+    if filters["origin"]:
+        interviews = interviews.filter(origin=filters["origin"])
+    answers = Segment.objects.filter(speaker=Speaker.PARTICIPANT)
+    interviews = interviews.annotate(
+        turn_count=_count(Turn.objects.all()),
+        answer_segments=_count(answers),
+        coded_segments=_count(answers.filter(codings__isnull=False)),
+    ).order_by(F("conducted_at").desc(nulls_last=True), "title")
+    rows = list(interviews)
+    for row in rows:
+        row.coded_percent = round(100 * row.coded_segments / row.answer_segments) if row.answer_segments else 0
+    context = {
+        "project": project, "membership": membership, "nav": "interviews", "interviews": rows,
+        "participants": participants, "filters": filters, "filtered": any(filters.values()),
+        "depth_choices": Interview.Depth.choices, "origin_choices": Interview.Origin.choices,
+    }
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "interviews/interview_list.html#interview-table", context)
+    return render(request, "interviews/interview_list.html", context)
 
 
 def _interview_or_404(membership, interview_uuid) -> Interview:
