@@ -264,3 +264,38 @@ def test_export_and_restore_commands(demo_project, tmp_path, capsys):
         call_command("restore_project", str(bad), "--owner", "demo")
     with pytest.raises(CommandError, match="no user called"):
         call_command("restore_project", str(out), "--owner", "nobody")
+
+
+def _edit_rows(data: bytes, member: str, change) -> bytes:
+    src = zipfile.ZipFile(io.BytesIO(data))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            content = src.read(info)
+            if info.filename == member:
+                rows = json.loads(content)
+                change(rows)
+                content = json.dumps(rows).encode()
+            dst.writestr(info.filename, content)
+    return buf.getvalue()
+
+
+def test_an_older_backup_without_a_field_restores_with_the_default(demo_project, owner):
+    def drop_depth(rows):
+        for row in rows:
+            del row["fields"]["depth"]
+
+    data = _edit_rows(_backup(demo_project), "data/interviews.interview.json", drop_depth)
+    restored = project_restore(source=data, owner=owner).project
+    assert set(Interview.objects.filter(project=restored).values_list("depth", flat=True)) == {Interview.Depth.COMPREHENSIVE}
+
+
+def test_a_value_of_the_wrong_type_names_the_model_row_and_field(demo_project, owner):
+    def break_date(rows):
+        rows[0]["fields"]["conducted_at"] = "last Tuesday"
+
+    data = _edit_rows(_backup(demo_project), "data/interviews.interview.json", break_date)
+    before = Project.objects.count()
+    with pytest.raises(BackupError, match=r"interviews.interview row \d+, field conducted_at"):
+        project_restore(source=data, owner=owner)
+    assert Project.objects.count() == before
