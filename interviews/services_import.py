@@ -37,6 +37,7 @@ from interviews.parsers import (
     SourceFile,
     parse_upload,
 )
+from interviews.parsers.base import human_size
 from interviews.segmentation import segment_text
 from projects.audit import audit_record_many
 from projects.models import AuditEvent, Project
@@ -228,8 +229,7 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
     limits = import_limits()
     for up in uploads:
         if up.size > limits.max_file_bytes:
-            raise ParseError(up.name, None, f"a file of at most {limits.max_file_bytes // (1024 * 1024)} MB",
-                             f"{up.size / (1024 * 1024):.1f} MB")
+            raise ParseError(up.name, None, f"a file of at most {human_size(limits.max_file_bytes)}", human_size(up.size))
     job = ImportJob(project=project, created_by=user)
     folder = job_dir(job)
     folder.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,7 @@ import stat
 import zipfile
 from typing import IO
 
-from .base import Limits, ParseError, SourceFile, _mb
+from .base import Limits, ParseError, SourceFile, human_size
 
 TRANSCRIPT_EXTENSIONS = (".json", ".jsonl", ".ndjson", ".txt", ".md", ".markdown",
                          ".csv", ".tsv", ".xlsx")
@@ -42,7 +42,7 @@ def check_zip(zf: zipfile.ZipFile, name: str, limits: Limits) -> list[zipfile.Zi
         total += info.file_size
         if total > limits.max_archive_total_bytes:
             raise ParseError(name, None,
-                             f"at most {_mb(limits.max_archive_total_bytes)} once unpacked",
+                             f"at most {human_size(limits.max_archive_total_bytes)} once unpacked",
                              "more (the archive may be a ZIP bomb)")
         if info.file_size > RATIO_FLOOR_BYTES and (
             info.file_size > limits.max_archive_ratio * max(info.compress_size, 1)
@@ -53,7 +53,7 @@ def check_zip(zf: zipfile.ZipFile, name: str, limits: Limits) -> list[zipfile.Zi
                              "(the archive may be a ZIP bomb)")
         if info.file_size > limits.max_file_bytes:
             raise ParseError(name, f"member {info.filename!r}",
-                             f"a file of at most {_mb(limits.max_file_bytes)}", _mb(info.file_size))
+                             f"a file of at most {human_size(limits.max_file_bytes)}", human_size(info.file_size))
         members.append(info)
     return members
 
@@ -102,8 +102,8 @@ def _member_source(zf: zipfile.ZipFile, archive: str, info: zipfile.ZipInfo) -> 
 def expand(source: SourceFile, limits: Limits) -> list[SourceFile]:
     """The files to parse for one upload: the file itself, or a ZIP's transcript files."""
     if source.size > limits.max_file_bytes:
-        raise ParseError(source.name, None, f"a file of at most {_mb(limits.max_file_bytes)}",
-                         _mb(source.size))
+        raise ParseError(source.name, None, f"a file of at most {human_size(limits.max_file_bytes)}",
+                         human_size(source.size))
     if source.size == 0:
         raise ParseError(source.name, None, "a transcript", "an empty file")
     if is_zip(source) and not source.name.lower().endswith(".xlsx"):

@@ -74,11 +74,11 @@ class SourceFile:
     def read_bytes(self, limit: int) -> bytes:
         """The whole file, refusing anything larger than `limit` bytes."""
         if self.size > limit:
-            raise ParseError(self.name, None, f"a file of at most {_mb(limit)}", _mb(self.size))
+            raise ParseError(self.name, None, f"a file of at most {human_size(limit)}", human_size(self.size))
         with self.open() as f:
             data = f.read(limit + 1)
         if len(data) > limit:
-            raise ParseError(self.name, None, f"a file of at most {_mb(limit)}", "more")
+            raise ParseError(self.name, None, f"a file of at most {human_size(limit)}", "more")
         return data
 
     def read_text(self, limit: int) -> str:
@@ -140,7 +140,7 @@ class ParsedConversation:
         self.speaker_labels.update({k: v for k, v in mapping.items() if k in self.speaker_labels})
 
 
-def _mb(n: int) -> str:
+def human_size(n: int) -> str:
     """A size for messages: 900 bytes, 12.5 KB, 200.0 MB."""
     if n < 1024:
         return f"{n} bytes"

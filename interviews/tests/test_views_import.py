@@ -188,3 +188,28 @@ def test_preview_queries_do_not_grow_with_conversations(client_for, project, ana
         client.get(job_url(small))
     with django_assert_num_queries(5):
         client.get(job_url(big))
+
+
+def test_file_over_the_size_limit_is_refused_with_a_message(client_for, project, analyst, settings):
+    settings.RTA_MAX_UPLOAD_BYTES = 1000
+    response = client_for(analyst).post(start_url(project), {"files": [upload(CLAUDE)]})
+    assert ("claude-history-synthetic-conversations.json: expected a file of at most 1000 bytes, found 6.6 KB"
+            in response.content.decode())
+    assert ImportJob.objects.count() == 0
+
+
+def test_zip_of_transcripts_previews_every_conversation(client_for, project, analyst):
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("study/one.txt", "User: Hi\nGPT-4o: Hello\n")
+        zf.writestr("study/two.md", "#### You:\nQ\n\n#### ChatGPT:\nA\n")
+    response = client_for(analyst).post(start_url(project), {"files": [SimpleUploadedFile("study.zip", buf.getvalue())]})
+    job = ImportJob.objects.get()
+    assert response.status_code == 302
+    keys = [c["key"] for c in job.preview["files"][0]["conversations"]]
+    assert keys == ["study.zip/study/one.txt#0", "study.zip/study/two.md#0"]
+    page = client_for(analyst).get(job_url(job)).content.decode()
+    assert "study.zip/study/one.txt" in page and "<code>GPT-4o</code> is the" in page
