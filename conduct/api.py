@@ -58,7 +58,7 @@ class SeatSerializer(serializers.ModelSerializer):
     interview = serializers.UUIDField(source="interview.uuid")
     participant = serializers.CharField(source="interview.participant.label")
     status = serializers.CharField(source="interview.status")
-    rerun_of = serializers.UUIDField(source="interview.rerun_of.uuid", default=None)
+    rerun_of = serializers.UUIDField(source="interview.rerun_of.uuid", default=None, allow_null=True)
 
     class Meta:
         model = Seat

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 import openai
@@ -258,6 +259,15 @@ class _Stream:
         }
 
 
+@lru_cache(maxsize=32)
+def _client(base_url: str, api_key: str, timeout: float) -> OpenAI:
+    """One client per endpoint: building one costs ~0.25 s of CPU, and clients are thread-safe.
+
+    Retries are off: stream_answer owns the policy and records every attempt.
+    """
+    return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+
+
 def _request(endpoint: Endpoint, messages: list[dict[str, str]]) -> dict[str, Any]:
     return {
         "model": endpoint.model,
@@ -285,12 +295,7 @@ def stream_answer(
     arrived. Never raises for endpoint trouble: the result carries a Failure.
     """
     request = _request(endpoint, messages)
-    client = OpenAI(
-        base_url=endpoint.base_url,
-        api_key=endpoint.api_key or "missing-key",
-        timeout=endpoint.timeout,
-        max_retries=0,
-    )
+    client = _client(endpoint.base_url, endpoint.api_key or "missing-key", endpoint.timeout)
     attempts: list[dict[str, Any]] = []
     started_at, started = _now(), time.monotonic()
     stream, failure = _Stream(), None

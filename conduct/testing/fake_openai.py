@@ -99,6 +99,15 @@ def _chunks(text: str, size: int) -> Iterator[str]:
         yield text[start : start + size]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # Clients hanging up (timeouts, cancelled streams) are expected here, not errors.
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class FakeOpenAIServer:
     """Threaded HTTP server speaking /v1/chat/completions and /v1/models."""
 
@@ -117,7 +126,7 @@ class FakeOpenAIServer:
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
-        self._httpd = ThreadingHTTPServer((host, port), self._handler_class())
+        self._httpd = _QuietServer((host, port), self._handler_class())
         self._httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
 
