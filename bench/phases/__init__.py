@@ -14,7 +14,9 @@ PHASES: list[str] = [
     "peers",  # first, so later phases can quote the peers' numbers from the same run
     "segmentation",
     "import_corpus",
+    "reading",  # transcript page and statistics page, heaviest and 10× interview
     "import_memory",  # peak RSS of a fresh process importing a generated 1,000-conversation export
     "exchange",
+    "conduct",  # streamed live answers: first words visible, save cadence, poll cost, 1 vs 5 models
     "coding",  # apply a code (1 and 8 clients), open the heaviest and a 10× interview, worker memory
 ]
