@@ -45,6 +45,13 @@ class FrequencySpec:
     def has_ratio(self) -> bool:
         return bool(self.group_a) and bool(self.group_b)
 
+    @property
+    def hint(self) -> str:
+        """What to do next when only one group is chosen (not an error: the table is still right)."""
+        if bool(self.group_a) != bool(self.group_b):
+            return f"Choose models for group {'B' if self.group_a else 'A'} too to see the log ratio ln(A/B)."
+        return ""
+
 
 @dataclass
 class FrequencyRow:
@@ -154,8 +161,6 @@ def spec_from_query(participants: list[Participant], query: Mapping[str, Any]) -
         groups.append(frozenset(ids))
     if groups[0] & groups[1]:
         raise FrequencySpecError("A model cannot be in both groups: the ratio compares two separate groups.")
-    if bool(groups[0]) != bool(groups[1]):
-        raise FrequencySpecError("Choose models for both group A and group B to see the log ratio.")
     return FrequencySpec(level=level, group_a=groups[0], group_b=groups[1])
 
 

@@ -80,10 +80,10 @@ def excerpts(request: HttpRequest, project_uuid) -> HttpResponse:
         all_columns=_column_choices(spec), params=spec_to_params(spec, options), formats=FORMATS,
         inline_max=INLINE_MAX_ROWS, selected=_selected(spec, options),
     )
-    status = 400 if error else 200
     if request.htmx and not request.htmx.boosted:
-        return render(request, "reports/excerpts.html#excerpt-preview", context, status=status)
-    return render(request, "reports/excerpts.html", context, status=status)
+        # The error is shown inline in the fragment; htmx only swaps 2xx responses.
+        return render(request, "reports/excerpts.html#excerpt-preview", context)
+    return render(request, "reports/excerpts.html", context, status=400 if error else 200)
 
 
 def _column_choices(spec: ExcerptSpec) -> list[dict]:
@@ -191,10 +191,10 @@ def frequency_view(request: HttpRequest, project_uuid) -> HttpResponse:
         group_a={str(p.uuid) for p in table.participants if p.pk in table.spec.group_a},
         group_b={str(p.uuid) for p in table.participants if p.pk in table.spec.group_b},
     )
-    status = 400 if error else 200
     if request.htmx and not request.htmx.boosted:
-        return render(request, "reports/frequency.html#frequency-result", context, status=status)
-    return render(request, "reports/frequency.html", context, status=status)
+        # The error is shown inline in the fragment; htmx only swaps 2xx responses.
+        return render(request, "reports/frequency.html#frequency-result", context)
+    return render(request, "reports/frequency.html", context, status=400 if error else 200)
 
 
 def _frequency_title(project, table: frequency.FrequencyTable) -> str:

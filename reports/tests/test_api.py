@@ -1,0 +1,69 @@
+# The `world` fixture is imported from tables_world; pytest injects it by argument name.
+# ruff: noqa: F811
+"""JSON endpoints for the report tables: same rules as the pages, flat query counts."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from reports.tests.tables_world import code, seg, world  # noqa: F401 - fixture
+
+pytestmark = pytest.mark.django_db
+
+
+def api(w, what: str) -> str:
+    return f"/api/projects/{w.project.uuid}/reports/{what}/"
+
+
+@pytest.mark.parametrize("what", ["excerpts", "frequency", "codebook"])
+def test_outsiders_get_404_and_anonymous_users_are_refused(world, client_for, outsider, client, what):
+    assert client_for(outsider).get(api(world, what)).status_code == 404
+    assert client.get(api(world, what)).status_code in (401, 403)
+
+
+@pytest.mark.parametrize("what", ["excerpts", "frequency", "codebook"])
+def test_viewers_read_but_cannot_write(world, client_for, viewer, what):
+    c = client_for(viewer)
+    assert c.get(api(world, what)).status_code == 200
+    assert c.post(api(world, what), {}).status_code in (403, 405)
+
+
+def test_excerpts_json_with_columns_and_paging(world, client_for, owner):
+    c = client_for(owner)
+    data = c.get(api(world, "excerpts"), {"columns": ["code", "model", "quote"], "limit": 2}).json()
+    assert data["columns"] == ["code", "model", "quote"] and data["headers"] == ["Code", "Model", "Quote"]
+    assert len(data["results"]) == 2 and data["matching_segments"] >= 5
+    assert set(data["results"][0]) == {"code", "model", "quote", "interview_uuid", "coders"}
+    rest = c.get(api(world, "excerpts"), {"columns": ["code", "model", "quote"], "offset": 2, "limit": 100}).json()
+    everything = c.get(api(world, "excerpts"), {"columns": ["code", "model", "quote"]}).json()["results"]
+    assert data["results"] + rest["results"] == everything
+
+
+def test_excerpts_json_rejects_bad_choices(world, client_for, owner):
+    response = client_for(owner).get(api(world, "excerpts"), {"columns": "nope"})
+    assert response.status_code == 400 and "Unknown column" in response.json()["detail"]
+    assert client_for(owner).get(api(world, "excerpts"), {"limit": "many"}).status_code == 400
+
+
+def test_frequency_json_encodes_infinity_as_text(world, client_for, owner):
+    data = client_for(owner).get(api(world, "frequency"), {"a": str(world.gpt.uuid), "b": str(world.claude.uuid)}).json()
+    by = {r["label"]: r for r in data["rows"]}
+    assert by["Structure"]["log_ratio"] == "+inf" and by["AI self"]["log_ratio"] == "-inf"
+    assert by["Unused"]["log_ratio"] is None and by["Feeling"]["log_ratio"] == 0.0
+    assert [p["label"] for p in data["participants"]] == ["Claude", "GPT-4o", "Llama"]
+
+
+def test_api_query_counts_are_flat(world, client_for, owner):
+    c = client_for(owner)
+
+    def count(what: str) -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            assert c.get(api(world, what)).status_code == 200
+        return len(ctx)
+
+    before = {w: count(w) for w in ("excerpts", "frequency", "codebook")}
+    for text in ("It grows with time.", "Borders decide a lot."):
+        code(world.codes["AI self"], seg(world.interviews["gpt"], text), world.analyst)
+    assert {w: count(w) for w in ("excerpts", "frequency", "codebook")} == before
