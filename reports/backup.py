@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 from django.apps import apps
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
@@ -60,7 +61,6 @@ EXCLUDED: dict[str, str] = {
 USER = "$user"  # target label used for foreign keys and many-to-many fields to the user model
 
 MAX_MEMBER_BYTES = 512 * 1024 * 1024
-MAX_TOTAL_BYTES = 2 * 1024 * 1024 * 1024
 MAX_RATIO = 200
 
 
@@ -264,8 +264,9 @@ class _Archive:
             total += info.file_size
             if info.file_size > MAX_MEMBER_BYTES or (info.file_size > 1 << 20 and info.file_size > MAX_RATIO * max(info.compress_size, 1)):
                 raise BackupError(f"{name}: member {info.filename!r} is too large or too compressed (a ZIP bomb?)")
-        if total > MAX_TOTAL_BYTES:
-            raise BackupError(f"{name}: the archive unpacks to more than {MAX_TOTAL_BYTES} bytes")
+        limit = settings.RTA_MAX_UNCOMPRESSED_BYTES
+        if total > limit:
+            raise BackupError(f"{name}: the archive unpacks to {total} bytes, more than the limit of {limit}")
 
     def json(self, member: str) -> Any:
         try:

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import BinaryIO
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
@@ -523,7 +524,8 @@ def split_spans(text: str, cuts: Iterable[int]) -> list[tuple[int, int, str]]:
 def project_import_qdpx(*, source: refiqda.Project | bytes | BinaryIO | str, owner, name: str = "",
                         filename: str = "") -> ImportResult:
     """Create a new project owned by `owner` from a .qdpx; lands whole or not at all."""
-    qp = source if isinstance(source, refiqda.Project) else refiqda.read_project(source, name=filename)
+    limits = refiqda.Limits(max_total_bytes=settings.RTA_MAX_UNCOMPRESSED_BYTES)
+    qp = source if isinstance(source, refiqda.Project) else refiqda.read_project(source, name=filename, limits=limits)
     project = project_create(owner=owner, name=(name or qp.name or "Imported project")[:200],
                              description=qp.description)
     importer = _Importer(qp, owner=owner, project=project, filename=filename)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import tempfile
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpRequest, HttpResponse
@@ -15,8 +16,6 @@ import refiqda
 from projects.permissions import member_or_404, owner_or_403
 from reports.backup import BackupError, backup_filename, project_backup, project_restore
 from reports.exchange import project_export_qdpx, project_import_qdpx
-
-MAX_UPLOAD_BYTES = 500 * 1024 * 1024
 
 
 class QdpxExportForm(forms.Form):
@@ -31,8 +30,9 @@ class _UploadForm(forms.Form):
 
     def clean_file(self):
         f = self.cleaned_data["file"]
-        if f.size > MAX_UPLOAD_BYTES:
-            raise forms.ValidationError(f"The file is {f.size // (1024 * 1024)} MB; the limit is {MAX_UPLOAD_BYTES // (1024 * 1024)} MB.")
+        limit = settings.RTA_MAX_UPLOAD_BYTES
+        if f.size > limit:
+            raise forms.ValidationError(f"The file is {f.size / 1e6:.0f} MB; the limit is {limit / 1e6:.0f} MB.")
         if not f.name.lower().endswith(self.extensions):
             raise forms.ValidationError(f"Choose a {' or '.join(self.extensions)} file (this one is called {f.name}).")
         return f
