@@ -26,7 +26,7 @@ def _drf(exc: DjangoValidationError) -> ValidationError:
 
 
 class ThemeSerializer(serializers.ModelSerializer):
-    parent = serializers.SlugRelatedField(slug_field="uuid", read_only=True)
+    parent = serializers.SlugRelatedField(slug_field="uuid", read_only=True, allow_null=True)
     codes = serializers.SerializerMethodField()
 
     class Meta:
@@ -122,7 +122,7 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
 
 
 class MemoSerializer(serializers.ModelSerializer):
-    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)  # null once the account is deleted
     interview = serializers.SlugRelatedField(slug_field="uuid", queryset=Interview.objects.none(), required=False, allow_null=True)
     code = serializers.SlugRelatedField(slug_field="uuid", queryset=Code.objects.none(), required=False, allow_null=True)
     theme = serializers.SlugRelatedField(slug_field="uuid", queryset=Theme.objects.none(), required=False, allow_null=True)
@@ -199,7 +199,7 @@ class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
 class CommentSerializer(serializers.ModelSerializer):
     theme = serializers.SlugRelatedField(slug_field="uuid", queryset=Theme.objects.none())
     parent = serializers.SlugRelatedField(slug_field="uuid", queryset=Comment.objects.none(), required=False, allow_null=True)
-    author = serializers.SlugRelatedField(slug_field="username", read_only=True)
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)  # null once the account is deleted
     mentions = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
     resolved = serializers.SerializerMethodField()
 

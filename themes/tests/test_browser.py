@@ -1,0 +1,135 @@
+"""The themes workflow in a real Chromium: board by dragging, exemplar, memo, thread, review meeting, snapshots, map."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from themes import services
+from themes.models import Comment, Exemplar, Memo, Theme, ThemeCode
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def names_in(theme_name: str) -> list[str]:
+    return list(ThemeCode.objects.filter(theme__name=theme_name, theme__deleted_at__isnull=True)
+                .order_by("position").values_list("code__name", flat=True))
+
+
+def test_build_themes_discuss_and_review(page, login, live_server, project, owner, analyst, make_code, make_interview, code_segment):
+    codes = {n: make_code(n) for n in ("admits uncertainty", "patterns not experience", "user as friend")}
+    _, gpt = make_interview("GPT-4o")
+    _, claude = make_interview("Claude")
+    code_segment(codes["admits uncertainty"], gpt[0], claude[0])
+    code_segment(codes["patterns not experience"], gpt[1])
+    code_segment(codes["user as friend"], gpt[3], claude[3])
+
+    login(page, owner)
+    page.goto(f"/p/{project.uuid}/themes/")
+    expect(page.locator("#unassigned-h")).to_contain_text("3")
+
+    # Two candidate themes, created on the board.
+    for name in ("Honesty about limits", "Friendship"):
+        page.get_by_label("Name", exact=True).fill(name)
+        page.get_by_role("button", name="Add theme").click()
+        expect(page.locator(f'[data-theme-name="{name}"]')).to_be_visible()
+
+    def zone(name: str):
+        return page.locator(f'[data-theme-name="{name}"] .theme-codes')
+
+    def codebook_chip(code: str):
+        return page.locator(f'[aria-labelledby="codebook-h"] .code-chip[data-code-name="{code}"]')
+
+    # Drag codes from the codebook into the themes; each drop is one request.
+    codebook_chip("admits uncertainty").drag_to(zone("Honesty about limits"))
+    expect(zone("Honesty about limits")).to_contain_text("admits uncertainty")
+    codebook_chip("user as friend").drag_to(zone("Friendship"))
+    expect(zone("Friendship")).to_contain_text("user as friend")
+    codebook_chip("patterns not experience").drag_to(zone("Friendship"))
+    expect(zone("Friendship")).to_contain_text("patterns not experience")
+    # Between themes: dropping onto a chip of Honesty moves the code there, placed before that chip.
+    zone("Friendship").locator('.code-chip[data-code-name="patterns not experience"]').drag_to(zone("Honesty about limits"))
+    expect(zone("Honesty about limits")).to_contain_text("patterns not experience")
+    expect(zone("Friendship")).not_to_contain_text("patterns not experience")
+    assert names_in("Honesty about limits") == ["patterns not experience", "admits uncertainty"]
+    # Keyboard alternative: the Move… menu (also lets a code sit in two themes).
+    zone("Honesty about limits").get_by_role("button", name="Move “patterns not experience” in Honesty about limits…").focus()
+    page.keyboard.press("Enter")
+    page.get_by_role("dialog").get_by_role("button", name="Move down").click()
+    expect(zone("Honesty about limits").locator(".code-chip").first).to_have_attribute("data-code-name", "admits uncertainty")
+    codebook_chip("user as friend").get_by_role("button").click()
+    page.get_by_role("dialog").get_by_role("button", name="Add to Honesty about limits").click()
+    expect(zone("Honesty about limits")).to_contain_text("user as friend")
+    assert names_in("Honesty about limits") == ["admits uncertainty", "patterns not experience", "user as friend"]
+    assert names_in("Friendship") == ["user as friend"]
+    expect(page.locator("#unassigned-h")).to_contain_text("0")
+
+    # Theme page: excerpts by model, pin a trimmed exemplar.
+    page.get_by_role("link", name="Honesty about limits").click()
+    expect(page.locator(".model-counts")).to_contain_text("GPT-4o")
+    expect(page.locator(".model-counts")).to_contain_text("Claude")
+    pin = page.locator("details.model-group", has_text="GPT-4o").locator("details.pin").first
+    pin.locator("summary").click()
+    pin.get_by_label("Quote").fill("I try to be honest [...] not from lived experience.")
+    pin.get_by_role("button", name="Pin exemplar").click()
+    expect(page.locator(".exemplars blockquote")).to_have_text("“I try to be honest [...] not from lived experience.”")
+    assert Exemplar.objects.get().verify()
+
+    # A memo on the theme, Markdown rendered.
+    page.get_by_role("link", name="Write a memo").click()
+    page.get_by_label("Title").fill("Why honesty matters")
+    page.get_by_label("Type").select_option("analytic")
+    page.get_by_label("Memo (Markdown)").fill("Models **hedge** a lot.")
+    page.get_by_role("button", name="Save memo").click()
+    expect(page.locator(".memo-body strong")).to_have_text("hedge")
+    page.get_by_role("link", name="Honesty about limits").click()
+    expect(page.locator(".memo-list")).to_contain_text("Why honesty matters")
+
+    # The discussion: post with a mention, see a colleague's reply arrive without reloading, resolve.
+    page.get_by_label("Comment (Markdown; write @username to mention a member)").fill("Is this one theme or two, @arjun?")
+    page.get_by_role("button", name="Post").click()
+    expect(page.locator("#thread .mention")).to_have_text("@arjun")
+    expect(page.get_by_label("Comment (Markdown; write @username to mention a member)")).to_have_value("")
+    services.comment_post(theme=Theme.objects.get(name="Honesty about limits"), actor=analyst, body="One theme, I think.",
+                          parent=Comment.objects.get())
+    expect(page.locator("#thread")).to_contain_text("One theme, I think.", timeout=10_000)
+    expect(page.locator("#thread .badge.unread")).to_have_count(1)
+    page.locator("#thread").get_by_role("button", name="Resolve").click()
+    expect(page.locator("#thread")).to_contain_text("resolved by olivia")
+    expect(page.locator("#thread")).to_contain_text("0 open threads")
+
+    # A review meeting that merges Friendship into Honesty about limits.
+    page.get_by_role("link", name="Review meetings").click()
+    page.get_by_label("Title").fill("Review round 1")
+    page.get_by_role("button", name="Schedule").click()
+    page.get_by_role("link", name="Start presenter mode").click()
+    expect(page.locator(".present-title")).to_contain_text("Honesty about limits")
+    page.locator("body").press("ArrowRight")
+    expect(page.locator(".present-title")).to_contain_text("Friendship")
+    expect(page.locator(".present-title")).to_contain_text("Candidate")
+    page.get_by_label("Decision on “Friendship”").select_option("merge")
+    page.get_by_label("Merge into").select_option(label="Honesty about limits")
+    page.get_by_label("Why (note)").fill("Friendship is one way models perform honesty")
+    page.get_by_role("button", name="Record decision").click()
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator(".messages")).to_contain_text("Decision applied.")
+    assert Theme.objects.get(name="Friendship").deleted_at is not None
+    page.locator("body").press("ArrowLeft")
+    expect(page.locator(".present-title")).to_contain_text("Honesty about limits")
+    page.get_by_role("link", name="← Review round 1").click()
+    page.get_by_role("button", name="Close meeting (take snapshot)").click()
+    page.get_by_role("link", name="What changed in this meeting").click()
+    expect(page.locator(".removed")).to_contain_text("Friendship")
+    expect(page.locator(".codes-moved")).to_contain_text("user as friend: out of Friendship")
+
+    # The thematic map draws and downloads as SVG and PNG.
+    page.get_by_role("link", name="Thematic map").click()
+    expect(page.locator("#cy[data-ready='1']")).to_have_count(1)
+    with page.expect_download() as svg:
+        page.get_by_role("button", name="Download SVG").click()
+    svg_text = open(svg.value.path(), encoding="utf-8").read()
+    assert svg_text.startswith("<svg") and "Honesty about limits" in svg_text and "Friendship" not in svg_text
+    with page.expect_download() as png:
+        page.get_by_role("button", name="Download PNG").click()
+    assert open(png.value.path(), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
+    assert Memo.objects.count() == 1
