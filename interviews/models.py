@@ -208,6 +208,7 @@ class ImportJob(models.Model):
     """One upload of transcript files: preview, the user's choices, progress and outcome."""
 
     class Status(models.TextChoices):
+        ANALYSING = "analysing", "Reading the files"
         UPLOADED = "uploaded", "Waiting for your choices"
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Importing"
@@ -240,4 +241,4 @@ class ImportJob(models.Model):
 
     @property
     def is_active(self) -> bool:
-        return self.status in (self.Status.QUEUED, self.Status.RUNNING)
+        return self.status in (self.Status.ANALYSING, self.Status.QUEUED, self.Status.RUNNING)

@@ -156,7 +156,8 @@ class StoredFile:
 # --- Preview -------------------------------------------------------------------
 
 
-def preview_files(*, project: Project, files: list[StoredFile]) -> dict[str, Any]:
+def preview_files(*, project: Project, files: list[StoredFile],
+                  progress: Callable[[int], None] | None = None) -> dict[str, Any]:
     """Summaries of every conversation (title, date, models, turns, duplicate flag).
 
     Parses everything once, keeping only summaries, so a bad file fails here with its
@@ -181,6 +182,8 @@ def preview_files(*, project: Project, files: list[StoredFile]) -> dict[str, Any
                 # Pairs, not an object: jsonb would reorder the labels.
                 "labels": [[label, guess] for label, guess in conv.speaker_labels.items()],
             })
+            if progress and len(hashes) % 50 == 0:
+                progress(len(hashes))
         out_files.append({"name": f.name, "sha256": f.sha256, "conversations": convs})
     dups = duplicates(project=project, content_hashes=hashes, file_hashes=[f.sha256 for f in files])
     for pf in out_files:
@@ -221,7 +224,8 @@ def job_dir(job: ImportJob) -> Path:
 
 
 def importjob_create(*, project: Project, user, uploads: list[UploadedFile], format: str = "auto") -> ImportJob:
-    """Store the uploads and preview them; a bad file raises ParseError and leaves nothing."""
+    """Store the uploads and preview them. Small uploads are read at once, so a bad file raises
+    ParseError and leaves nothing; large ones are read by the worker (status "analysing")."""
     if not uploads:
         raise ImportOptionsError("Choose at least one file to import.")
     if format != "auto" and format not in FORMATS:
@@ -230,18 +234,48 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
     for up in uploads:
         if up.size > limits.max_file_bytes:
             raise ParseError(up.name, None, f"a file of at most {human_size(limits.max_file_bytes)}", human_size(up.size))
+    inline = sum(up.size for up in uploads) <= getattr(settings, "RTA_IMPORT_INLINE_PREVIEW_BYTES", 5 * 1024 * 1024)
     job = ImportJob(project=project, created_by=user)
     folder = job_dir(job)
     folder.mkdir(parents=True, exist_ok=True)
     try:
         stored = [_store_upload(up, folder, i, format) for i, up in enumerate(uploads)]
         job.files = [vars(s) for s in stored]
-        job.preview = preview_files(project=project, files=stored)
-        job.progress_total = sum(len(f["conversations"]) for f in job.preview["files"])
+        if inline:
+            _set_preview(job, preview_files(project=project, files=stored))
+        else:
+            job.status = ImportJob.Status.ANALYSING
         job.save()
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)
         raise
+    if not inline:
+        from interviews.tasks import import_preview_task
+
+        transaction.on_commit(lambda: import_preview_task.delay(job.id))
+    return job
+
+
+def _set_preview(job: ImportJob, preview: dict[str, Any]) -> None:
+    job.preview = preview
+    job.progress_total = sum(len(f["conversations"]) for f in preview["files"])
+    job.status = ImportJob.Status.UPLOADED
+
+
+def importjob_preview(*, job_id: int) -> ImportJob:
+    """Read a large upload in the worker (the task's body); safe to run twice."""
+    job = ImportJob.objects.select_related("project").get(id=job_id)
+    if job.status != ImportJob.Status.ANALYSING:
+        return job
+    files = [StoredFile(**f) for f in job.files]
+    try:
+        _set_preview(job, preview_files(project=job.project, files=files,
+                                        progress=lambda n: set_progress(job.uuid, n, 0)))
+    except ParseError as e:
+        _finish(job, ImportJob.Status.FAILED, errors=[str(e)])
+        shutil.rmtree(job_dir(job), ignore_errors=True)
+        return job
+    job.save(update_fields=["preview", "progress_total", "status"])
     return job
 
 

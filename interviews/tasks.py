@@ -11,3 +11,11 @@ def import_batch_task(job_id: int) -> None:
     from interviews.services_import import importjob_run
 
     importjob_run(job_id=job_id)
+
+
+@shared_task(acks_late=True, reject_on_worker_lost=True)
+def import_preview_task(job_id: int) -> None:
+    """Read a large upload and list its conversations for the user to choose from."""
+    from interviews.services_import import importjob_preview
+
+    importjob_preview(job_id=job_id)

@@ -55,6 +55,9 @@ def import_job(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
     context = {"project": membership.project, "membership": membership, "nav": "interviews", "job": job,
                "progress": get_progress(job)}
     if request.htmx and not request.htmx.boosted:
+        if job.status == ImportJob.Status.UPLOADED:
+            # The worker has read the files: reload to show the choices form.
+            return HttpResponse(headers={"HX-Refresh": "true"})
         return render(request, "interviews/import_job.html#job-status", context)
     if job.status == ImportJob.Status.UPLOADED:
         context.update(_preview_context(job))

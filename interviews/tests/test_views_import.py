@@ -213,3 +213,33 @@ def test_zip_of_transcripts_previews_every_conversation(client_for, project, ana
     assert keys == ["study.zip/study/one.txt#0", "study.zip/study/two.md#0"]
     page = client_for(analyst).get(job_url(job)).content.decode()
     assert "study.zip/study/one.txt" in page and "<code>GPT-4o</code> is the" in page
+
+
+def test_large_upload_is_read_by_the_worker_then_offers_the_choices(
+        client_for, project, analyst, settings, django_capture_on_commit_callbacks):
+    settings.RTA_IMPORT_INLINE_PREVIEW_BYTES = 100
+    client = client_for(analyst)
+    with django_capture_on_commit_callbacks() as callbacks:
+        client.post(start_url(project), {"files": [upload(CLAUDE)]})
+    job = ImportJob.objects.get()
+    assert job.status == ImportJob.Status.ANALYSING
+    fragment = client.get(job_url(job), headers={"HX-Request": "true"}).content.decode()
+    assert "Reading the files…" in fragment and 'hx-trigger="every 1s"' in fragment
+    for callback in callbacks:
+        callback()  # the preview task, in-process
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.UPLOADED and job.progress_total == 3
+    assert client.get(job_url(job), headers={"HX-Request": "true"})["HX-Refresh"] == "true"
+    assert client.get(job_url(job)).content.decode().count('name="conversations"') == 3
+
+
+def test_large_bad_upload_fails_in_the_worker_with_the_message(
+        client_for, project, analyst, settings, django_capture_on_commit_callbacks):
+    settings.RTA_IMPORT_INLINE_PREVIEW_BYTES = 100
+    bad = SimpleUploadedFile("conversations.json", CLAUDE.read_bytes()[:-30])
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(analyst).post(start_url(project), {"files": [bad]})
+    job = ImportJob.objects.get()
+    assert job.status == ImportJob.Status.FAILED
+    assert job.errors[0].startswith("conversations.json: line ")
+    assert "Nothing was imported" in client_for(analyst).get(job_url(job)).content.decode()
