@@ -6,7 +6,7 @@ TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/rta
 TEST_REDIS_URL ?= redis://127.0.0.1:6379/0
 PYTEST_ARGS ?= -n 2 --dist loadgroup
 
-.PHONY: run test lint bench venv dev-venv clean
+.PHONY: run test lint bench venv dev-venv clean fake-llm
 
 $(VENV)/.runtime: requirements.txt
 	@test -x $(PY) || "$$(scripts/find-python)" -m venv $(VENV)
@@ -30,6 +30,11 @@ run: venv
 	@echo "  Demo login:  demo / demo-password-rta"
 	@echo ""
 	DEBUG=$${DEBUG:-true} $(PY) manage.py runserver 127.0.0.1:8000
+
+# Live interviews without an API key: a local OpenAI-compatible server with demo models
+# (run beside `make run`; it adds live demo participants to the demo project).
+fake-llm: venv
+	DEBUG=$${DEBUG:-true} $(PY) manage.py fake_llm --setup
 
 # The whole suite (unit, integration, browser) against PostgreSQL and Redis.
 test: dev-venv

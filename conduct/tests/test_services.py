@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 
 from conduct import services
 from conduct.models import AnswerJob, EndpointKey
-from interviews.models import Interview, Segment, Turn
+from interviews.models import Interview, Participant, Segment, Turn
 
 pytestmark = pytest.mark.django_db
 
@@ -210,3 +210,15 @@ def test_without_a_broker_answers_stream_in_a_background_thread(project, owner, 
     assert answer.status in (Turn.Status.PENDING, Turn.Status.STREAMING), "the request did not wait for the answer"
     wait_until(lambda: Turn.objects.get(pk=answer.pk).status == Turn.Status.COMPLETE, timeout=15, message="the answer")
     assert Turn.objects.get(pk=answer.pk).text == "word " * 100
+
+
+def test_the_demo_command_sets_up_live_participants(project, owner, fake_openai):
+    from conduct.management.commands.fake_llm import DEMO_MODELS, Command
+
+    Command()._setup(owner.username, fake_openai.base_url)
+    Command()._setup(owner.username, fake_openai.base_url)  # safe to repeat
+
+    live = Participant.objects.filter(project=project, is_live=True)
+    assert sorted(live.values_list("model_id", flat=True)) == sorted(DEMO_MODELS.values())
+    assert all(p.live_endpoint.api_key.hint == "sk-…demo" for p in live)
+    assert project.guides.count() == 1
