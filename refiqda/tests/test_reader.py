@@ -274,3 +274,19 @@ def test_bad_position_number_names_the_line():
         "</TextSource></Sources>")
     with pytest.raises(QdpxError, match=r"line 3: <PlainTextSelection> startPosition='zero'"):
         refiqda.read_project(make_zip({"project.qde": project_xml(body)}))
+
+
+def test_a_qde_named_after_the_project_is_accepted():
+    # ATLAS.ti 26 writes Trial.qde instead of project.qde.
+    project = refiqda.read_project(make_zip({"Trial.qde": project_xml(codebook((1, "a")), origin="ATLAS.ti 26"),
+                                             "sources/.root": ""}))
+    assert [c.name for c, _, _ in project.iter_codes()] == ["a"]
+
+
+def test_qde_and_qdc_with_a_byte_order_mark():
+    bom = b"\xef\xbb\xbf"
+    project = refiqda.read_project(make_zip({"project.qde": bom + project_xml(codebook((1, "a"))).encode()}))
+    assert project.codes[0].name == "a"
+    qdc = bom + f'<CodeBook xmlns="urn:QDA-XML:codebook:1.0"><Codes><Code guid="{G(1)}" name="b" isCodable="true"/>' \
+        "</Codes></CodeBook>".encode()
+    assert refiqda.read_codebook(qdc).codes[0].name == "b"
