@@ -20,7 +20,7 @@ from projects.api_permissions import ProjectScopedMixin
 
 class CodeSerializer(serializers.ModelSerializer):
     parent = serializers.SlugRelatedField(slug_field="uuid", queryset=Code.objects.none(), required=False, allow_null=True)
-    merged_into = serializers.SlugRelatedField(slug_field="uuid", read_only=True)
+    merged_into = serializers.SlugRelatedField(slug_field="uuid", read_only=True, allow_null=True)
     reason = serializers.CharField(write_only=True, required=False, allow_blank=True)
     version = serializers.IntegerField(required=False)
 

@@ -308,10 +308,10 @@ def _coding_response(request: HttpRequest, result: CodingResult, *, action: str,
         return HttpResponseBadRequest("None of the selected segments can be coded here.")
     renderer, by_segment = chips_from_rows(result.chips, request.user.pk)
     touched = _segment_ids(request)
-    parts = [renderer.container(s, by_segment.get(s, []), oob=True) for s in touched]
+    # Extra HTML first: a new code's panel row must exist before its count is swapped into it.
+    parts = [extra_html] + [renderer.container(s, by_segment.get(s, []), oob=True) for s in touched]
     parts.append(f'<span id="progress-interview" hx-swap-oob="true">{result.coded} / {result.codable}</span>')
     parts.append(f'<span id="uses-{code_id}" class="uses" hx-swap-oob="true">{result.code_count}</span>')
-    parts.append(extra_html)
     response = HttpResponse("".join(parts))
     trigger = {"action": action, "code": code_id, "segments": result.changed, **(extra_trigger or {})}
     response["HX-Trigger"] = json.dumps({"coding-changed": trigger})

@@ -273,7 +273,7 @@
       var q = e.target.value;
       document.querySelectorAll("#code-list-panel .code-row").forEach(function (b) {
         var c = codeById(b.dataset.code);
-        b.parentElement.hidden = !!(c && q && fuzzy(q, c.name) < 0);
+        b.parentElement.hidden = !c || !!(q && fuzzy(q, c.name) < 0);
       });
     });
 

@@ -1,0 +1,112 @@
+"""Coding in a real browser, keyboard only: create a code inline, apply recent codes, extend, undo, remove,
+filter by coder, then compare two coders."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from coding.models import Code, Coding
+from interviews.models import Speaker
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _chips(page, seg) -> list[str]:
+    # A chip is the code name then the coder's initials (a flex item, hence no space).
+    return [t.replace("\n", "") for t in page.locator(f"#chips-{seg.pk} .chip:not(.hide)").all_inner_texts()]
+
+
+def test_code_by_keyboard_create_inline_undo_filter_and_compare(page, login, live_server, project, owner, analyst,
+                                                                interview, participant_segments, make_code):
+    s = participant_segments
+    trust = make_code("Trust", colour="#aa3300")
+    # Another coder already coded the fourth segment: it must stay visible and untouched.
+    Coding.objects.create(segment=s[3], code=trust, coder=owner, interview=interview)
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{project.uuid}/interviews/{interview.uuid}/code/")
+    page.wait_for_selector("#transcript")
+    assert _chips(page, s[3]) == ["TrustOO"]
+
+    # j selects the first participant segment; c opens the picker; a new name creates the code and applies it.
+    page.keyboard.press("j")
+    assert page.locator(f"#s-{s[0].pk}").get_attribute("class").count("sel")
+    page.keyboard.press("c")
+    page.wait_for_selector("#picker[open]")
+    page.keyboard.type("Slow belonging")
+    assert "Create “Slow belonging”" in page.locator("#picker-list").inner_text()
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#chips-{s[0].pk} .chip")
+    assert _chips(page, s[0]) == ["Slow belongingAA"]
+    assert Code.objects.filter(name="Slow belonging", kind="semantic").exists()
+
+    # j moves on; 1 applies the most recent code.
+    page.keyboard.press("j")
+    page.keyboard.press("1")
+    page.wait_for_selector(f"#chips-{s[1].pk} .chip")
+    assert _chips(page, s[1]) == ["Slow belongingAA"]
+
+    # Fuzzy search: "trs" finds Trust; shift+j extends the selection to two segments.
+    page.keyboard.press("j")
+    page.keyboard.press("Shift+J")
+    page.keyboard.press("/")
+    page.keyboard.type("trs")
+    assert page.locator("#picker-list li.active").inner_text().startswith("Trust")
+    page.keyboard.press("Enter")
+    page.wait_for_selector(f"#chips-{s[2].pk} .chip")
+    expect(page.locator(f"#chips-{s[3].pk} .chip")).to_have_count(2)
+    assert sorted(_chips(page, s[3])) == ["TrustAA", "TrustOO"]
+    assert page.locator("#progress-interview").inner_text() == f"4 / {len(s)}"
+
+    # u undoes the last action: Trust comes off both segments, but only the analyst's own chip.
+    page.keyboard.press("u")
+    expect(page.locator(f"#chips-{s[2].pk} .chip")).to_have_count(0)
+    expect(page.locator(f"#chips-{s[3].pk} .chip")).to_have_count(1)
+    assert _chips(page, s[3]) == ["TrustOO"]
+
+    # k back to the second segment, x removes its only code of mine.
+    page.keyboard.press("Escape")
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    page.keyboard.press("x")
+    expect(page.locator(f"#chips-{s[1].pk} .chip")).to_have_count(0)
+    assert set(Coding.objects.filter(coder=analyst).values_list("segment_id", flat=True)) == {s[0].pk}
+
+    # n jumps to the next uncoded participant segment (the third: the fourth is coded by the owner).
+    page.keyboard.press("n")
+    assert "cur" in page.locator(f"#s-{s[2].pk}").get_attribute("class")
+
+    # Filter: only mine hides the owner's chip; everyone shows it again.
+    page.select_option("#filter-coder", "mine")
+    assert _chips(page, s[3]) == [] and _chips(page, s[0]) == ["Slow belongingAA"]
+    page.select_option("#filter-coder", "")
+    assert _chips(page, s[3]) == ["TrustOO"]
+    page.select_option("#filter-code", str(trust.pk))
+    assert "match" in page.locator(f"#s-{s[3].pk}").get_attribute("class")
+    page.select_option("#filter-code", "")
+
+    # ? shows the cheat-sheet.
+    page.keyboard.press("?")
+    assert page.locator("#help-dialog").is_visible()
+    page.keyboard.press("Escape")
+
+    # Compare the two coders.
+    page.get_by_role("link", name="Compare coders").click()
+    page.select_option("select[name=a]", str(owner.pk))
+    page.select_option("select[name=b]", str(analyst.pk))
+    page.get_by_role("button", name="Compare").click()
+    summary = page.locator(".compare-summary").inner_text()
+    assert "1 segments only Olivia Owner coded" in summary and "1 only Arjun Analyst coded" in summary
+    assert page.locator(f"#d-{s[0].pk}").is_visible() and page.locator(f"#d-{s[3].pk}").is_visible()
+
+
+def test_a_turn_note_is_saved_without_reload(page, login, live_server, project, analyst, interview):
+    turn = interview.turns.filter(speaker=Speaker.PARTICIPANT).first()
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{project.uuid}/interviews/{interview.uuid}/code/")
+    page.locator(f"#t-{turn.pk} .note-btn").click()
+    page.fill("#note-text", "Warm but <hedged> tone")
+    page.get_by_role("button", name="Save note").click()
+    page.wait_for_selector(f"#notes-t{turn.pk} .note")
+    assert "Warm but <hedged> tone" in page.locator(f"#notes-t{turn.pk}").inner_text()
+    assert turn.familiarisation_notes.get().text == "Warm but <hedged> tone"
