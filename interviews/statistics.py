@@ -33,6 +33,7 @@ import statistics as pystats
 import unicodedata
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from interviews.models import Interview, Speaker, Turn
 from interviews.segmentation import segment_text, strip_markup
@@ -69,6 +70,12 @@ def count_syllables(word: str) -> int:
     return max(1, len(re.findall(r"[aeiouy]{1,2}", w)))
 
 
+@lru_cache(maxsize=65536)
+def _measure(word: str) -> tuple[int, int]:
+    """(syllables, letters) of a word; cached because answers repeat their words a lot."""
+    return count_syllables(word), sum(c.isalpha() for c in word)
+
+
 @dataclass
 class Readability:
     sentences: int = 0
@@ -85,12 +92,12 @@ class Readability:
             if not found:
                 continue
             self.sentences += 1
+            self.words += len(found)
             for w in found:
-                syl = count_syllables(w)
-                self.words += 1
+                syl, letters = _measure(w)
                 self.syllables += syl
                 self.complex_words += syl >= 3
-                self.letters += sum(c.isalpha() for c in w)
+                self.letters += letters
 
     @property
     def flesch_kincaid_grade(self) -> float | None:

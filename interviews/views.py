@@ -10,6 +10,8 @@ from django.db.models import Count, F, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
 
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.provenance import interview_provenance, turn_provenance
@@ -90,8 +92,9 @@ def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> Http
         for seg in segments.order_by("position").only("turn_id", "position", "kind", "text"):
             by_turn.setdefault(seg.turn_id, []).append(seg)
         for turn in turns:
-            turn.segment_list = by_turn.get(turn.pk, [])
-            turn.segment_count = len(turn.segment_list)
+            segs = by_turn.get(turn.pk, [])
+            turn.segments_html = _segments_html(segs)
+            turn.segment_count = len(segs)
     else:
         counts = dict(segments.values_list("turn_id").annotate(n=Count("id")).values_list("turn_id", "n"))
         for turn, html in zip(turns, render_turns(t.text for t in turns), strict=True):
@@ -99,6 +102,7 @@ def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> Http
             turn.segment_count = counts.get(turn.pk, 0)
     for turn in turns:
         turn.provenance = turn_provenance(turn)
+        turn.anchor = f"turn-{turn.position}"  # a str: ints go through number formatting in templates
     context = {
         "project": membership.project, "membership": membership, "nav": "interviews",
         "interview": interview, "participant": interview.participant, "turns": turns, "view": view,
@@ -108,6 +112,21 @@ def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> Http
     if request.htmx and not request.htmx.boosted:
         return render(request, "interviews/interview_detail.html#transcript", context)
     return render(request, "interviews/interview_detail.html", context)
+
+
+KIND_LABELS = dict(Segment.Kind.choices)
+
+
+def _segments_html(segments: list[Segment]) -> SafeString:
+    """The segment lines of one turn; built here because a template loop costs ~0.2 ms per segment."""
+    if not segments:
+        return mark_safe('<li class="empty">No segments.</li>')
+    return mark_safe("".join(  # noqa: S308 - every value is escaped
+        f'<li class="segment segment-{escape(s.kind)}" value="{int(s.position)}">'
+        f'<span class="segment-kind">{escape(KIND_LABELS.get(s.kind, s.kind))}</span>'
+        f'<span class="segment-text">{escape(s.text)}</span></li>'
+        for s in segments
+    ))
 
 
 @login_required
