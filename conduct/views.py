@@ -95,7 +95,7 @@ def guide_create(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
 def guide_detail(request: HttpRequest, project_uuid: UUID, guide_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     guide = get_object_or_404(Guide, project=membership.project, uuid=guide_uuid)
-    versions = list(guide.versions.annotate(interview_count=Count("interviews")).order_by("-number"))
+    versions = list(guide.versions.select_related("created_by").annotate(interview_count=Count("interviews")).order_by("-number"))
     form = GuideForm(initial=GuideForm.initial_from(versions[0]), project=membership.project, guide=guide)
     if request.method == "POST":
         writer_or_403(request, project_uuid)
@@ -226,6 +226,7 @@ def _columns(session: ConductSession, only: list[int] | None = None) -> list[Sea
     seats = (
         Seat.objects.filter(session=session)
         .select_related("interview__participant")
+        .annotate(rerun_count=Count("interview__reruns"))
         .prefetch_related(Prefetch("interview__turns", queryset=turns))
         .order_by("position")
     )

@@ -339,8 +339,31 @@ def test_compare_shows_original_and_rerun_question_by_question(
         response = client_for(analyst).post(url("rerun", project, interview_uuid=original.uuid), {"participant": new.uuid})
     assert response.status_code == 302
     rerun = original.reruns.get()
+    original_page = client_for(viewer).get(url("session", project, session_uuid=session.uuid)).content.decode()
+    assert "Compare with 1 re-run" in original_page
     client = client_for(viewer)
     # session, user, membership+project, interview, original and re-runs, their turns
     with django_assert_num_queries(6):
         body = client.get(url("compare", project, interview_uuid=rerun.uuid)).content.decode()
     assert "Old answer." in body and "New answer." in body and "original" in body
+
+
+def test_conduct_home_queries_do_not_grow_with_sessions(project, owner, viewer, guide, live, client_for, django_assert_num_queries):
+    participants = [live("A", "a"), live("B", "b")]
+    for _ in range(4):
+        services.session_start(project=project, user=owner, guide_version=guide.versions.get(), participants=participants)
+    client = client_for(viewer)
+    # session, user, membership+project, guides (exists), participants (exists), sessions with counts
+    with django_assert_num_queries(6):
+        response = client.get(url("home", project))
+    assert response.content.decode().count("Values v1") == 4
+
+
+def test_guide_detail_queries_do_not_grow_with_versions(project, owner, viewer, guide, client_for, django_assert_num_queries):
+    for i in range(4):
+        services.guide_revise(guide=guide, user=owner, name="Values", opening_prompt=f"Version {i + 2}?")
+    client = client_for(viewer)
+    # session, user, membership+project, guide, versions with interview counts and authors
+    with django_assert_num_queries(5):
+        response = client.get(url("guide", project, guide_uuid=guide.uuid))
+    assert response.status_code == 200 and "Version 5?" in response.content.decode()
