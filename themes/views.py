@@ -45,6 +45,8 @@ def _render_board(request: HttpRequest, membership: Membership, *, error: str = 
     context = {"project": membership.project, "membership": membership, "nav": "themes", "error": error,
                "statuses": Theme.Status.choices, **queries.board(membership.project, request.user)}
     template = "themes/board.html#board" if request.htmx or request.headers.get("X-Fragment") else "themes/board.html"
+    if request.htmx:
+        status = 200  # htmx swaps only 2xx answers; the error is shown inside the fragment
     return render(request, template, context, status=status)
 
 
@@ -287,7 +289,8 @@ def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     if request.method == "GET" and request.GET.get("token") == context["thread_token"]:
         return HttpResponse(status=204)
     services.thread_mark_read(theme=theme, user=request.user)
-    return render(request, "themes/_thread.html", context, status=400 if error else 200)
+    # htmx swaps only 2xx answers, so an htmx post shows its error inside the fragment with 200.
+    return render(request, "themes/_thread.html", context, status=400 if error and not request.htmx else 200)
 
 
 @login_required

@@ -118,7 +118,8 @@ def memo_edit(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
         else:
             messages.success(request, "Memo saved as a new revision.")
             return redirect("themes:memo", project_uuid=membership.project.uuid, memo_uuid=memo.uuid)
-    status = 409 if conflict else 400 if errors else 200
+    # A conflict is a normal state of the editor (both texts shown), so the page itself is a 200; the API answers 409.
+    status = 400 if errors else 200
     return render(request, "themes/memo_edit.html", _ctx(membership, memo=memo, form=form, conflict=conflict, errors=errors), status=status)
 
 

@@ -133,3 +133,37 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
         page.get_by_role("button", name="Download PNG").click()
     assert open(png.value.path(), "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     assert Memo.objects.count() == 1
+
+
+def test_memo_conflict_is_shown_not_lost(page, browser, login, live_server, project, owner, analyst):
+    memo = services.memo_create(project=project, actor=owner, title="Familiarisation notes", body="Line one.", kind="familiarisation")
+    login(page, owner)
+    page.goto(f"/p/{project.uuid}/themes/memos/{memo.uuid}/edit/")
+
+    # A colleague opens the same memo in another browser and saves first.
+    other = browser.new_context(base_url=live_server.url)
+    colleague = other.new_page()
+    login(colleague, analyst)
+    colleague.goto(f"/p/{project.uuid}/themes/memos/{memo.uuid}/edit/")
+    colleague.get_by_label("Memo (Markdown)").fill("Line one.\nArjun's addition.")
+    colleague.get_by_role("button", name="Save as a new revision").click()
+    expect(colleague.locator(".memo-body")).to_contain_text("Arjun's addition.")
+    other.close()
+
+    page.get_by_label("Memo (Markdown)").fill("Line one.\nOlivia's addition.")
+    page.get_by_role("button", name="Save as a new revision").click()
+    conflict = page.get_by_role("alert")
+    expect(conflict).to_contain_text("Someone saved this memo while you were editing")
+    expect(conflict.locator(".their-text")).to_contain_text("Arjun's addition.")
+    expect(conflict.locator(".your-text")).to_contain_text("Olivia's addition.")
+    expect(conflict.locator(".diff-add")).to_contain_text("+Olivia's addition.")
+    memo.refresh_from_db()
+    assert memo.version == 2 and "Arjun's addition." in memo.body
+
+    page.get_by_label("Memo (Markdown)").fill("Line one.\nArjun's addition.\nOlivia's addition.")
+    page.get_by_role("button", name="Save my merged text as a new revision").click()
+    expect(page.locator(".memo-body")).to_contain_text("Olivia's addition.")
+    page.get_by_role("link", name="Revision 3").click()
+    expect(page.locator(".diff-add")).to_have_text("+Olivia's addition.")
+    memo.refresh_from_db()
+    assert memo.version == 3

@@ -159,7 +159,7 @@ def test_memo_edit_conflict_shows_both_texts_and_keeps_the_newer_revision(world,
     services.memo_update(memo=memo, actor=analyst, base_version=1, title=memo.title, body="*first* thoughts\nanalyst's line", kind="reflexive")
     response = client_for(owner).post(u("memo_edit", project, memo.uuid),
                                       {"title": memo.title, "body": "*first* thoughts\nowner's line", "kind": "reflexive", "base_version": "1"})
-    assert response.status_code == 409
+    assert response.status_code == 200
     html = response.content.decode()
     assert "Someone saved this memo while you were editing" in html
     assert "analyst&#x27;s line" in html and "owner&#x27;s line" in html
@@ -265,5 +265,14 @@ def test_exemplar_pin_refuses_segments_of_other_projects(world, project, analyst
 
 def test_comment_post_requires_text(world, project, analyst, client_for):
     response = client_for(analyst).post(u("thread", project, world["a"].uuid), {"body": "  "}, headers={"HX-Request": "true"})
-    assert response.status_code == 400 and "Write something before posting." in response.content.decode()
+    # htmx only swaps 2xx answers, so the error comes back inside the thread fragment.
+    assert response.status_code == 200 and "Write something before posting." in response.content.decode()
+    plain = client_for(analyst).post(u("thread", project, world["a"].uuid), {"body": ""})
+    assert plain.status_code == 302
     assert Comment.objects.count() == 1
+
+
+def test_htmx_board_errors_are_shown_in_the_swapped_fragment(world, project, analyst, client_for):
+    response = client_for(analyst).post(u("create", project), {"name": " "}, headers={"HX-Request": "true"})
+    assert response.status_code == 200 and "Give the theme a name." in response.content.decode()
+    assert client_for(analyst).post(u("create", project), {"name": " "}).status_code == 400
