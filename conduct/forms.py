@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
+from urllib.parse import urlsplit
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -114,6 +116,18 @@ class LiveParticipantForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.project, self.participant = project, participant
         self.fields["api_key"].queryset = EndpointKey.objects.filter(project=project)
+
+    def clean_base_url(self) -> str:
+        url = self.cleaned_data["base_url"].strip()
+        host = urlsplit(url).hostname or ""
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return url
+        # Link-local addresses are where cloud metadata services (and their credentials) live.
+        if address.is_link_local or address.is_multicast or address.is_unspecified:
+            raise ValidationError(f"{host} is not an address a model endpoint can have.")
+        return url
 
     def clean_label(self) -> str:
         label = self.cleaned_data["label"].strip()

@@ -288,8 +288,10 @@ def question_check(*, session: ConductSession, index: int, checked: bool) -> Con
 @transaction.atomic
 def answer_retry(*, turn: Turn) -> Turn:
     """Ask again for a failed, interrupted or lost answer; what arrived before is kept in metadata."""
-    turn = Turn.objects.select_for_update().get(pk=turn.pk)
+    turn = Turn.objects.select_for_update().select_related("interview").get(pk=turn.pk)
     job = AnswerJob.objects.select_for_update().get(turn=turn)
+    if turn.interview.status == Interview.Status.READY:
+        raise ValidationError("This interview has ended and is segmented for coding; re-run it to ask again.")
     if turn.status in ACTIVE and not job.is_stale:
         raise ValidationError("This answer is still arriving; stop it first to retry.")
     if turn.status == Turn.Status.COMPLETE:

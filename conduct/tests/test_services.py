@@ -157,6 +157,8 @@ def test_ending_segments_every_turn(project, owner, guide, live, fake_openai, in
     assert [s.speaker for s in segments] == ["interviewer"] + ["participant"] * 4
     with pytest.raises(ValidationError, match="ended"):
         services.question_ask(session=session, interviews=[interview], text="More?", user=owner)
+    with pytest.raises(ValidationError, match="ended and is segmented"):
+        services.answer_retry(turn=interview.turns.get(position=2))
 
 
 def test_ending_is_refused_while_answers_arrive(project, owner, guide, live):

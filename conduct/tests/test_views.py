@@ -128,6 +128,14 @@ def test_bad_endpoint_settings_get_inline_errors(project, analyst, client_for):
     assert not Participant.objects.filter(label="X").exists()
 
 
+def test_a_metadata_service_address_is_refused_as_endpoint(project, analyst, client_for):
+    response = client_for(analyst).post(
+        url("participant_create", project),
+        {"label": "X", "model_id": "m", "base_url": "http://169.254.169.254/v1", "timeout_seconds": "60"},
+    )
+    assert response.status_code == 400 and "169.254.169.254 is not an address" in response.content.decode()
+
+
 def test_a_stored_key_is_only_ever_shown_as_a_hint(project, analyst, viewer, client_for):
     response = client_for(analyst).post(url("key_create", project), {"label": "Lab", "plain_key": "sk-proj-supersecret-WXYZ"})
     assert response.status_code == 302
