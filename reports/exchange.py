@@ -14,7 +14,9 @@ Export
 
 Import (into a NEW project, all in one transaction)
   * Sources with text become interviews. With our ``RTA turns`` map the turns come back
-    as they were; any other source becomes a single participant turn.
+    as they were; a transcript with speaker labels ("Interviewer:", "GPT-4o:") is split
+    into turns by the plain-text importer's label rules (labels stay outside the turns);
+    any other source becomes a single participant turn.
   * Selections rarely line up with our sentence segments. We choose to make them line up:
     the turn is segmented as usual and then split again at every selection boundary, so a
     selection is exactly a run of whole segments and its codings land on precisely the
@@ -45,6 +47,8 @@ from django.db import transaction
 import refiqda
 from coding.models import Code, CodeEvent, Coding
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
+from interviews.parsers.base import guess_labels
+from interviews.parsers.text import find_label_lines
 from interviews.segmentation import segment_text
 from projects.models import Membership, Project, Role
 from projects.services import project_create
@@ -276,6 +280,37 @@ def _turns_from_map(src: refiqda.TextSource, variables: dict[str, str]) -> list[
     return spans
 
 
+def _turns_from_labels(text: str) -> list[tuple[str, int, int]] | None:
+    """Turns of a transcript with speaker labels ("Interviewer:", "GPT-4o:"), as exact spans of the text.
+
+    Uses the plain-text importer's label rules; the labels themselves stay outside the
+    turns. None when there are fewer than two distinct speakers or text before the first
+    label, so an ordinary document is kept whole rather than cut at a chance "Note:".
+    """
+    lines = text.splitlines(keepends=True)
+    labels = find_label_lines(lines)
+    if len({lab.label for lab in labels}) < 2:
+        return None
+    starts, pos = [], 0
+    for line in lines:
+        starts.append(pos)
+        pos += len(line)
+    if text[:starts[labels[0].index]].strip():
+        return None
+    speakers = guess_labels([lab.label for lab in labels])
+    spans = []
+    for n, lab in enumerate(labels):
+        start = starts[lab.index] + lab.rest
+        end = starts[labels[n + 1].index] if n + 1 < len(labels) else len(text)
+        while start < end and text[start].isspace():
+            start += 1
+        while end > start and text[end - 1].isspace():
+            end -= 1
+        if start < end:
+            spans.append((speakers[lab.label], start, end))
+    return spans or None
+
+
 class _Importer:
     def __init__(self, qp: refiqda.Project, *, owner, project: Project, filename: str) -> None:
         self.qp, self.owner, self.project, self.filename = qp, owner, project, filename
@@ -381,14 +416,19 @@ class _Importer:
 
     def import_source(self, src: refiqda.TextSource, participant: Participant, title: str) -> None:
         text = src.text or ""
+        spans, how = _turns_from_map(src, self.variables), "turn map"
+        if spans is None:
+            spans, how = _turns_from_labels(text), "speaker labels"
+        if spans is None:
+            spans, how = [(Speaker.PARTICIPANT, 0, len(text))], "whole text"
         interview = Interview.objects.create(
             project=self.project, participant=participant, title=title, conducted_at=src.created,
             origin=Interview.Origin.IMPORTED, source_format="qdpx", source_filename=self.filename[:500],
             source_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source_conversation_id=src.guid[:200],
-            metadata={"qdpx": {"origin": self.qp.origin or "", "counting": self.qp.counting, "source_guid": src.guid}},
+            metadata={"qdpx": {"origin": self.qp.origin or "", "counting": self.qp.counting, "source_guid": src.guid,
+                               "turns_from": how}},
             created_by=self.owner)
         self.interviews[refiqda.norm_guid(src.guid)] = interview
-        spans = _turns_from_map(src, self.variables) or [(Speaker.PARTICIPANT, 0, len(text))]
         turns = Turn.objects.bulk_create([
             Turn(interview=interview, position=i, speaker=speaker, text=text[s:e],
                  metadata={"imported_from": "qdpx", "source_guid": src.guid, "source_start": s})

@@ -199,7 +199,9 @@ def test_every_sample_imports_with_its_codes(owner, path):
         spans = [(s.start, s.end) for s in board.selections]
         for c in codings.filter(interview__title="board_2017"):
             seg = c.segment
-            assert any(a <= seg.start and seg.end <= b for a, b in spans)  # inside a selection
+            start = seg.turn.metadata["source_start"] + seg.start  # back to positions in the source text
+            assert board.text[start:start + len(seg.text)] == seg.text
+            assert any(a <= start and start + len(seg.text) <= b for a, b in spans)  # inside a selection
         # Duplicate names in the code tree ("programming" twice) are disambiguated.
         assert set(Code.objects.filter(project=result.project, name__startswith="programming ").values_list(
             "name", flat=True)) == {"programming (cs_as_programming)"}
@@ -314,3 +316,32 @@ def test_notes_become_memos_where_they_belong(owner):
     assert Coding.objects.get(interview__project=result.project).note == "Clear case."
     assert all(m.revisions.count() == 1 for m in memos.values())
     assert result.memos == 3
+
+
+def test_a_transcript_with_speaker_labels_is_split_into_turns(owner):
+    text = "Interviewer: Where is home?\r\n\r\nGPT-4o: Home is people. Borders matter.\r\n\r\nInterviewer: Why?\r\n"
+    start = text.index("Borders matter.")
+    body = (codebook((1, "borders"))
+            + f'<Sources><TextSource guid="{G(5)}" name="Chat"><PlainTextContent>{text.replace(chr(13), "&#13;")}'
+            + f'</PlainTextContent><PlainTextSelection guid="{G(6)}" startPosition="{start}" endPosition="{start + 15}">'
+            + f'<Coding guid="{G(7)}"><CodeRef targetGUID="{G(1)}"/></Coding></PlainTextSelection>'
+            + f'<PlainTextSelection guid="{G(8)}" startPosition="0" endPosition="11">'
+            + f'<Coding guid="{G(9)}"><CodeRef targetGUID="{G(1)}"/></Coding></PlainTextSelection>'
+            + "</TextSource></Sources>")
+    result = project_import_qdpx(source=make_zip({"project.qde": project_xml(body)}), owner=owner)
+    interview = Interview.objects.get(project=result.project)
+    assert interview.metadata["qdpx"]["turns_from"] == "speaker labels"
+    assert [(t.speaker, t.text) for t in interview.turns.order_by("position")] == [
+        ("interviewer", "Where is home?"), ("participant", "Home is people. Borders matter."), ("interviewer", "Why?")]
+    coding = Coding.objects.select_related("segment__turn").get(interview=interview)
+    assert (coding.segment.turn.position, coding.segment.text) == (1, "Borders matter.")
+    assert any("outside every turn" in w for w in result.warnings)  # the selection on the label "Interviewer"
+
+
+def test_an_ordinary_document_is_kept_whole(owner):
+    body = (f'<Sources><TextSource guid="{G(5)}" name="Doc"><PlainTextContent>A report.\nNote: one thing.\n'
+            "Note: another.</PlainTextContent></TextSource></Sources>")
+    result = project_import_qdpx(source=make_zip({"project.qde": project_xml(body)}), owner=owner)
+    interview = Interview.objects.get(project=result.project)
+    assert interview.metadata["qdpx"]["turns_from"] == "whole text"
+    assert interview.turns.get().text == "A report.\nNote: one thing.\nNote: another."
