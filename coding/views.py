@@ -22,6 +22,7 @@ from coding.forms import ArchiveForm, CodeCreateForm, CodeEditForm, ImportForm, 
 from coding.models import Code, CodeEvent, Note
 from coding.render import ChipRenderer, chips_from_rows, render_notes, render_transcript
 from coding.services import (
+    PALETTE,
     CodeConflict,
     CodingResult,
     code_archive,
@@ -66,7 +67,8 @@ def codebook(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     nodes, participants = queries.codebook_tree(membership.project, q=q, kind=kind if kind in Code.Kind.values else "",
                                                 archived=archived)
     ctx = _ctx(membership, nodes=nodes, participants=participants, q=q, kind=kind, archived=archived,
-               form=CodeCreateForm(project=membership.project, initial={"kind": Code.Kind.SEMANTIC}),
+               form=CodeCreateForm(project=membership.project,
+                                   initial={"kind": Code.Kind.SEMANTIC, "colour": PALETTE[len(nodes) % len(PALETTE)]}),
                filtered=bool(q or kind))
     template = "coding/codebook.html#code-list" if request.htmx and not request.htmx.boosted else "coding/codebook.html"
     return render(request, template, ctx)

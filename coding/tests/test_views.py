@@ -170,6 +170,8 @@ def test_hostile_text_and_code_names_are_escaped(client_for, owner, project, mak
             assert raw not in body, (url, raw)
     body = c.get(pages[0]).content.decode()
     assert "&lt;img src=x onerror=alert(1)&gt;" in body and "&lt;svg onload=alert(3)&gt;" in body
+    # escaped exactly once: the note is readable text, not doubly escaped markup
+    assert "&lt;script&gt;alert(4)&lt;/script&gt;" in body and "&amp;lt;" not in body
     r = c.post(reverse("coding:apply", args=[project.uuid, interview.uuid]), {"code": code.pk, "segments": str(seg.pk)})
     assert "<svg onload" not in r.content.decode() and "&lt;svg" in r.content.decode()
 
