@@ -436,17 +436,18 @@ def import_batch(
     limits = import_limits()
     batch = _Batch(project, user, options, progress, total)
     chunk = chunk_turns()
+    # Streamed in chunks across files: a 1,000-conversation export never sits in memory
+    # whole, and twenty small files still go in with a handful of statements.
+    buffer: list[tuple[StoredFile, ParsedConversation]] = []
+    buffered_turns = 0
     for f in files:
-        buffer: list[ParsedConversation] = []
-        buffered_turns = 0
-        # Streamed in chunks: a 1,000-conversation export never sits in memory whole.
         for conv in _wanted_conversations(f, limits, options):
-            buffer.append(conv)
+            buffer.append((f, conv))
             buffered_turns += len(conv.turns)
             if buffered_turns >= chunk:
-                batch.store(f, buffer)
+                batch.store(buffer)
                 buffer, buffered_turns = [], 0
-        batch.store(f, buffer)
+    batch.store(buffer)
     audit_record_many(project=project, actor=user, action=AuditEvent.Action.CREATED, target_type="interview", targets=[
         (i["uuid"], f"Interview “{i['title']}” imported from {i['source'] or 'an upload'}") for i in batch.summary.interviews])
     batch.summary.seconds = round(time.perf_counter() - started, 3)
@@ -463,14 +464,14 @@ class _Batch:
         self.hashes_seen: set[str] = set()
         self.done = 0
 
-    def store(self, f: StoredFile, convs: list[ParsedConversation]) -> None:
+    def store(self, convs: list[tuple[StoredFile, ParsedConversation]]) -> None:
         """Check a chunk for duplicates (one query) and bulk-insert the rest."""
         if not convs:
             return
-        hashes = [c.content_sha256() for c in convs]
+        hashes = [c.content_sha256() for _, c in convs]
         earlier = duplicates(project=self.project, content_hashes=hashes, file_hashes=[])["contents"]
         pending = []
-        for conv, h in zip(convs, hashes, strict=True):
+        for (f, conv), h in zip(convs, hashes, strict=True):
             reason = self._skip_reason(conv, earlier.get(h), h)
             if reason:
                 self.summary.skipped.append({"key": conversation_key(conv), "title": conv.title or _fallback_title(conv),
