@@ -12,8 +12,8 @@ from interviews.models import Guide, GuideVersion, Participant
 from projects.models import Project
 
 PLANNED_HELP = (
-    "One question per line. Probes go on the lines below their question, starting with “-”. "
-    "Example:\nWhat does fairness mean to you?\n- Can you give an example?"
+    "One question per line. Probes go on the lines below their question, each starting with “-” "
+    "(for example a line “- Can you give an example?”)."
 )
 
 
