@@ -52,13 +52,12 @@ from interviews.parsers.text import find_label_lines
 from interviews.segmentation import segment_text
 from projects.models import Membership, Project, Role
 from projects.services import project_create
+from refiqda.conventions import code_description, parse_code_description
 from themes.models import Memo, MemoRevision, Theme, ThemeCode
 
 TURNS_VARIABLE = "RTA turns"
 CASE_VARIABLES = ("provider", "model", "interface")
 _NS = uuid.UUID("6f1d8a52-3c1e-4f53-9a57-5b1d2f6c7e01")  # namespace for derived GUIDs
-_SECTION = re.compile(r"\n\n(Include when|Exclude when|Example|Kind): ", re.IGNORECASE)
-_SECTION_FIELDS = {"include when": "include_when", "exclude when": "exclude_when", "example": "example"}
 PLACEHOLDER_PREFIX = "qdpx-"
 
 
@@ -83,27 +82,8 @@ def _speaker_label(turn: Turn, participant: Participant) -> str:
 
 
 def _code_description(code: Code) -> str:
-    parts = [code.definition.strip()]
-    for label, value in (("Include when", code.include_when), ("Exclude when", code.exclude_when),
-                         ("Example", code.example)):
-        if value.strip():
-            parts.append(f"{label}: {value.strip()}")
-    if code.kind != Code.Kind.SEMANTIC:
-        parts.append(f"Kind: {code.kind}")
-    return "\n\n".join(parts).strip()
-
-
-def _parse_code_description(text: str) -> dict[str, str]:
-    """Inverse of _code_description; free text from other tools is all definition."""
-    chunks = _SECTION.split("\n\n" + text.strip()) if text.strip() else [""]
-    out = {"definition": chunks[0].strip()}
-    for label, value in zip(chunks[1::2], chunks[2::2], strict=False):
-        key = label.lower()
-        if key == "kind" and value.strip().lower() in Code.Kind.values:
-            out["kind"] = value.strip().lower()
-        elif key in _SECTION_FIELDS:
-            out[_SECTION_FIELDS[key]] = value.strip()
-    return out
+    return code_description(definition=code.definition, include_when=code.include_when,
+                            exclude_when=code.exclude_when, example=code.example, kind=code.kind)
 
 
 class _Exporter:
@@ -359,7 +339,7 @@ class _Importer:
         taken: set[str] = set()
         events = []
         for fcode, parent, _ in self.qp.iter_codes():
-            fields = _parse_code_description(fcode.description)
+            fields = parse_code_description(fcode.description)
             name = _unique(fcode.name, taken, 200, parent.name if parent else "")
             if name != fcode.name.strip()[:200]:
                 self.warn(f"Code {fcode.name!r} appears more than once; imported as {name!r}.")
