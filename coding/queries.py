@@ -216,3 +216,23 @@ def search_segments(project: Project, q: str, *, coded: str = "", limit: int = 2
             "interview__participant__label",
         )[:limit]
     )
+
+
+def interview_progress(project: Project) -> list[dict[str, Any]]:
+    """The project's live interviews with (coded, codable) participant segments each; one query.
+
+    For the interviews list and the codebook's "code an interview" panel.
+    """
+    coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
+    rows = (
+        Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True, speaker=Speaker.PARTICIPANT)
+        .values("interview_id", "interview__uuid", "interview__title", "interview__participant__label")
+        .annotate(codable=Count("id"), coded=Count("id", filter=Q(coded_exists)))
+        .order_by("interview__participant__label", "interview__title")
+    )
+    return [
+        {"id": r["interview_id"], "uuid": r["interview__uuid"], "title": r["interview__title"],
+         "participant": r["interview__participant__label"], "coded": r["coded"], "codable": r["codable"],
+         "percent": round(100 * r["coded"] / r["codable"]) if r["codable"] else 0}
+        for r in rows
+    ]

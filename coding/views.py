@@ -70,6 +70,9 @@ def codebook(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
                form=CodeCreateForm(project=membership.project,
                                    initial={"kind": Code.Kind.SEMANTIC, "colour": PALETTE[len(nodes) % len(PALETTE)]}),
                filtered=bool(q or kind))
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "coding/codebook.html#code-list", ctx)
+    ctx["interviews"] = queries.interview_progress(membership.project)
     template = "coding/codebook.html#code-list" if request.htmx and not request.htmx.boosted else "coding/codebook.html"
     return render(request, template, ctx)
 

@@ -104,8 +104,9 @@ def test_codebook_queries_do_not_grow(client_for, owner, analyst, project, make_
     codes = _populate(project, owner, analyst, make_interview, n)
     make_code("Child", parent=codes[0])
     c = client_for(owner)
-    # session, user, membership+project, codes, participants, counts per code × participant, parent choices (form)
-    with django_assert_num_queries(7):
+    # session, user, membership+project, codes, participants, counts per code × participant, interview progress,
+    # parent choices (form)
+    with django_assert_num_queries(8):
         r = c.get(reverse("coding:codebook", args=[project.uuid]))
     assert r.status_code == 200 and "Code 0" in r.content.decode()
 
@@ -288,3 +289,14 @@ def test_codebook_import_qdc(client_for, owner, project):
 <CodeBook xmlns="urn:QDA-XML:codebook:1.0"><Codes><Code guid="33333333-3333-3333-3333-333333333333" name="&lol2;"/></Codes></CodeBook>"""
     r = client_for(owner).post(url, {"file": SimpleUploadedFile("bomb.qdc", bomb)})
     assert r.status_code == 400 and "bomb.qdc" in r.content.decode() and Code.objects.count() == 2
+
+
+def test_codebook_lists_interviews_with_their_progress(client_for, owner, project, interview, participant_segments, make_code):
+    code = make_code("Trust")
+    for s in participant_segments[:2]:
+        Coding.objects.create(segment=s, code=code, coder=owner, interview=interview)
+    Coding.objects.create(segment=participant_segments[0], code=make_code("Home"), coder=owner, interview=interview)
+    r = client_for(owner).get(reverse("coding:codebook", args=[project.uuid]))
+    [row] = r.context["interviews"]
+    assert (row["coded"], row["codable"], row["percent"]) == (2, len(participant_segments), round(200 / len(participant_segments)))
+    assert reverse("coding:workspace", args=[project.uuid, interview.uuid]) in r.content.decode()
