@@ -47,6 +47,7 @@ def answer_run(turn_id: int) -> str:
             messages,
             on_text=lambda text: _save_partial(turn_id, token, text),
             should_stop=lambda: _stop_requested(turn_id, token),
+            on_retry=lambda failure, wait, attempt: _note_retry(turn_id, token, failure, wait, attempt),
             interval=float(getattr(settings, "CONDUCT_SAVE_INTERVAL", 0.15)),
             max_attempts=int(getattr(settings, "CONDUCT_MAX_ATTEMPTS", 4)),
             backoff_base=float(getattr(settings, "CONDUCT_BACKOFF_BASE", 1.0)),
@@ -100,6 +101,14 @@ def _save_partial(turn_id: int, token: str, text: str) -> None:
     # Only the holder of the job writes; a stopped or re-claimed answer is left alone.
     if AnswerJob.objects.filter(turn_id=turn_id, worker_token=token, state=AnswerJob.State.RUNNING).exists():
         Turn.objects.filter(pk=turn_id, status=Turn.Status.STREAMING).update(text=text)
+
+
+def _note_retry(turn_id: int, token: str, failure: Failure, wait: float, attempt: int) -> None:
+    """Show on the page why nothing arrives yet; _finish replaces this note."""
+    note = {"message": failure.message, "kind": str(failure.kind), "wait_seconds": wait, "attempt": attempt}
+    if AnswerJob.objects.filter(turn_id=turn_id, worker_token=token).exists():
+        turn = Turn.objects.get(pk=turn_id)
+        Turn.objects.filter(pk=turn_id).update(metadata={**turn.metadata, "retrying": note})
 
 
 def _stop_requested(turn_id: int, token: str) -> bool:

@@ -284,12 +284,16 @@ def stream_answer(
     *,
     on_text: Callable[[str], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
+    on_retry: Callable[[Failure, float, int], None] | None = None,
     interval: float = 0.15,
     max_attempts: int = 4,
     backoff_base: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> AnswerResult:
     """Ask for one answer, streaming; calls on_text(accumulated) at most every `interval` s.
+
+    on_retry(failure, wait_seconds, next_attempt) is called before each backoff wait,
+    so a person can see why nothing arrives yet.
 
     Retries timeouts, 429 and 5xx with backoff, but only while no text has
     arrived. Never raises for endpoint trouble: the result carries a Failure.
@@ -320,6 +324,8 @@ def stream_answer(
         if time.monotonic() - started + wait > endpoint.total_timeout:
             break
         record["waited_before_retry"] = wait
+        if on_retry is not None:
+            on_retry(failure, wait, attempt + 1)
         sleep(wait)
     finished = time.monotonic()
     provenance = {

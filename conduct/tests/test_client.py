@@ -140,9 +140,16 @@ def test_429_is_retried_after_the_retry_after_delay(
         "busy", answer="Now I can answer.", status=429, retry_after=2.5, fail_times=2
     )
     waits: list[float] = []
+    notes: list[tuple[str, float, int]] = []
 
-    result = stream_answer(endpoint(fake_openai, "busy"), MESSAGES, sleep=waits.append)
+    result = stream_answer(
+        endpoint(fake_openai, "busy"),
+        MESSAGES,
+        sleep=waits.append,
+        on_retry=lambda failure, wait, attempt: notes.append((failure.kind, wait, attempt)),
+    )
 
+    assert notes == [("rate_limited", 2.5, 2), ("rate_limited", 2.5, 3)]
     assert result.ok and result.text == "Now I can answer."
     assert waits == [2.5, 2.5]
     attempts = result.provenance["attempts"]

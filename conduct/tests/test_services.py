@@ -224,3 +224,14 @@ def test_the_demo_command_sets_up_live_participants(project, owner, fake_openai)
     assert sorted(live.values_list("model_id", flat=True)) == sorted(DEMO_MODELS.values())
     assert all(p.live_endpoint.api_key.hint == "sk-…demo" for p in live)
     assert project.guides.count() == 1
+
+
+def test_a_rate_limited_answer_is_retried_and_the_note_is_cleared(
+    project, owner, guide, live, fake_openai, inline_answers, django_capture_on_commit_callbacks
+):
+    fake_openai.script("busy", answer="Finally.", status=429, retry_after=0.01, fail_times=1)
+    session = _start(project, owner, guide, [live("B", "busy")], django_capture_on_commit_callbacks)
+    answer = session.seats.get().interview.turns.get(position=2)
+    assert answer.status == Turn.Status.COMPLETE and answer.text == "Finally."
+    assert "retrying" not in answer.metadata
+    assert [a["ok"] for a in answer.metadata["provenance"]["attempts"]] == [False, True]

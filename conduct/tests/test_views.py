@@ -375,3 +375,16 @@ def test_guide_detail_queries_do_not_grow_with_versions(project, owner, viewer, 
     with django_assert_num_queries(5):
         response = client.get(url("guide", project, guide_uuid=guide.uuid))
     assert response.status_code == 200 and "Version 5?" in response.content.decode()
+
+
+def test_a_backoff_wait_is_explained_while_nothing_arrives(project, viewer, session, client_for):
+    from django.utils import timezone
+
+    answer = Turn.objects.filter(speaker="participant").first()
+    note = {"message": "http://x is rate limiting requests (429).", "kind": "rate_limited", "wait_seconds": 2.5, "attempt": 2}
+    Turn.objects.filter(pk=answer.pk).update(status="streaming", metadata={"retrying": note})
+    answer.answer_job.state, answer.answer_job.heartbeat_at = "running", timezone.now()
+    answer.answer_job.save()
+    body = client_for(viewer).get(url("turn", project, turn_uuid=answer.uuid), **HTMX).content.decode()
+    assert "Retrying (attempt 2) after waiting 2.5 s" in body and "rate limiting requests (429)" in body
+    assert 'hx-trigger="every 300ms"' in body
