@@ -256,9 +256,18 @@ GENERIC_PARTICIPANT_LABELS = {"assistant", "ai", "bot", "chatbot", "model", "a",
                               "response", "interviewee", "participant"}
 
 
+# Copying from a chat window gives "You said:" / "ChatGPT said:".
+SAID_RE = re.compile(r"\s+(?:said|says|wrote|writes|asked|asks|answered|replied|responded)$", re.IGNORECASE)
+
+
+def core_label(label: str) -> str:
+    """'ChatGPT said' -> 'ChatGPT'."""
+    return SAID_RE.sub("", label.strip())
+
+
 def guess_speaker(label: str) -> str | None:
     """interviewer / participant / system for a known speaker word, else None."""
-    key = label.strip().lower()
+    key = core_label(label).lower()
     if key in SYSTEM_WORDS:
         return "system"
     if key in INTERVIEWER_WORDS:
@@ -270,10 +279,12 @@ def guess_speaker(label: str) -> str | None:
 
 def model_slugs_from_labels(labels: dict[str, str]) -> list[str]:
     """Participant labels that name a model (GPT-4o, Claude) rather than a role."""
-    return [
-        lab for lab, sp in labels.items()
-        if sp == "participant" and lab.strip().lower() not in GENERIC_PARTICIPANT_LABELS
-    ]
+    slugs: list[str] = []
+    for lab, sp in labels.items():
+        name = core_label(lab)
+        if sp == "participant" and name.lower() not in GENERIC_PARTICIPANT_LABELS and name not in slugs:
+            slugs.append(name)
+    return slugs
 
 
 def guess_labels(labels_in_order: list[str]) -> dict[str, str]:

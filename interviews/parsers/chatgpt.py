@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -22,13 +23,28 @@ from .base import (
 )
 
 KEPT_CONTENT = {"text", "multimodal_text"}
-# 【11†source】 markers, and the private-use spans newer exports wrap citations in.
-CITATION_RE = re.compile(r"[ \t]*(?:【[^】\n]{0,200}】|\ue200[^\ue201]{0,500}\ue201)")
+# 【11†source】 markers (always with a dagger: plain 【】 are ordinary CJK brackets), and
+# the private-use spans newer exports wrap citations in.
+CITATION_RE = re.compile(r"[ \t]*(?:【[^】\n]{0,200}†[^】\n]{0,200}】|\ue200(?!entity)[^\ue201]{0,500}\ue201)")
+# Entity references show their display name in the web interface: keep that name.
+ENTITY_RE = re.compile(r"\ue200entity\ue202([^\ue201]{0,500})\ue201")
 STRAY_PRIVATE_RE = re.compile(r"[\ue200-\ue2ff]")
+
+
+def _entity_name(m: re.Match[str]) -> str:
+    try:
+        value = json.loads(m.group(1))
+    except ValueError:
+        return ""
+    if isinstance(value, list) and len(value) > 1 and isinstance(value[1], str):
+        return value[1]
+    return ""
 
 
 def clean_citations(text: str) -> str:
     """Remove citation markers the same way everywhere, before offsets exist."""
+    if "\ue200" in text:
+        text = ENTITY_RE.sub(_entity_name, text)
     return STRAY_PRIVATE_RE.sub("", CITATION_RE.sub("", text))
 
 

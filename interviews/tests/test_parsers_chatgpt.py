@@ -148,6 +148,10 @@ def test_multimodal_parts_join_text_and_mark_images():
 def test_citation_markers_are_cleaned():
     assert clean_citations("Paris is the capital 【11†source】.") == "Paris is the capital."
     assert clean_citations("Rome \ue200cite\ue202turn0search1\ue201 is old.") == "Rome is old."
+    # Entity references keep the name the web interface shows.
+    assert clean_citations('Try \ue200entity\ue202["restaurant", "Joe\'s Pizza", {}]\ue201 tonight.') == "Try Joe's Pizza tonight."
+    # Plain 【】 are ordinary brackets in Chinese text, not citations.
+    assert clean_citations("【注意】请看这里。") == "【注意】请看这里。"
     nodes = [node("root", None, None, children=["q"]), node("q", "root", "user", "Q", children=["a"]),
              node("a", "q", "assistant", "It is 5 km 【3:0†notes.pdf】 away.")]
     (conv,) = parse_json([conversation(nodes, current="a")])

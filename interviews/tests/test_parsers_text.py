@@ -61,6 +61,13 @@ def test_unknown_labels_count_only_when_they_repeat_and_can_be_remapped():
         conv.apply_label_map({"Alice": "moderator"})
 
 
+def test_copied_chat_window_labels():
+    (conv,) = parse("copied.txt", "You said:\nWhat is trust?\nChatGPT said:\nTrust is reliance.\n")
+    assert [(t.label, t.speaker, t.text) for t in conv.turns] == [
+        ("You said", "interviewer", "What is trust?"), ("ChatGPT said", "participant", "Trust is reliance.")]
+    assert conv.model_slugs == ["ChatGPT"]
+
+
 def test_labels_inside_code_fences_are_text():
     text = "User: show code\nAssistant: Here:\n```\nUser: not a turn\n```\nDone.\n"
     (conv,) = parse("code.txt", text)
