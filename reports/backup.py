@@ -42,7 +42,8 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
 from django.utils import timezone
 
-from projects.models import Membership, Project, Role
+from projects.audit import audit_record
+from projects.models import AuditEvent, Membership, Project, Role
 
 FORMAT = "rta-studio-project-backup"
 VERSION = 1
@@ -62,6 +63,7 @@ USER = "$user"  # target label used for foreign keys and many-to-many fields to 
 
 MAX_MEMBER_BYTES = 512 * 1024 * 1024
 MAX_RATIO = 200
+MAX_NEW_USERS = 500  # accounts one restore may create; a backup naming more is not a real team
 
 
 class BackupError(ValueError):
@@ -335,6 +337,9 @@ class _Restorer:
         if username not in self.users:
             User = get_user_model()
             user = User._base_manager.filter(username=username).first()
+            if user is None and len(self.created_users) >= MAX_NEW_USERS:
+                raise BackupError(f"{self.archive.name}: the backup names more than {MAX_NEW_USERS} people who have "
+                                  "no account here; refusing to create that many accounts")
             if user is None:
                 user = User(username=username[:150], is_active=False)
                 user.set_unusable_password()
@@ -371,6 +376,9 @@ class _Restorer:
             self.fix_deferred(plan, objs, rows)
         project = Project.objects.get(pk=next(iter(self.pk_maps[PROJECT_LABEL].values())))
         self.ensure_owner(project)
+        audit_record(project=project, actor=self.owner, action=AuditEvent.Action.RESTORED, target=project,
+                     summary=f"Project restored from the backup {self.archive.name}",
+                     data={"backup_of": manifest.get("project", {}), "backup_created_at": manifest.get("created_at")})
         return RestoreResult(project=project, counts=self.counts, warnings=self.warnings)
 
     def new_uuids(self, plans: dict[str, ModelPlan], entries: dict[str, list]) -> dict[str, str]:

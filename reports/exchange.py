@@ -50,7 +50,8 @@ from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.parsers.base import guess_labels
 from interviews.parsers.text import find_label_lines
 from interviews.segmentation import segment_text
-from projects.models import Membership, Project, Role
+from projects.audit import audit_record
+from projects.models import AuditEvent, Membership, Project, Role
 from projects.services import project_create
 from refiqda.conventions import code_description, parse_code_description
 from themes.models import Memo, MemoRevision, Theme, ThemeCode
@@ -553,5 +554,10 @@ def project_import_qdpx(*, source: refiqda.Project | bytes | BinaryIO | str, own
     importer.import_sources()
     importer.import_sets()
     importer.import_memos()
-    return importer.result
+    r = importer.result
+    audit_record(project=project, actor=owner, action=AuditEvent.Action.CREATED, target=project,
+                 summary=f"Imported from the REFI-QDA project {filename or qp.name!r}: {r.interviews} interviews, "
+                         f"{r.codes} codes, {r.codings} codings",
+                 data={"origin": qp.origin or "", "counting": qp.counting, "warnings": len(r.warnings)})
+    return r
 

@@ -149,6 +149,9 @@ def test_restore_into_a_new_project_is_identical_field_by_field(demo_project, an
     restored = result.project
     assert restored.pk != original.pk and restored.uuid != original.uuid
     before, after = _canonical(original), _canonical(restored)
+    # The restore itself is recorded last in the restored project's audit trail.
+    restored_event = after["projects.auditevent"].pop()
+    assert restored_event["action"] == "restored" and "backup" in restored_event["summary"]
     mapping = _uuid_map(original, restored)
     for label, rows in before.items():
         expected = [{k: (v if k == "project" else _translate(v, mapping)) for k, v in row.items()} for row in rows]
@@ -299,3 +302,16 @@ def test_a_value_of_the_wrong_type_names_the_model_row_and_field(demo_project, o
     with pytest.raises(BackupError, match=r"interviews.interview row \d+, field conducted_at"):
         project_restore(source=data, owner=owner)
     assert Project.objects.count() == before
+
+
+def test_a_backup_naming_too_many_unknown_people_is_refused(demo_project, analyst, owner, monkeypatch):
+    import reports.backup as backup
+
+    original = _rich_project(demo_project, analyst)
+    data = _backup(original)
+    analyst.delete()
+    monkeypatch.setattr(backup, "MAX_NEW_USERS", 0)
+    users_before = get_user_model().objects.count()
+    with pytest.raises(BackupError, match="more than 0 people who have no account here"):
+        project_restore(source=data, owner=owner)
+    assert get_user_model().objects.count() == users_before

@@ -173,6 +173,8 @@ def test_import_lands_codings_exactly_on_the_selected_text(owner):
     assert any("Two sources are called 'Transcript A'" in w for w in result.warnings)
     assert Theme.objects.get(project=project).codes.get().name == "striking"
     assert project.memberships.get(user=owner).role == "owner"
+    event = project.audit_events.filter(summary__startswith="Imported from the REFI-QDA project").get()
+    assert event.actor == owner and event.data["counting"] == "utf16"
 
 
 def test_selected_text_equals_selection_name_wherever_given(owner):
