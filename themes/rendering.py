@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 
 import nh3
 from django.utils.safestring import SafeString, mark_safe
@@ -29,15 +30,19 @@ MENTION_RE = re.compile(r"(?<![\w@/.:])@([\w.+-]+)")
 
 def render_markdown(text: str, *, mentionable: Iterable[str] = ()) -> SafeString:
     """Render Markdown to sanitised HTML; @username of a mentionable member is highlighted."""
-    html = _md.render(text or "")
-    names = set(mentionable)
+    return mark_safe(_render(text or "", frozenset(mentionable)))  # noqa: S308 - nh3 output
+
+
+@lru_cache(maxsize=4096)
+def _render(text: str, names: frozenset[str]) -> str:
+    # Pure function of its arguments, so memos and comments re-read on every page render once per process.
+    html = _md.render(text)
     if names:
         html = MENTION_RE.sub(lambda m: _mention(m, names), html)
-    clean = nh3.clean(
+    return nh3.clean(
         html, tags=ALLOWED_TAGS, attributes=ALLOWED_ATTRIBUTES, allowed_classes=ALLOWED_CLASSES,
         url_schemes={"http", "https", "mailto"}, link_rel="noopener noreferrer nofollow",
     )
-    return mark_safe(clean)  # noqa: S308 - nh3 output
 
 
 def _mention(match: re.Match, names: set[str]) -> str:

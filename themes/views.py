@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db.models import Count, Max, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -262,9 +263,14 @@ def thread_context(request: HttpRequest, membership: Membership, theme: Theme) -
         by_id[c.id] = c
     for c in comments:
         (by_id[c.parent_id].thread_replies if c.parent_id in by_id else tops).append(c)
-    token = f"{max((c.id for c in comments), default=0)}-{len(comments)}-{sum(1 for c in tops if c.resolved_at)}"
-    return {"thread": tops, "thread_token": token, "unread_count": sum(c.unread for c in comments),
+    return {"thread": tops, "thread_token": thread_token(theme), "unread_count": sum(c.unread for c in comments),
             "open_count": sum(1 for c in tops if not c.resolved_at), "members": usernames}
+
+
+def thread_token(theme: Theme) -> str:
+    """Changes whenever a comment is posted, resolved or reopened (one aggregate query)."""
+    agg = Comment.objects.filter(theme=theme).aggregate(last=Max("id"), n=Count("id"), resolved=Count("id", filter=Q(resolved_at__isnull=False)))
+    return f"{agg['last'] or 0}-{agg['n']}-{agg['resolved']}"
 
 
 @login_required
@@ -272,6 +278,8 @@ def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     """GET: the thread fragment (polled; 204 when nothing changed). POST: a new comment or reply."""
     membership = member_or_404(request, project_uuid)
     theme = _theme(membership, theme_uuid)
+    if request.method == "GET" and request.GET.get("token") == thread_token(theme):
+        return HttpResponse(status=204)  # the poll found nothing new: no rendering at all
     error = ""
     if request.method == "POST":
         membership = writer_or_403(request, project_uuid)
@@ -286,8 +294,6 @@ def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
             return redirect(reverse("themes:detail", args=[membership.project.uuid, theme.uuid]) + "#thread")
     context = {"project": membership.project, "membership": membership, "theme": theme, "thread_error": error,
                **thread_context(request, membership, theme)}
-    if request.method == "GET" and request.GET.get("token") == context["thread_token"]:
-        return HttpResponse(status=204)
     services.thread_mark_read(theme=theme, user=request.user)
     # htmx swaps only 2xx answers, so an htmx post shows its error inside the fragment with 200.
     return render(request, "themes/_thread.html", context, status=400 if error and not request.htmx else 200)

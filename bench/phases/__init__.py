@@ -18,5 +18,7 @@ PHASES: list[str] = [
     "import_memory",  # peak RSS of a fresh process importing a generated 1,000-conversation export
     "exchange",
     "conduct",  # streamed live answers: first words visible, save cadence, poll cost, 1 vs 5 models
+    "exports",  # excerpt tables: all codings as CSV/XLSX/DOCX, memory and queries vs rows
     "coding",  # apply a code (1 and 8 clients), open the heaviest and a 10× interview, worker memory
+    "themes",  # themes board, one drag, map data, theme page, journal, thread poll, presenter
 ]
