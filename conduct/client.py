@@ -326,7 +326,10 @@ def stream_answer(
         record["waited_before_retry"] = wait
         if on_retry is not None:
             on_retry(failure, wait, attempt + 1)
-        sleep(wait)
+        if not _wait_unless_stopped(wait, sleep, should_stop):
+            failure = Failure(FailureKind.CANCELLED, "Stopped by the interviewer while waiting to retry.")
+            record["stopped_while_waiting"] = True
+            break
     finished = time.monotonic()
     provenance = {
         "provider": "openai-compatible",
@@ -353,6 +356,19 @@ def stream_answer(
     if failure is not None:
         provenance["failure"] = failure.as_dict()
     return AnswerResult(text=stream.text, provenance=provenance, failure=failure)
+
+
+def _wait_unless_stopped(seconds: float, sleep: Callable[[float], None], should_stop: Callable[[], bool] | None) -> bool:
+    """Sleep through a backoff, in short steps when someone may stop it; False when stopped."""
+    if should_stop is None:
+        sleep(seconds)
+        return True
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if should_stop():
+            return False
+        sleep(min(0.5, left))
+    return not should_stop()
 
 
 def _one_attempt(

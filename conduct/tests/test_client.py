@@ -179,6 +179,22 @@ def test_429_without_retry_after_backs_off_exponentially_then_gives_up(
     assert "rate limiting" in result.failure.message and result.text == ""
 
 
+def test_stopping_during_a_backoff_wait_ends_it(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.script("busy", status=429, retry_after=30)
+    started = time.monotonic()
+    asked: list[int] = []
+
+    def stop_on_second_look() -> bool:
+        asked.append(1)
+        return len(asked) >= 2
+
+    result = stream_answer(endpoint(fake_openai, "busy"), MESSAGES, should_stop=stop_on_second_look)
+
+    assert time.monotonic() - started < 2
+    assert result.failure is not None and result.failure.kind == FailureKind.CANCELLED
+    assert len(fake_openai.chat_requests("busy")) == 1
+
+
 def test_server_errors_are_retried(fake_openai: FakeOpenAIServer) -> None:
     fake_openai.script("wobbly", answer="ok", status=500, fail_times=1)
     result = stream_answer(endpoint(fake_openai, "wobbly"), MESSAGES, sleep=_no_sleep)
