@@ -60,6 +60,7 @@ TURNS_VARIABLE = "RTA turns"
 CASE_VARIABLES = ("provider", "model", "interface")
 _NS = uuid.UUID("6f1d8a52-3c1e-4f53-9a57-5b1d2f6c7e01")  # namespace for derived GUIDs
 PLACEHOLDER_PREFIX = "qdpx-"
+MAX_PLACEHOLDERS = 500  # coder accounts one import may create; more is not a real team
 
 
 def _colour(value: str | None) -> str | None:
@@ -302,6 +303,7 @@ class _Importer:
         self.notes = qp.notes_by_guid()
         self.interviews: dict[str, Interview] = {}
         self.themes: dict[str, Theme] = {}
+        self.placeholders = 0
 
     def warn(self, message: str) -> None:
         self.result.warnings.append(message)
@@ -320,6 +322,10 @@ class _Importer:
         if self.owner.username in (fu.id, fu.name):
             return self.owner
         User = get_user_model()
+        self.placeholders += 1
+        if self.placeholders > MAX_PLACEHOLDERS:
+            raise refiqda.QdpxError(f"the file names more than {MAX_PLACEHOLDERS} coders; refusing to create that "
+                                    "many placeholder accounts", where=self.filename)
         username = f"{PLACEHOLDER_PREFIX}{key}"[:150]
         existing = User.objects.filter(username=username).first()
         if existing is not None and (existing.is_active or existing.has_usable_password()):

@@ -347,3 +347,13 @@ def test_an_ordinary_document_is_kept_whole(owner):
     interview = Interview.objects.get(project=result.project)
     assert interview.metadata["qdpx"]["turns_from"] == "whole text"
     assert interview.turns.get().text == "A report.\nNote: one thing.\nNote: another."
+
+
+def test_a_file_naming_too_many_coders_is_refused(owner, monkeypatch):
+    import reports.exchange as exchange
+
+    monkeypatch.setattr(exchange, "MAX_PLACEHOLDERS", 0)
+    before = Project.objects.count()
+    with pytest.raises(refiqda.QdpxError, match="more than 0 coders"):
+        project_import_qdpx(source=_nvivo_project(), owner=owner, filename="many.qdpx")
+    assert Project.objects.count() == before
