@@ -58,7 +58,7 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
         except ExcerptSpecError as e:
             raise ValidationError({"detail": str(e)}) from None
         offset, limit = _int(request, "offset", 0), _int(request, "limit", 100, MAX_LIMIT)
-        rows = itertools.islice(excerpt_rows(project, spec), offset, offset + limit)
+        rows = itertools.islice(excerpt_rows(project, spec, options=options), offset, offset + limit)
         results = []
         for r in rows:
             item = dict(zip(spec.columns, r.values(spec.columns), strict=True))

@@ -35,10 +35,10 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Coalesce, Substr
+from django.db.models.functions import Coalesce, Greatest, Least, Substr
 
 from coding.models import Code, Coding
-from interviews.models import Participant, Segment
+from interviews.models import Participant
 from projects.models import Project
 from themes.models import Exemplar, Theme
 
@@ -56,6 +56,7 @@ DEFAULT_COLUMNS = ("theme", "code", "model", "quote")
 TRIM_MARK = "[...]"
 MIN_TRIM = 20
 CHUNK = 2000
+LEAD = 200
 
 
 class ExcerptSpecError(ValueError):
@@ -119,9 +120,10 @@ def excerpt_options(project: Project) -> ExcerptOptions:
     """Themes (sub-themes after their parent), codes, participants and coders of the project."""
     themes = list(Theme.objects.for_project(project).exclude(status=Theme.Status.DISCARDED)
                   .select_related("parent").order_by("position", "name"))
+    ids = {t.pk for t in themes}
     by_parent: dict[int | None, list[Theme]] = {}
     for t in themes:
-        by_parent.setdefault(t.parent_id if t.parent_id in {x.pk for x in themes} else None, []).append(t)
+        by_parent.setdefault(t.parent_id if t.parent_id in ids else None, []).append(t)
     ordered = [s for top in by_parent.get(None, []) for s in [top, *by_parent.get(top.pk, [])]]
     coders = list(get_user_model().objects.filter(
         pk__in=Coding.objects.filter(interview__project=project).values("coder")).order_by("username"))
@@ -215,9 +217,13 @@ def excerpt_count(project: Project, spec: ExcerptSpec) -> int:
     return _coding_queryset(project, spec).count()
 
 
-def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = None) -> Iterator[ExcerptRow]:
+def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = None,
+                 options: ExcerptOptions | None = None) -> Iterator[ExcerptRow]:
     """Excerpt rows in table order (theme, sub-theme, code, model, interview, position), streamed."""
-    rows = _exemplar_rows(project, spec) if spec.exemplars_only else _coding_rows(project, spec)
+    if spec.exemplars_only:
+        rows = _exemplar_rows(project, spec)
+    else:
+        rows = _coding_rows(project, spec, options or excerpt_options(project))
     for n, row in enumerate(rows):
         if limit is not None and n >= limit:
             return
@@ -225,15 +231,11 @@ def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = Non
 
 
 FIELDS = (
-    "segment_id", "segment__position", "segment__turn_id", "segment__text", "gap",
-    "code_id", "code__name", "coder__username", "coder__first_name", "coder__last_name", "origin",
-    "interview_id", "interview__uuid", "interview__title", "interview__conducted_at", "interview__source_format",
-    "interview__source_sha256",
-    "interview__participant__label", "interview__participant__provider", "interview__participant__model_id",
-    "interview__participant__interface",
+    "segment_id", "segment__position", "segment__turn_id", "segment__text", "segment__start", "segment__end", "lead",
+    "code_id", "coder_id", "origin", "interview_id", "interview__uuid", "interview__title", "interview__conducted_at",
+    "interview__source_format", "interview__source_sha256", "interview__participant_id",
     "segment__turn__position", "segment__turn__model_slug", "segment__turn__timestamp",
 )
-THEME_FIELDS = ("placement_id", "theme_name", "subtheme_name")
 
 
 def _coding_queryset(project: Project, spec: ExcerptSpec) -> QuerySet:
@@ -256,100 +258,128 @@ def _coding_queryset(project: Project, spec: ExcerptSpec) -> QuerySet:
     return qs
 
 
-def _coding_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
+def _rank(field: str, ids: list[int]) -> Any:
+    """The position of `field`'s value in `ids`, as SQL, so the database sorts integers, not names."""
+    if not ids:
+        return Value(0)
+    return Case(*[When(**{field: pk}, then=Value(i)) for i, pk in enumerate(ids)], default=Value(len(ids)),
+                output_field=IntegerField())
+
+
+@dataclass
+class _Lookups:
+    """Names for the ids the row query returns: codes, coders, models and theme placements are few."""
+
+    codes: dict[int, str]
+    coders: dict[int, str]
+    participants: dict[int, Participant]
+    placements: dict[int, tuple[str, str]]  # theme id -> (theme, sub-theme)
+
+    @classmethod
+    def of(cls, options: ExcerptOptions) -> _Lookups:
+        names = {t.pk: t for t in options.themes}
+        placements = {}
+        for t in options.themes:
+            parent = names.get(t.parent_id)
+            placements[t.pk] = (parent.name, t.name) if parent else (t.name, "")
+        return cls(codes={c.pk: c.name for c in options.codes}, coders={u.pk: u.username for u in options.coders},
+                   participants={p.pk: p for p in options.participants}, placements=placements)
+
+
+def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -> Iterator[ExcerptRow]:
     qs = _coding_queryset(project, spec)
-    # The text between this segment and the previous one of the same turn: joining a
-    # run of segments with it gives the turn's exact text, without loading whole turns.
-    previous_end = Subquery(
-        Segment.objects.filter(interview_id=OuterRef("segment__interview_id"), turn_id=OuterRef("segment__turn_id"),
-                               position=OuterRef("segment__position") - 1).values("end")[:1],
-        output_field=IntegerField(),
-    )
-    qs = qs.annotate(prev_end=previous_end).annotate(
-        gap=Substr("segment__turn__text", F("prev_end") + 1, F("segment__start") - F("prev_end")))
-    order: list[Any] = []
+    # Up to LEAD characters of the turn before each segment: joining a run of segments
+    # with the text between them gives the turn's exact text without loading whole turns
+    # (or a per-row subquery for the previous segment).
+    qs = qs.annotate(lead=Substr("segment__turn__text", Greatest(F("segment__start") - (LEAD - 1), 1),
+                                 Least(F("segment__start"), LEAD)))
     fields = list(FIELDS)
+    order: list[Any] = []
     if spec.themed:
-        theme = "code__theme_codes__theme"
-        qs = qs.annotate(
-            placement_id=F(f"{theme}_id"),
-            theme_name=Coalesce(F(f"{theme}__parent__name"), F(f"{theme}__name")),
-            subtheme_name=Case(When(**{f"{theme}__parent__isnull": False}, then=F(f"{theme}__name")),
-                               default=Value("")),
-        )
-        order = [Coalesce(F(f"{theme}__parent__position"), F(f"{theme}__position")),
-                 Coalesce(F(f"{theme}__parent__name"), F(f"{theme}__name")),
-                 F(f"{theme}__parent_id").asc(nulls_first=True), f"{theme}__position", f"{theme}__name",
-                 f"{theme}_id", "code__theme_codes__position"]
-        fields += THEME_FIELDS
-    order += ["code__position", "code__name", "code_id", "interview__participant__label", "interview__conducted_at",
-              "interview_id", "segment__position", "coder__username"]
+        qs = qs.annotate(placement_id=F("code__theme_codes__theme_id"))
+        fields.append("placement_id")
+        order = [_rank("code__theme_codes__theme_id", [t.pk for t in options.themes]), "code__theme_codes__position"]
+    order += [_rank("code_id", [c.pk for c in options.codes]), "code_id",
+              _rank("interview__participant_id", [p.pk for p in options.participants]),
+              "interview__conducted_at", "interview_id", "segment__position", "coder_id"]
     values = qs.order_by(*order).values_list(*fields, named=True)
-    yield from _join_runs(values.iterator(chunk_size=CHUNK), spec)
+    yield from _join_runs(values.iterator(chunk_size=CHUNK), spec, _Lookups.of(options))
 
 
-def _join_runs(values: Iterator[Any], spec: ExcerptSpec) -> Iterator[ExcerptRow]:
+def _join_runs(values: Iterator[Any], spec: ExcerptSpec, names: _Lookups) -> Iterator[ExcerptRow]:
     """Join consecutive segments of one turn under one code (and placement) into excerpts."""
     run: dict[str, Any] | None = None
     for v in values:
         key = (getattr(v, "placement_id", None), v.code_id, v.segment__turn_id)
         if run is not None and run["key"] == key:
             if v.segment_id == run["last_segment"]:
-                _add_coder(run, v)
+                _add_coder(run, v, names)
                 continue
-            if v.segment__position == run["last_position"] + 1 and v.gap is not None:
-                run["parts"] += [v.gap, v.segment__text]
+            gap = _gap(v, run["last_end"])
+            if v.segment__position == run["last_position"] + 1 and gap is not None:
+                run["parts"] += [gap, v.segment__text]
                 run["last_segment"], run["last_position"] = v.segment_id, v.segment__position
-                _add_coder(run, v)
+                run["last_end"] = v.segment__end
+                _add_coder(run, v, names)
                 continue
         if run is not None:
-            yield _row(run, spec)
-        run = {"key": key, "first": v, "parts": [v.segment__text], "last_segment": v.segment_id,
+            yield _row(run, spec, names)
+        run = {"key": key, "first": v, "parts": [v.segment__text], "last_segment": v.segment_id, "last_end": v.segment__end,
                "first_position": v.segment__position, "last_position": v.segment__position, "coders": [], "origins": set()}
-        _add_coder(run, v)
+        _add_coder(run, v, names)
     if run is not None:
-        yield _row(run, spec)
+        yield _row(run, spec, names)
 
 
-def _add_coder(run: dict[str, Any], v: Any) -> None:
-    name = v.coder__username
+def _gap(v: Any, previous_end: int) -> str | None:
+    """The turn text between the previous segment and this one, if it is within the lead we loaded.
+
+    A longer stretch (rare: a long table rule between two rows) ends the excerpt instead,
+    so a quote never contains anything that is not in the turn.
+    """
+    length = v.segment__start - previous_end
+    lead = v.lead or ""
+    if length < 0 or length > len(lead):
+        return None
+    return lead[len(lead) - length:] if length else ""
+
+
+def _add_coder(run: dict[str, Any], v: Any, names: _Lookups) -> None:
+    name = names.coders.get(v.coder_id, "")
     if name not in run["coders"]:
         run["coders"].append(name)
     run["origins"].add(v.origin)
 
 
-def _row(run: dict[str, Any], spec: ExcerptSpec) -> ExcerptRow:
+def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
     v = run["first"]
-    quote = trim_quote("".join(run["parts"]), spec.max_quote_chars)
+    run["coders"].sort()
+    theme, subtheme = names.placements.get(getattr(v, "placement_id", None), ("", ""))
+    p = names.participants[v.interview__participant_id]
+    provenance = ""
+    if "provenance" in spec.columns:
+        provenance = _provenance(
+            provider=p.provider, model=v.segment__turn__model_slug or p.model_id, interface=p.interface,
+            when=v.segment__turn__timestamp or v.interview__conducted_at, source_format=v.interview__source_format,
+            sha256=v.interview__source_sha256, turn_position=v.segment__turn__position, coders=run["coders"],
+            ai="suggestion" in run["origins"])
     return ExcerptRow(
-        theme=getattr(v, "theme_name", "") or "",
-        subtheme=getattr(v, "subtheme_name", "") or "",
-        code=v.code__name,
-        model=v.interview__participant__label,
-        interview=v.interview__title,
-        interview_uuid=str(v.interview__uuid),
-        turn=v.segment__turn__position + 1,
-        quote=quote,
-        provenance=_provenance(v, run["coders"], "suggestion" in run["origins"]),
-        coders=list(run["coders"]),
-        segment_positions=(run["first_position"], run["last_position"]),
+        theme=theme, subtheme=subtheme, code=names.codes.get(v.code_id, ""), model=p.label,
+        interview=v.interview__title, interview_uuid=str(v.interview__uuid), turn=v.segment__turn__position + 1,
+        quote=trim_quote("".join(run["parts"]), spec.max_quote_chars), provenance=provenance,
+        coders=list(run["coders"]), segment_positions=(run["first_position"], run["last_position"]),
     )
 
 
-def _provenance(v: Any, coders: list[str], ai: bool) -> str:
-    p = v
-    model = p.segment__turn__model_slug or p.interview__participant__model_id
-    who = ", ".join(filter(None, [p.interview__participant__provider, model, p.interview__participant__interface]))
-    when = p.segment__turn__timestamp or p.interview__conducted_at
-    parts = [who]
+def _provenance(*, provider: str, model: str, interface: str, when: Any, source_format: str, sha256: str,
+                turn_position: int, coders: list[str], ai: bool) -> str:
+    parts = [", ".join(filter(None, [provider, model, interface]))]
     if when:
-        parts.append(when.strftime("%Y-%m-%d"))
-    source = p.interview__source_format
-    if p.interview__source_sha256:
-        source = f"{source} sha256:{p.interview__source_sha256[:12]}".strip()
+        parts.append(when.isoformat()[:10])
+    source = f"{source_format} sha256:{sha256[:12]}".strip() if sha256 else source_format
     if source:
         parts.append(source)
-    parts.append(f"turn {p.segment__turn__position + 1}")
+    parts.append(f"turn {turn_position + 1}")
     parts.append("coded by " + ", ".join(coders) + (" (accepted AI suggestion)" if ai else ""))
     return "; ".join(x for x in parts if x)
 
@@ -413,8 +443,12 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
     )
     for v in qs.iterator(chunk_size=CHUNK):
         coders_ = [c for c in (v.coder_names or "").split(", ") if c]
-        flat = _Flat(v)
-        provenance = _provenance(flat, coders_, False)
+        provenance = _provenance(
+            provider=v.turn__interview__participant__provider,
+            model=v.turn__model_slug or v.turn__interview__participant__model_id,
+            interface=v.turn__interview__participant__interface, when=v.turn__timestamp or v.turn__interview__conducted_at,
+            source_format=v.turn__interview__source_format, sha256=v.turn__interview__source_sha256,
+            turn_position=v.turn__position, coders=coders_, ai=False)
         if v.created_by__username:
             provenance += f"; exemplar chosen by {v.created_by__username}"
         yield ExcerptRow(
@@ -424,16 +458,3 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
             quote=trim_quote(v.quote, spec.max_quote_chars), provenance=provenance, coders=coders_,
             segment_positions=(v.segment__position or 0, v.segment__position or 0),
         )
-
-
-class _Flat:
-    """An exemplar row seen through the field names `_provenance` reads from coding rows."""
-
-    def __init__(self, v: Any) -> None:
-        self.segment__turn__model_slug = v.turn__model_slug
-        self.segment__turn__timestamp = v.turn__timestamp
-        self.segment__turn__position = v.turn__position
-        for name in ("conducted_at", "source_format", "source_sha256"):
-            setattr(self, f"interview__{name}", getattr(v, f"turn__interview__{name}"))
-        for name in ("provider", "model_id", "interface"):
-            setattr(self, f"interview__participant__{name}", getattr(v, f"turn__interview__participant__{name}"))

@@ -14,7 +14,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from projects.models import Project
-from reports.excerpts import ExcerptSpec, ExcerptSpecError, excerpt_count, excerpt_options, excerpt_rows, spec_from_query
+from reports.excerpts import (
+    ExcerptOptions,
+    ExcerptSpec,
+    ExcerptSpecError,
+    excerpt_count,
+    excerpt_options,
+    excerpt_rows,
+    spec_from_query,
+)
 from reports.models import ExportJob
 from reports.writers import FORMATS, Table, write_table
 
@@ -41,9 +49,10 @@ def excerpt_caption(project: Project, spec: ExcerptSpec) -> str:
     return spec.caption or f"{kind} from {project.name}"
 
 
-def excerpt_table(project: Project, spec: ExcerptSpec, *, row_count: int | None = None, on_row=None) -> Table:
+def excerpt_table(project: Project, spec: ExcerptSpec, *, row_count: int | None = None, on_row=None,
+                  options: ExcerptOptions | None = None) -> Table:
     """The excerpt table for the writers; rows are streamed from the database when read."""
-    rows = (row.values(spec.columns) for row in excerpt_rows(project, spec))
+    rows = (row.values(spec.columns) for row in excerpt_rows(project, spec, options=options))
     return Table(caption=excerpt_caption(project, spec), headers=spec.headers, rows=rows, row_count=row_count,
                  widths=[WIDTHS[c] for c in spec.columns], label="tab:excerpts", on_row=on_row,
                  numeric=frozenset(i for i, c in enumerate(spec.columns) if c == "turn"))
@@ -80,7 +89,7 @@ def exportjob_run(*, job_id: int) -> None:
                 ExportJob.objects.filter(pk=job.pk).update(progress_done=n)
 
         with tempfile.TemporaryFile() as tmp:
-            write_table(job.format, excerpt_table(job.project, spec, row_count=total, on_row=progress), tmp)
+            write_table(job.format, excerpt_table(job.project, spec, row_count=total, on_row=progress, options=options), tmp)
             tmp.seek(0)
             job.file.save(job.filename, File(tmp), save=False)
     except ExcerptSpecError as e:

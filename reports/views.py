@@ -74,7 +74,7 @@ def excerpts(request: HttpRequest, project_uuid) -> HttpResponse:
     rows, total = [], 0
     if not error:
         total = excerpt_count(project, spec)
-        rows = [r.values(spec.columns) for r in excerpt_rows(project, spec, limit=PREVIEW_ROWS)]
+        rows = [r.values(spec.columns) for r in excerpt_rows(project, spec, limit=PREVIEW_ROWS, options=options)]
     context = _context(
         membership, options=options, spec=spec, error=error, rows=rows, total=total, preview_rows=PREVIEW_ROWS,
         all_columns=_column_choices(spec), params=spec_to_params(spec, options), formats=FORMATS,
@@ -117,7 +117,7 @@ def excerpts_export(request: HttpRequest, project_uuid) -> HttpResponse:
     if total > INLINE_MAX_ROWS:
         job = exportjob_create(project=project, user=request.user, fmt=fmt, params=query_params(request.POST), total=total)
         return redirect("reports:export_job", project_uuid=project.uuid, job_uuid=job.uuid)
-    return _download(excerpt_table(project, spec, row_count=total), fmt, excerpt_filename(project, fmt))
+    return _download(excerpt_table(project, spec, row_count=total, options=options), fmt, excerpt_filename(project, fmt))
 
 
 def _download(table: Table, fmt: str, filename: str) -> HttpResponse:

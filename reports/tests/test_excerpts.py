@@ -108,12 +108,15 @@ def test_trashed_interviews_and_codes_are_left_out(world):
 
 def test_rows_stream_in_one_query_whatever_their_number(world, django_assert_num_queries):
     spec = ExcerptSpec(columns=("theme", "subtheme", "code", "model", "interview", "turn", "quote", "provenance"))
+    with django_assert_num_queries(4):  # the builder's options: themes, codes, participants, coders
+        options = excerpt_options(world.project)
     with django_assert_num_queries(1):
-        few = list(excerpt_rows(world.project, spec))
+        few = list(excerpt_rows(world.project, spec, options=options))
     from reports.tests.tables_world import code, seg
 
     for text in ("It grows with time.", "Borders decide a lot."):
         code(world.codes["AI self"], seg(world.interviews["gpt"], text), world.owner)
+    options = excerpt_options(world.project)
     with django_assert_num_queries(1):
-        more = list(excerpt_rows(world.project, spec))
+        more = list(excerpt_rows(world.project, spec, options=options))
     assert len(more) > len(few)
