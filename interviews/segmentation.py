@@ -230,10 +230,13 @@ _CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.S)
 # Never ends a sentence when followed by a word: titles and Latin/German
 # abbreviations that introduce what follows.
 _NEVER_END = frozenset(
-    """mr mrs ms mx dr prof sr st vs cf e.g i.e eg ie viz approx ca fig figs
-    z.b d.h bzw vgl ggf evtl sog s.o u.u dt
-    mme mlle mm me gen col lt sgt capt rev hon sen rep gov pres
-    jan feb mar apr jun jul aug sep sept oct nov dec""".split()
+    """vs cf e.g i.e eg ie viz approx ca z.b d.h bzw vgl ggf evtl sog s.o u.u dt""".split()
+)
+# Titles and month abbreviations count only when capitalised: "Dr. Smith", "Rep. Lee",
+# "Jan. 5" — but "reminds me." and "our union rep." end their sentences.
+_TITLES = frozenset(
+    """Mr Mrs Ms Mx Dr Prof Sr St Mme Mlle Me Gen Col Lt Sgt Capt Rev Hon Sen Rep Gov Pres
+    Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec""".split()
 )
 # Abbreviations only before a number ("No. 5"); ordinary words otherwise.
 _NUMBERED = frozenset("no nr vol pp p op sec ch art fig figs".split())
@@ -370,7 +373,7 @@ def _decide_word(word: str, para: str, nxt: int, first: str) -> int:
     if low in _NUMBERED:
         # "No. 5", "Fig. 3" never end; "say no. The" does.
         return NO_BREAK if first.isdigit() else (BREAK if len(word) > 1 else DOUBT)
-    if low in _NEVER_END:
+    if low in _NEVER_END or word in _TITLES:
         return NO_BREAK
     if low in _MAYBE_END or low.rstrip(".") in _MAYBE_END:
         return BREAK if _next_word(para, nxt) in _STARTERS else DOUBT

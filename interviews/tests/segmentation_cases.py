@@ -109,6 +109,26 @@ CASES: list[tuple[str, str, Expected]] = [
         ["Sometimes the kindest answer is no.", "Boundaries protect relationships."],
     ),
     (
+        "word-me-end",
+        "That question really speaks to me. Identity is personal.",
+        ["That question really speaks to me.", "Identity is personal."],
+    ),
+    (
+        "word-rep-end",
+        "I raised it with our union rep. She listened carefully.",
+        ["I raised it with our union rep.", "She listened carefully."],
+    ),
+    (
+        "abbrev-title-rep",
+        "Rep. Ocasio spoke first. Sen. Warren followed.",
+        ["Rep. Ocasio spoke first.", "Sen. Warren followed."],
+    ),
+    (
+        "unit-end",
+        "The gap is about 5 mm. That is small.",
+        ["The gap is about 5 mm.", "That is small."],
+    ),
+    (
         "abbrev-inc",
         "The app is made by Acme Inc. in Toronto. Its founders are engineers.",
         ["The app is made by Acme Inc. in Toronto.", "Its founders are engineers."],
