@@ -236,3 +236,15 @@ def interview_progress(project: Project) -> list[dict[str, Any]]:
          "percent": round(100 * r["coded"] / r["codable"]) if r["codable"] else 0}
         for r in rows
     ]
+
+
+def interview_codings_state(interview: Interview) -> tuple[list[tuple[int, int, int]], dict[int, list[str]]]:
+    """([segment, code, coder] of every coding, {code id: [name, colour, kind]}) for the interview; one query."""
+    codings, codes = [], {}
+    for seg, code, coder, name, colour, kind in (
+        Coding.objects.filter(interview=interview).order_by("segment_id", "code__position", "code__name", "coder_id")
+        .values_list("segment_id", "code_id", "coder_id", "code__name", "code__colour", "code__kind")
+    ):
+        codings.append((seg, code, coder))
+        codes[code] = [name, colour, kind]
+    return codings, codes

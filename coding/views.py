@@ -8,7 +8,7 @@ from uuid import UUID
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.html import escape
@@ -296,8 +296,11 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
                    "remove": reverse("coding:remove", args=[project_uuid, interview_uuid]),
                    "create": reverse("coding:create_inline", args=[project_uuid, interview_uuid]),
                    "notes": reverse("coding:notes", args=[project_uuid, interview_uuid]),
+                   "state": reverse("coding:state", args=[project_uuid, interview_uuid]),
                    "me": request.user.pk, "project": str(project_uuid), "canWrite": membership.can_write,
-                   "coders": {c.id: c.name for c in coders.values()}},
+                   "coders": {c.id: c.name for c in coders.values()},
+                   "initials": {c.id: c.initials for c in coders.values()},
+                   "pollSeconds": int(request.GET.get("poll", 15)) if request.GET.get("poll", "").isdigit() else 15},
     })
 
 
@@ -397,6 +400,16 @@ def create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID
                                                                 "newCode": new}})
         return response
     return _coding_response(request, result, action="apply", code_id=code.pk, extra_trigger={"newCode": new}, extra_html=row)
+
+
+@login_required
+@require_GET
+def chips_state(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    """Every coding of the interview as compact JSON, for light polling: coders see each other's work live."""
+    membership = member_or_404(request, project_uuid)
+    interview = _interview(membership, interview_uuid)
+    codings, codes = queries.interview_codings_state(interview)
+    return JsonResponse({"codings": codings, "codes": codes})
 
 
 @login_required

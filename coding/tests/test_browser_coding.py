@@ -110,3 +110,20 @@ def test_a_turn_note_is_saved_without_reload(page, login, live_server, project, 
     page.wait_for_selector(f"#notes-t{turn.pk} .note")
     assert "Warm but <hedged> tone" in page.locator(f"#notes-t{turn.pk}").inner_text()
     assert turn.familiarisation_notes.get().text == "Warm but <hedged> tone"
+
+
+def test_a_second_coder_sees_the_first_coders_work_without_reloading(page, login, live_server, project, owner, analyst,
+                                                                     interview, participant_segments, make_code):
+    s = participant_segments
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{project.uuid}/interviews/{interview.uuid}/code/?poll=1")
+    page.wait_for_selector("#transcript")
+    # The owner codes in another browser (here: straight through the service) while the analyst's page is open.
+    from coding.services import coding_apply
+
+    code = make_code("Late arrival", colour="#336699")
+    coding_apply(project_uuid=project.uuid, interview_uuid=interview.uuid, user_id=owner.pk, code_id=code.pk,
+                 segment_ids=[s[2].pk])
+    expect(page.locator(f"#chips-{s[2].pk} .chip")).to_have_count(1, timeout=5000)
+    assert _chips(page, s[2]) == ["Late arrivalOO"]
+    assert page.locator("#progress-interview").inner_text() == f"1 / {len(s)}"

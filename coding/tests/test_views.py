@@ -300,3 +300,19 @@ def test_codebook_lists_interviews_with_their_progress(client_for, owner, projec
     [row] = r.context["interviews"]
     assert (row["coded"], row["codable"], row["percent"]) == (2, len(participant_segments), round(200 / len(participant_segments)))
     assert reverse("coding:workspace", args=[project.uuid, interview.uuid]) in r.content.decode()
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_polling_state_is_constant_queries_and_members_only(client_for, owner, analyst, outsider, project, make_interview,
+                                                           django_assert_num_queries, n):
+    _populate(project, owner, analyst, make_interview, n)
+    from interviews.models import Interview
+
+    interview = Interview.objects.get(title=f"Interview {n - 1}")
+    url = reverse("coding:state", args=[project.uuid, interview.uuid])
+    assert client_for(outsider).get(url).status_code == 404
+    c = client_for(analyst)
+    # session, user, membership, interview, codings with their codes
+    with django_assert_num_queries(5):
+        data = c.get(url).json()
+    assert len(data["codings"]) == 2 * (n + 1) and set(data["codes"]) == {str(Code.objects.get(name=f"Code {n - 1}").pk)}

@@ -368,6 +368,60 @@
       e.preventDefault();
     });
 
+    /* ---- light polling: other coders' work appears without a reload ---- */
+    var inFlight = 0, changes = 0;
+    document.body.addEventListener("htmx:beforeRequest", function () { inFlight++; });
+    document.body.addEventListener("htmx:afterRequest", function () { inFlight = Math.max(0, inFlight - 1); changes++; });
+    function chipKey(box) {
+      return Array.prototype.map.call(box.children, function (ch) { return ch.dataset.c + ":" + ch.dataset.u; }).join(",");
+    }
+    function makeChip(code, coder, meta) {
+      var ch = document.createElement("span");
+      ch.className = "chip" + (String(coder) === me ? " mine" : "");
+      ch.dataset.c = code;
+      ch.dataset.u = coder;
+      ch.style.setProperty("--c", meta ? meta[1] : "#999999");
+      ch.append(meta ? meta[0] : "(code)");
+      var small = document.createElement("small");
+      small.textContent = cfg.initials[coder] || "??";
+      ch.appendChild(small);
+      return ch;
+    }
+    function updateProgress() {
+      var all = transcript.querySelectorAll(".seg:not(.other)").length;
+      var coded = transcript.querySelectorAll(".seg.coded:not(.other)").length;
+      document.getElementById("progress-interview").textContent = coded + " / " + all;
+    }
+    function poll() {
+      if (document.hidden || inFlight) return;
+      var seen = changes;
+      fetch(cfg.state, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+        .then(function (r) { return r.ok ? r.json() : null; })
+        .then(function (data) {
+          // A change of our own since the poll started is newer than this answer: wait for the next poll.
+          if (!data || inFlight || seen !== changes) return;
+          Object.keys(data.codes).forEach(function (id) {
+            if (!(id in kindOf)) {
+              kindOf[id] = data.codes[id][2];
+              allCodes.push({ id: Number(id), name: data.codes[id][0], colour: data.codes[id][1], kind: data.codes[id][2], archived: true });
+            }
+          });
+          var want = {};
+          data.codings.forEach(function (row) { (want[row[0]] = want[row[0]] || []).push(row); });
+          transcript.querySelectorAll(".chips").forEach(function (box) {
+            var rows = want[box.id.slice(6)] || [];
+            if (rows.map(function (r) { return r[1] + ":" + r[2]; }).join(",") === chipKey(box)) return;
+            box.textContent = "";
+            rows.forEach(function (r) { box.appendChild(makeChip(r[1], r[2], data.codes[r[1]])); });
+            box.parentElement.classList.toggle("coded", rows.length > 0);
+            applyFilters(box);
+          });
+          updateProgress();
+        })
+        .catch(function () { /* offline for a moment: the next poll tries again */ });
+    }
+    setInterval(poll, cfg.pollSeconds * 1000);
+
     paintRecent();
     var m = /^#s-(\d+)$/.exec(location.hash);
     if (m) {
