@@ -21,6 +21,15 @@ from interviews.services_import import (
 from projects.permissions import member_or_404, writer_or_403
 
 RECENT_JOBS = 10
+FORMAT_LABELS = {
+    "chatgpt": "ChatGPT export (ZIP or conversations.json)",
+    "claude": "Claude export (ZIP or conversations.json)",
+    "openai": "OpenAI chat messages (JSON or JSONL)",
+    "sharegpt": "ShareGPT (JSON or JSONL)",
+    "markdown": "Markdown export (one heading per message)",
+    "text": "Plain text with speaker labels",
+    "csv": "CSV or Excel, one turn per row",
+}
 
 
 @login_required
@@ -41,7 +50,7 @@ def import_start(request: HttpRequest, project_uuid) -> HttpResponse:
     jobs = ImportJob.objects.filter(project=membership.project).select_related("created_by").order_by("-created_at")[:RECENT_JOBS]
     return render(request, "interviews/import_start.html", {
         "project": membership.project, "membership": membership, "nav": "interviews", "error": error,
-        "formats": FORMATS, "jobs": jobs, "max_mb": import_limits().max_file_bytes // (1024 * 1024),
+        "formats": [(f, FORMAT_LABELS.get(f, f)) for f in FORMATS], "jobs": jobs, "max_mb": import_limits().max_file_bytes // (1024 * 1024),
         "selected_format": request.POST.get("format", "auto"),
     })  # an invalid upload re-renders the form with its message, like Django's FormView
 
