@@ -316,3 +316,23 @@ def test_polling_state_is_constant_queries_and_members_only(client_for, owner, a
     with django_assert_num_queries(5):
         data = c.get(url).json()
     assert len(data["codings"]) == 2 * (n + 1) and set(data["codes"]) == {str(Code.objects.get(name=f"Code {n - 1}").pk)}
+
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_history_and_code_page_queries_do_not_grow(client_for, owner, project, make_code, django_assert_num_queries, n):
+    from coding.services import code_update
+
+    code = make_code("Trust")
+    parent = make_code("Parent")
+    for i in range(n):
+        code = code_update(code=code, actor=owner, version=code.version, definition=f"v{i}", reason=f"round {i}")
+        make_code(f"Other {i}", parent=parent)
+    c = client_for(owner)
+    # session, user, membership, events with actor and code
+    with django_assert_num_queries(4):
+        r = c.get(reverse("coding:history", args=[project.uuid]))
+    assert r.status_code == 200 and "round 0" in r.content.decode()
+    # session, user, membership, code (+parent, merged_into), events, uses, move choices, merge choices
+    with django_assert_num_queries(8):
+        r = c.get(reverse("coding:code_detail", args=[project.uuid, code.uuid]))
+    assert r.status_code == 200 and f"v{n - 1}" in r.content.decode()
