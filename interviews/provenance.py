@@ -21,14 +21,19 @@ REQUEST_PARAMS = ("model", "temperature", "top_p", "seed", "max_tokens", "max_co
 SKIP_IMPORTED = {"model", "created_at", "provenance", "failure", "previous_attempts", "raw", "content"}
 
 
+def _dict(value: Any) -> dict[str, Any]:
+    # Imported metadata is whatever the export held; never let its shape break the page.
+    return value if isinstance(value, dict) else {}
+
+
 def _scalar(value: Any) -> bool:
     return isinstance(value, (str, int, float, bool)) and value != ""
 
 
 def turn_provenance(turn: Turn) -> list[Item]:
     """(label, value) pairs for one turn, most useful first."""
-    meta = turn.metadata or {}
-    live = meta.get("provenance") or {}
+    meta = _dict(turn.metadata)
+    live = _dict(meta.get("provenance"))
     items: list[Item] = []
     if turn.model_slug:
         items.append(("Model", turn.model_slug))
@@ -39,7 +44,7 @@ def turn_provenance(turn: Turn) -> list[Item]:
     failure = meta.get("failure") or live.get("failure")
     if isinstance(failure, dict):
         items.append(("Failure", f"{failure.get('kind', '')}: {failure.get('message', '')}".strip(": ")))
-    if meta.get("previous_attempts"):
+    if isinstance(meta.get("previous_attempts"), list) and meta["previous_attempts"]:
         items.append(("Earlier attempts", str(len(meta["previous_attempts"]))))
     for key, value in meta.items():
         if key not in SKIP_IMPORTED and _scalar(value):
@@ -51,13 +56,13 @@ def _live_items(p: dict[str, Any]) -> list[Item]:
     items: list[Item] = []
     if p.get("model_requested") and p.get("model_requested") != p.get("model_returned"):
         items.append(("Model requested", str(p["model_requested"])))
-    request = p.get("request") or {}
+    request = _dict(p.get("request"))
     params = [f"{k}={request[k]}" for k in REQUEST_PARAMS if k in request and k != "model"]
     if params:
         items.append(("Parameters", ", ".join(params)))
     if isinstance(request.get("messages"), list):
         items.append(("Messages sent", str(len(request["messages"]))))
-    usage = p.get("usage") or {}
+    usage = _dict(p.get("usage"))
     if usage:
         parts = [f"{usage[k]} {label}" for k, label in
                  (("prompt_tokens", "prompt"), ("completion_tokens", "completion"), ("total_tokens", "total")) if k in usage]
@@ -101,7 +106,7 @@ def interview_provenance(interview: Interview, turns: Iterable[Turn]) -> list[It
     if interview.conducted_at:
         items.append(("Conducted", interview.conducted_at.isoformat(timespec="seconds")))
     items.append(("Added to the project", interview.created_at.isoformat(timespec="seconds")))
-    for key, value in (interview.metadata or {}).items():
+    for key, value in _dict(interview.metadata).items():
         if _scalar(value):
             items.append((key.replace("_", " ").capitalize(), str(value)))
     return items

@@ -199,3 +199,12 @@ def test_cold_cache_does_not_add_queries(client_for, analyst, project) -> None:
     with CaptureQueriesContext(connection) as queries:
         client.get(url(project, interview))
     assert len(queries) == 6
+
+
+def test_odd_metadata_shapes_do_not_break_the_page(client_for, analyst, project) -> None:
+    interview = make_interview(project, make_participant(project), [
+        {"speaker": "participant", "text": "Fine.", "metadata": ["not", "a", "dict"]},
+        {"speaker": "participant", "text": "Also fine.", "metadata": {"provenance": "text", "failure": 3, "previous_attempts": 2}},
+        {"speaker": "participant", "text": "Ok.", "metadata": {"provenance": {"request": [1], "usage": "many"}}},
+    ], metadata=["odd"])
+    assert client_for(analyst).get(url(project, interview)).status_code == 200
