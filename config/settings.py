@@ -89,7 +89,12 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL", "")
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    # Resilient: while Redis is down the cache misses instead of failing requests; short
+    # timeouts keep an outage from stalling every page.
+    CACHES = {"default": {
+        "BACKEND": "projects.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
+        "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1.0},
+    }}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -191,6 +196,14 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Several models have a "status"; name each choice set after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "InterviewStatusEnum": "interviews.models.Interview.Status",
+        "ImportJobStatusEnum": "interviews.models.ImportJob.Status",
+        "TurnStatusEnum": "interviews.models.Turn.Status",
+        "InterviewOriginEnum": "interviews.models.Interview.Origin",
+        "CodingOriginEnum": "coding.models.Coding.Origin",
+    },
 }
 
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")

@@ -1,0 +1,184 @@
+"""Helpers for fault-injection tests: a TCP proxy that can cut PostgreSQL off, a private
+redis-server, and the real web process (gunicorn) pointed at them.
+
+Nothing here touches the shared PostgreSQL or Redis servers other engineers use.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import requests
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+
+
+class TcpProxy:
+    """127.0.0.1:<port> → upstream; stop() refuses new connections and cuts open ones."""
+
+    def __init__(self, upstream_port: int, port: int | None = None) -> None:
+        self.upstream_port = upstream_port
+        self.port = port or free_port()
+        self._listener: socket.socket | None = None
+        self._sockets: set[socket.socket] = set()
+        self._lock = threading.Lock()
+
+    def start(self) -> TcpProxy:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._listener is not None:
+            # shutdown() wakes the thread blocked in accept(); close() alone leaves it listening.
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._listener.close()
+            self._listener = None
+        with self._lock:
+            for s in self._sockets:
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                s.close()
+            self._sockets.clear()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed by stop()
+            try:
+                upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._sockets.update((client, upstream))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, target):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+class PrivateRedis:
+    """A throwaway redis-server on its own port, started and stopped by the test."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.dir = tempfile.mkdtemp(prefix="rta-redis-")
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> PrivateRedis:
+        binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+        self.proc = subprocess.Popen(
+            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", self.dir],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port)
+        return self
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(timeout=10)
+        self.proc = None
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class WebProcess:
+    """gunicorn serving the app on a free loopback port, with the given database and Redis."""
+
+    def __init__(self, *, database_url: str, redis_url: str = "", queue: str = "", workers: int = 1) -> None:
+        self.port = free_port()
+        env = dict(os.environ)
+        env.update(DJANGO_SETTINGS_MODULE="config.settings_test", DATABASE_URL=database_url, REDIS_URL=redis_url,
+                   CELERY_TASK_ALWAYS_EAGER="false" if redis_url else "true", DEBUG="false")
+        if queue:
+            env["CELERY_QUEUE"] = queue
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
+             "--workers", str(workers), "--timeout", "60", "--graceful-timeout", "5", "--log-level", "warning"],
+            cwd=ROOT, env=env, start_new_session=True,
+        )
+        wait_for_port(self.port)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def logged_in_session(user, base_url: str) -> requests.Session:
+    """A requests session carrying a real Django session cookie (and a CSRF token) for `user`."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    session = requests.Session()
+    session.cookies.set("sessionid", client.cookies["sessionid"].value, domain="127.0.0.1")
+    session.headers["Referer"] = base_url + "/"
+    return session
+
+
+def csrf_headers(session: requests.Session, base_url: str) -> dict[str, str]:
+    session.get(base_url + "/", timeout=10)
+    token = session.cookies.get("csrftoken")
+    return {"X-CSRFToken": token} if token else {}

@@ -1,0 +1,142 @@
+"""Faults injected into the real processes: PostgreSQL cut off or restarted under a running
+gunicorn, Redis down under coders and background jobs.
+
+Where other apps' tests already inject a fault, they are the reference (not repeated here):
+- the Celery worker SIGKILLed mid-import: interviews/tests/test_import_worker.py
+- the model endpoint failing mid-stream: conduct/tests (fake server failure modes).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import requests
+from django.db import connection
+
+from coding.models import Coding
+from coding.services import code_create
+from interviews.models import Segment
+from interviews.tests.factories import make_interview, make_participant
+from tests.faults import PrivateRedis, TcpProxy, WebProcess, csrf_headers, logged_in_session
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+TURNS = [("interviewer", "Who are you?"), ("participant", "I am a model. I change with each prompt. That is all.")]
+
+
+@pytest.fixture
+def coding_world(project, analyst):
+    interview = make_interview(project, make_participant(project), TURNS)
+    code = code_create(project=project, actor=analyst, name="Fluidity")
+    segments = list(Segment.objects.filter(interview=interview, speaker="participant").order_by("position"))
+    return {"project": project, "interview": interview, "code": code, "segments": segments, "user": analyst}
+
+
+def _database_url(port: int) -> str:
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@127.0.0.1:{port}/{db['NAME']}"
+
+
+def _workspace(w) -> str:
+    return f"/p/{w['project'].uuid}/interviews/{w['interview'].uuid}/code/"
+
+
+def _apply(session, base, w, segment, headers):
+    url = f"{base}/p/{w['project'].uuid}/interviews/{w['interview'].uuid}/code/apply/"
+    return session.post(url, data={"code": w["code"].pk, "segment": [segment.pk]}, headers={**headers, "HX-Request": "true"}, timeout=30)
+
+
+@pytest.fixture
+def db_proxy():
+    proxy = TcpProxy(upstream_port=int(connection.settings_dict["PORT"] or 5432)).start()
+    yield proxy
+    proxy.stop()
+
+
+def test_database_outage_gives_a_clear_503_and_the_same_process_recovers(coding_world, db_proxy):
+    w = coding_world
+    web = WebProcess(database_url=_database_url(db_proxy.port))
+    try:
+        session = logged_in_session(w["user"], web.url)
+        headers = csrf_headers(session, web.url)
+        assert session.get(web.url + _workspace(w), timeout=30).status_code == 200
+        assert _apply(session, web.url, w, w["segments"][0], headers).status_code == 200
+
+        db_proxy.stop()  # PostgreSQL unreachable: open connections cut, new ones refused
+        page = session.get(web.url + _workspace(w), timeout=30)
+        assert page.status_code == 503
+        assert "cannot reach its database" in page.text and "Nothing you saved before this is lost" in page.text
+        assert page.headers["Retry-After"]
+        assert _apply(session, web.url, w, w["segments"][1], headers).status_code == 503
+
+        db_proxy.start()  # back, on the same address; gunicorn is NOT restarted
+        assert session.get(web.url + _workspace(w), timeout=30).status_code == 200
+        assert _apply(session, web.url, w, w["segments"][1], headers).status_code == 200
+        assert web.proc.poll() is None
+    finally:
+        web.stop()
+    coded = set(Coding.objects.filter(code=w["code"]).values_list("segment_id", flat=True))
+    assert coded == {w["segments"][0].pk, w["segments"][1].pk}
+
+
+def test_terminated_database_connections_are_replaced_without_errors(coding_world, db_proxy):
+    """A PostgreSQL restart kills every backend; persistent connections must be health-checked, not reused dead."""
+    w = coding_world
+    web = WebProcess(database_url=_database_url(db_proxy.port))
+    try:
+        session = logged_in_session(w["user"], web.url)
+        assert session.get(web.url + _workspace(w), timeout=30).status_code == 200
+        with connection.cursor() as cursor:
+            # Only this test database's other backends: the web process's. Never other engineers' databases.
+            cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                           "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            assert cursor.fetchone()[0] >= 1
+        statuses = [session.get(web.url + _workspace(w), timeout=30).status_code for _ in range(3)]
+        # The first request may meet the dead connection (a clear 503); after that it is reconnected.
+        assert statuses[0] in (200, 503) and statuses[1:] == [200, 200]
+    finally:
+        web.stop()
+
+
+@pytest.fixture
+def private_redis():
+    redis = PrivateRedis().start()
+    yield redis
+    redis.cleanup()
+
+
+def test_coding_works_while_redis_is_down(coding_world, private_redis):
+    w = coding_world
+    web = WebProcess(database_url=_database_url(int(connection.settings_dict["PORT"] or 5432)), redis_url=private_redis.url)
+    try:
+        session = logged_in_session(w["user"], web.url)
+        headers = csrf_headers(session, web.url)
+        assert session.get(web.url + _workspace(w), timeout=30).status_code == 200
+
+        private_redis.stop()
+        started = time.monotonic()
+        assert session.get(web.url + _workspace(w), timeout=30).status_code == 200
+        assert _apply(session, web.url, w, w["segments"][0], headers).status_code == 200
+        assert session.get(f"{web.url}/p/{w['project'].uuid}/codebook/", timeout=30).status_code == 200
+        # Short socket timeouts: an outage must not stall each request for long.
+        assert time.monotonic() - started < 20
+
+        private_redis.start()
+        assert _apply(session, web.url, w, w["segments"][1], headers).status_code == 200
+    finally:
+        web.stop()
+    assert Coding.objects.filter(code=w["code"]).count() == 2
+
+
+def test_healthz_reports_the_broker_down_while_redis_is_down(coding_world, private_redis):
+    web = WebProcess(database_url=_database_url(int(connection.settings_dict["PORT"] or 5432)), redis_url=private_redis.url)
+    try:
+        assert requests.get(web.url + "/healthz", timeout=30).json()["status"] == "ok"
+        private_redis.stop()
+        health = requests.get(web.url + "/healthz", timeout=30)
+        assert health.status_code == 503 and health.json()["database"] == "ok"
+        private_redis.start()
+        assert requests.get(web.url + "/healthz", timeout=30).status_code == 200
+    finally:
+        web.stop()
