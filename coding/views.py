@@ -94,8 +94,9 @@ def code_new(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
             messages.success(request, f"Code “{code.name}” created.")
             return redirect("coding:codebook", project_uuid=project_uuid)
     nodes, participants = queries.codebook_tree(membership.project)
-    return render(request, "coding/codebook.html", _ctx(membership, nodes=nodes, participants=participants, form=form,
-                                                        q="", kind="", archived=False, filtered=False), status=400)
+    return render(request, "coding/codebook.html", _ctx(
+        membership, nodes=nodes, participants=participants, form=form, q="", kind="", archived=False, filtered=False,
+        interviews=queries.interview_progress(membership.project)), status=400)
 
 
 def _form_errors(form, exc: ValidationError) -> None:

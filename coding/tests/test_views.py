@@ -336,3 +336,14 @@ def test_history_and_code_page_queries_do_not_grow(client_for, owner, project, m
     with django_assert_num_queries(8):
         r = c.get(reverse("coding:code_detail", args=[project.uuid, code.uuid]))
     assert r.status_code == 200 and f"v{n - 1}" in r.content.decode()
+
+
+def test_create_form_errors_are_inline(client_for, analyst, project, make_code):
+    make_code("Trust")
+    r = client_for(analyst).post(reverse("coding:code_new", args=[project.uuid]), {"name": "trust", "kind": "semantic",
+                                                                                  "colour": "#zzzzzz"})
+    assert r.status_code == 400
+    body = r.content.decode()
+    assert "Enter a valid" in body or "is not a colour" in body or "already a code" in body
+    assert 'class="card narrow new-code" id="new-code" open' in body
+    assert Code.objects.count() == 1
