@@ -1,12 +1,21 @@
-"""XLSX through openpyxl's write-only mode: rows go straight to a temporary XML file, not memory."""
+"""XLSX: openpyxl builds the workbook (styles, bold header, column widths, frozen header row,
+title), and the rows are streamed as XML into the sheet in place of a marker row.
+
+openpyxl's own write-only mode keeps memory flat too, but spends ~0.1 ms per cell on
+its cell objects: 4,000 excerpts × 8 columns took about a second. Writing the row XML
+directly does the same job in a fraction of that, and strings are written inline
+(t="inlineStr"), so a cell can never be read as a formula.
+"""
 
 from __future__ import annotations
 
+import io
+import re
+import zipfile
 from typing import BinaryIO
+from xml.sax.saxutils import escape
 
 from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
@@ -14,42 +23,75 @@ from reports.writers import Cell, Table
 
 MAX_CELL = 32767  # Excel's limit on the characters in one cell
 SHEET_TITLE = "Table"
-
-
-def _text(value: str) -> str:
-    return ILLEGAL_CHARACTERS_RE.sub("", value)[:MAX_CELL]
+SHEET = "xl/worksheets/sheet1.xml"
+MARKER = "RTA-ROWS-GO-HERE"
+FLUSH_ROWS = 500
+_INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
+_STYLE = re.compile(r'<c r="[A-Z]+2"(?: s="(\d+)")?')
+# The sheet's <dimension> would claim two rows; it is optional, so it goes.
+_DIMENSION = re.compile(r"<dimension [^>]*/>")
 
 
 def write_xlsx(table: Table, out: BinaryIO) -> None:
-    wb = Workbook(write_only=True)
+    skeleton = _skeleton(table)
+    letters = [get_column_letter(i) for i in range(1, len(table.headers) + 1)]
+    with zipfile.ZipFile(io.BytesIO(skeleton)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for item in src.infolist():
+            if item.filename != SHEET:
+                dst.writestr(item, src.read(item.filename))
+                continue
+            xml = _DIMENSION.sub("", src.read(SHEET).decode("utf-8"))
+            start = xml.index('<row r="2"')
+            end = xml.index("</row>", start) + len("</row>")
+            styles = [f' s="{m.group(1)}"' if m.group(1) else "" for m in _STYLE.finditer(xml[start:end])]
+            with dst.open(SHEET, "w", force_zip64=True) as f:
+                f.write(xml[:start].encode("utf-8"))
+                buffer: list[str] = []
+                for n, row in enumerate(table.iter_rows(), start=2):
+                    buffer.append(_row_xml(n, row, letters, styles))
+                    if n % FLUSH_ROWS == 0:
+                        f.write("".join(buffer).encode("utf-8"))
+                        buffer = []
+                f.write("".join(buffer).encode("utf-8"))
+                f.write(xml[end:].encode("utf-8"))
+
+
+def _skeleton(table: Table) -> bytes:
+    wb = Workbook()
     wb.properties.title = table.caption[:250]
-    ws = wb.create_sheet(SHEET_TITLE)
-    for i, width in enumerate(table.column_widths(), start=1):
+    ws = wb.active
+    ws.title = SHEET_TITLE
+    bold, wrap = Font(bold=True), Alignment(wrap_text=True, vertical="top")
+    for i, (header, width) in enumerate(zip(table.headers, table.column_widths(), strict=True), start=1):
+        ws.cell(row=1, column=i, value=_text(header)).font = bold
+        marker = ws.cell(row=2, column=i, value=MARKER)
+        marker.alignment = wrap
         ws.column_dimensions[get_column_letter(i)].width = max(10, min(90, round(width * 160)))
     ws.freeze_panes = "A2"
-    bold, wrap = Font(bold=True), Alignment(wrap_text=True, vertical="top")
-    header = []
-    for h in table.headers:
-        cell = WriteOnlyCell(ws, value=_text(h))
-        cell.font = bold
-        header.append(cell)
-    ws.append(header)
-    for row in table.iter_rows():
-        ws.append([_cell(ws, v, wrap) for v in row])
-    wb.save(out)
+    buffer = io.BytesIO()
+    wb.save(buffer)
+    return buffer.getvalue()
 
 
-def _cell(ws, value: Cell, wrap: Alignment) -> Cell | WriteOnlyCell:
-    if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-        # Excel has no infinity: a file holding one does not open.
-        return "" if value != value else ("+∞" if value > 0 else "−∞")
-    if not isinstance(value, str):
-        return value
-    text = _text(value)
-    if text.startswith("=") or "\n" in text:
-        # openpyxl would store "=..." as a formula; typed as text it stays the quote it is.
-        cell = WriteOnlyCell(ws, value=text)
-        cell.data_type = "s"
-        cell.alignment = wrap
-        return cell
-    return text
+def _text(value: str) -> str:
+    return _INVALID_XML.sub("", value)[:MAX_CELL]
+
+
+def _row_xml(n: int, row, letters: list[str], styles: list[str]) -> str:
+    cells = []
+    for i, value in enumerate(row):
+        ref = f"{letters[i]}{n}"
+        style = styles[i] if i < len(styles) else ""
+        if value is None or value == "":
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            text = escape(_text(str(value)))
+            cells.append(f'<c r="{ref}"{style} t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>')
+        elif value != value or value in (float("inf"), float("-inf")):
+            # Excel has no infinity or NaN: a file holding one does not open.
+            if value == value:
+                symbol = "+∞" if value > 0 else "−∞"
+                cells.append(f'<c r="{ref}"{style} t="inlineStr"><is><t>{symbol}</t></is></c>')
+        else:
+            cells.append(f'<c r="{ref}"><v>{value!r}</v></c>')
+    return f'<row r="{n}">' + "".join(cells) + "</row>"
