@@ -159,7 +159,8 @@ def participant_edit(request: HttpRequest, project_uuid: UUID, participant_uuid:
     participant = None
     initial: dict[str, Any] = {}
     if participant_uuid is not None:
-        participant = get_object_or_404(Participant, project=project, uuid=participant_uuid)
+        # Imported participants describe past transcripts; only live ones are edited here.
+        participant = get_object_or_404(Participant, project=project, uuid=participant_uuid, is_live=True)
         initial = _participant_initial(participant)
     form = LiveParticipantForm(request.POST or None, initial=initial, project=project, participant=participant)
     if request.method == "POST" and form.is_valid():
