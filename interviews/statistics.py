@@ -10,7 +10,8 @@ Definitions, so a reader of the paper can reproduce every number:
   (Chinese, Japanese) count one word per run of characters, so compare those
   by characters instead.
 - **Average words per response**: participant words / participant turns.
-- **Participant words per interview**: min, mean and max over the interviews.
+- **Per interview**: min, mean and max over the participant's interviews of its
+  words, of the questions and of the interviewer's words.
 - **Readability** of all the participant's answers pooled, over prose units
   from :func:`interviews.segmentation.segment_text` (code blocks and table rows
   are left out; each remaining segment is one sentence, its Markdown marker
@@ -131,7 +132,22 @@ class ParticipantStatistics:
     interviewer_words: int = 0
     participant_words: int = 0
     words_per_interview: list[int] = field(default_factory=list)
+    questions_per_interview: list[int] = field(default_factory=list)
+    interviewer_words_per_interview: list[int] = field(default_factory=list)
     readability: Readability = field(default_factory=Readability)
+
+    @staticmethod
+    def spread(values: list[int]) -> tuple[int | None, float | None, int | None]:
+        """(min, mean, max) across interviews."""
+        return (min(values), pystats.fmean(values), max(values)) if values else (None, None, None)
+
+    @property
+    def questions_spread(self) -> tuple[int | None, float | None, int | None]:
+        return self.spread(self.questions_per_interview)
+
+    @property
+    def interviewer_words_spread(self) -> tuple[int | None, float | None, int | None]:
+        return self.spread(self.interviewer_words_per_interview)
 
     @property
     def avg_words_per_response(self) -> float | None:
@@ -163,21 +179,28 @@ def project_statistics(project, *, depth: str | None = None) -> list[Participant
         row = by_participant.setdefault(p.pk, ParticipantStatistics(p.label, p.provider, p.model_id))
         row.interviews += 1
         interview_participant[iv.pk] = row
-    words_in: dict[int, int] = defaultdict(int)
+    # interview id -> [questions, interviewer words, participant words]
+    per_interview: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
     turns = Turn.objects.filter(interview_id__in=list(interview_participant)).values_list("interview_id", "speaker", "text")
     for interview_id, speaker, text in turns.iterator(chunk_size=2000):
         row = interview_participant[interview_id]
         n = len(words(text))
+        counts = per_interview[interview_id]
         if speaker == Speaker.INTERVIEWER:
             row.questions += 1
             row.interviewer_words += n
+            counts[0] += 1
+            counts[1] += n
         elif speaker == Speaker.PARTICIPANT:
             row.responses += 1
             row.participant_words += n
-            words_in[interview_id] += n
+            counts[2] += n
             row.readability.add_text(text)
     for interview_id, row in interview_participant.items():
-        row.words_per_interview.append(words_in[interview_id])
+        questions, interviewer_words, participant_words = per_interview[interview_id]
+        row.questions_per_interview.append(questions)
+        row.interviewer_words_per_interview.append(interviewer_words)
+        row.words_per_interview.append(participant_words)
     return sorted(by_participant.values(), key=lambda r: r.label.lower())
 
 
@@ -185,11 +208,17 @@ STAT_COLUMNS = [
     "Participant", "Provider", "Model id", "Interviews", "Questions", "Interviewer words", "Participant words",
     "Avg words per response", "Participant words per interview (min)", "(mean)", "(max)",
     "Flesch–Kincaid grade", "Gunning fog", "Coleman–Liau",
+    "Questions per interview (min)", "(mean)", "(max)", "Interviewer words per interview (min)", "(mean)", "(max)",
 ]
 
 
 def _round(value: float | None, digits: int = 1) -> float | None:
     return None if value is None else round(value, digits)
+
+
+def _spread_cells(spread: tuple[int | None, float | None, int | None]) -> list[object]:
+    low, mean, high = spread
+    return [low, _round(mean), high]
 
 
 def as_table(rows: list[ParticipantStatistics]) -> list[list[object]]:
@@ -200,6 +229,7 @@ def as_table(rows: list[ParticipantStatistics]) -> list[list[object]]:
             _round(r.avg_words_per_response), r.min_words_per_interview, _round(r.mean_words_per_interview),
             r.max_words_per_interview, _round(r.readability.flesch_kincaid_grade),
             _round(r.readability.gunning_fog), _round(r.readability.coleman_liau),
+            *_spread_cells(r.questions_spread), *_spread_cells(r.interviewer_words_spread),
         ]
         for r in rows
     ]

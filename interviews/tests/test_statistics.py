@@ -56,6 +56,8 @@ def test_statistics_match_hand_computed_values(fixture_project) -> None:
     assert (a.label, a.interviews, a.questions, a.interviewer_words, a.participant_words) == ("Assistant A", 2, 3, 10, 16)
     assert a.avg_words_per_response == pytest.approx(16 / 3)
     assert (a.min_words_per_interview, a.mean_words_per_interview, a.max_words_per_interview) == (3, 8, 13)
+    assert a.questions_spread == (1, 1.5, 2)  # A1 asks 2 questions, A2 asks 1
+    assert a.interviewer_words_spread == (4, 5, 6)  # A1: 5 + 1, A2: 4
     # 4 sentences, 16 words, 26 syllables (family 3, people 2, because 2, tradition 3, connects 2,
     # generations 4, the rest 1), 3 complex words (family, tradition, generations), 79 letters.
     r = a.readability
@@ -97,7 +99,8 @@ def test_csv_download(client_for, analyst, fixture_project) -> None:
     assert "attachment;" in response["Content-Disposition"] and "-comprehensive.csv" in response["Content-Disposition"]
     rows = list(csv.reader(io.StringIO(response.content.decode())))
     assert rows[0] == STAT_COLUMNS
-    assert rows[1] == ["Assistant A", "OpenAI", "model-a", "2", "3", "10", "16", "5.3", "3", "8.0", "13", "5.1", "9.1", "5.8"]
+    assert rows[1] == ["Assistant A", "OpenAI", "model-a", "2", "3", "10", "16", "5.3", "3", "8.0", "13", "5.1", "9.1", "5.8",
+                       "1", "1.5", "2", "4", "5.0", "6"]
     assert len(rows) == 2
 
 
