@@ -121,11 +121,10 @@ def theme_status(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
 
 @login_required
 def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
-    membership = member_or_404(request, project_uuid)
+    membership = writer_or_403(request, project_uuid)
     theme = _theme(membership, theme_uuid)
     error = ""
     if request.method == "POST":
-        membership = writer_or_403(request, project_uuid)
         parent_uuid = request.POST.get("parent", "")
         try:
             services.theme_update(theme=theme, actor=request.user, name=request.POST.get("name", ""),

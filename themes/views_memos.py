@@ -27,11 +27,25 @@ def _memo(membership: Membership, memo_uuid) -> Memo:
 
 
 def _target(membership: Membership, data) -> dict:
-    """The memo target named in the request (?theme=<uuid> etc.), checked to be in this project."""
+    """The memo target named in the request (?theme=<uuid>, or about=theme:<uuid>), checked to be in this project."""
+    about = data.get("about", "")
+    if ":" in about:
+        name, _, value = about.partition(":")
+        data = {name: value}
     for name, model in TARGETS.items():
         if data.get(name):
             return {name: get_object_or_404(model.objects.for_project(membership.project), uuid=data[name])}
     return {}
+
+
+def _choices(membership: Membership) -> list[tuple[str, list[tuple[str, str]]]]:
+    """What a new memo can be about, for the "About" menu (3 queries)."""
+    project = membership.project
+    return [
+        ("Themes", [(f"theme:{t.uuid}", t.name) for t in Theme.objects.for_project(project).only("uuid", "name")]),
+        ("Codes", [(f"code:{c.uuid}", c.name) for c in Code.objects.for_project(project).only("uuid", "name")]),
+        ("Interviews", [(f"interview:{i.uuid}", i.title) for i in Interview.objects.filter(project=project, deleted_at__isnull=True).only("uuid", "title")]),
+    ]
 
 
 def _ctx(membership: Membership, **extra) -> dict:
@@ -63,13 +77,12 @@ def journal(request: HttpRequest, project_uuid) -> HttpResponse:
 
 @login_required
 def memo_new(request: HttpRequest, project_uuid) -> HttpResponse:
-    membership = member_or_404(request, project_uuid)
+    membership = writer_or_403(request, project_uuid)
     data = request.POST if request.method == "POST" else request.GET
     target = _target(membership, data)
     form = {"title": data.get("title", ""), "body": data.get("body", ""), "kind": data.get("kind", Memo.Kind.REFLEXIVE)}
     errors: dict = {}
     if request.method == "POST":
-        membership = writer_or_403(request, project_uuid)
         try:
             memo = services.memo_create(project=membership.project, actor=request.user, **form, **target)
         except ValidationError as exc:
@@ -78,8 +91,9 @@ def memo_new(request: HttpRequest, project_uuid) -> HttpResponse:
             messages.success(request, f"Memo “{memo.title}” saved.")
             return redirect("themes:memo", project_uuid=membership.project.uuid, memo_uuid=memo.uuid)
     target_name, target_obj = next(iter(target.items()), ("project", membership.project))
+    choices = _choices(membership) if not target else []
     return render(request, "themes/memo_form.html", _ctx(membership, form=form, errors=errors, target_name=target_name,
-                                                         target_obj=target_obj), status=400 if errors else 200)
+                                                         target_obj=target_obj, choices=choices), status=400 if errors else 200)
 
 
 @login_required
@@ -94,13 +108,12 @@ def memo_detail(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
 @login_required
 def memo_edit(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
     """Edit from a known revision; if a colleague saved since, show both texts and their diff."""
-    membership = member_or_404(request, project_uuid)
+    membership = writer_or_403(request, project_uuid)
     memo = _memo(membership, memo_uuid)
     form = {"title": memo.title, "body": memo.body, "kind": memo.kind, "base_version": memo.version}
     conflict = None
     errors: dict = {}
     if request.method == "POST":
-        membership = writer_or_403(request, project_uuid)
         try:
             base = int(request.POST.get("base_version", ""))
         except ValueError:

@@ -38,9 +38,8 @@ def u(name, project, *args, **query):
 
 READ_PAGES = [
     ("board", lambda w: []), ("map", lambda w: []), ("map_data", lambda w: []), ("mentions", lambda w: []),
-    ("detail", lambda w: [w["a"].uuid]), ("edit", lambda w: [w["a"].uuid]), ("thread", lambda w: [w["a"].uuid]),
-    ("journal", lambda w: []), ("memo_new", lambda w: []), ("memo", lambda w: [w["memo"].uuid]),
-    ("memo_edit", lambda w: [w["memo"].uuid]), ("memo_revision", lambda w: [w["memo"].uuid, 1]),
+    ("detail", lambda w: [w["a"].uuid]), ("thread", lambda w: [w["a"].uuid]),
+    ("journal", lambda w: []), ("memo", lambda w: [w["memo"].uuid]), ("memo_revision", lambda w: [w["memo"].uuid, 1]),
     ("reviews", lambda w: []), ("review", lambda w: [w["review"].uuid]), ("present", lambda w: [w["review"].uuid, 0]),
     ("snapshots", lambda w: []),
 ]
@@ -51,6 +50,28 @@ def test_read_pages_open_for_members_and_404_for_outsiders(name, args, world, pr
     url = u(name, project, *args(world))
     assert client_for(viewer).get(url).status_code == 200
     assert client_for(outsider).get(url).status_code == 404
+
+
+FORMS = [("edit", lambda w: [w["a"].uuid]), ("memo_new", lambda w: []), ("memo_edit", lambda w: [w["memo"].uuid])]
+
+
+@pytest.mark.parametrize("name,args", FORMS, ids=[f[0] for f in FORMS])
+def test_edit_forms_are_for_writers(name, args, world, project, analyst, viewer, outsider, client_for):
+    url = u(name, project, *args(world))
+    assert client_for(analyst).get(url).status_code == 200
+    assert client_for(viewer).get(url).status_code == 403
+    assert client_for(outsider).get(url).status_code == 404
+
+
+def test_a_memo_can_be_about_a_code_or_interview_from_the_about_menu(world, project, analyst, client_for):
+    client = client_for(analyst)
+    assert f'value="code:{world["x"].uuid}"' in client.get(u("memo_new", project)).content.decode()
+    client.post(u("memo_new", project), {"title": "On the code", "body": "", "kind": "analytic", "about": f"code:{world['x'].uuid}"})
+    client.post(u("memo_new", project), {"title": "On the interview", "body": "", "kind": "familiarisation",
+                                         "about": f"interview:{world['interview'].uuid}"})
+    assert Memo.objects.get(title="On the code").code == world["x"]
+    assert Memo.objects.get(title="On the interview").interview == world["interview"]
+    assert client.post(u("memo_new", project), {"title": "x", "kind": "analytic", "about": "code:00000000-0000-0000-0000-000000000000"}).status_code == 404
 
 
 def _writes(w) -> list[tuple[str, list, dict]]:
