@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 from celery import shared_task
@@ -28,7 +29,11 @@ def enqueue_answer(turn_id: int) -> None:
     if app.conf.task_always_eager and getattr(settings, "CONDUCT_EAGER_IN_THREAD", True):
         threading.Thread(target=_run_in_thread, args=(turn_id,), daemon=True).start()
     else:
-        answer_turn_task.delay(turn_id)
+        # Answers wait on the network for minutes; a deployment can give them their own
+        # threads-pool worker (`-Q $CONDUCT_QUEUE --pool=threads`) so CPU-bound imports
+        # and exports never hold a model's answer back, or vice versa.
+        queue = os.environ.get("CONDUCT_QUEUE") or None
+        answer_turn_task.apply_async(args=[turn_id], queue=queue)
 
 
 def _run_in_thread(turn_id: int) -> None:
