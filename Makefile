@@ -40,6 +40,7 @@ fake-llm: venv
 test: dev-venv
 	@scripts/ensure-services
 	@scripts/ensure-chromium
+	@scripts/ensure-tex
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: dev-venv
