@@ -125,6 +125,7 @@ def _detail_ctx(membership: Membership, code: Code, **forms) -> dict:
         split_form=forms.get("split_form") or SplitForm(),
         conflict=forms.get("conflict"),
         events=CodeEvent.objects.filter(code=code).select_related("actor")[:50],
+        split_excerpts=[(e, ",".join(map(str, e.segment_ids))) for e in excerpts_for_codes(membership.project, [code.pk])[:60]],
         uses=code.codings.count(),
     )
 
@@ -196,9 +197,24 @@ def code_merge_view(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -
 def code_split_view(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> HttpResponse:
     def act(code: Code, d: dict):
         new = code_split(code=code, actor=request.user, names=d["names"].splitlines(), reason=d["reason"],
-                         archive_original=d["archive_original"])
+                         archive_original=d["archive_original"], assignments=_split_assignments(request))
         return f"“{code.name}” split into {', '.join(c.name for c in new)}.", code
     return _code_action(request, project_uuid, code_uuid, SplitForm, "split_form", act)
+
+
+def _split_assignments(request: HttpRequest) -> dict[int, int]:
+    """From the split form's per-excerpt choices ("<new code index>:<segment ids>") to {segment id: index}."""
+    out: dict[int, int] = {}
+    for value in request.POST.getlist("assign"):
+        if not value:  # the excerpt stays with the original code
+            continue
+        index, _, segments = value.partition(":")
+        try:
+            for segment in segments.split(","):
+                out[int(segment)] = int(index)
+        except ValueError:
+            raise ValidationError({"names": "The excerpt choices could not be read; reload the page and try again."}) from None
+    return out
 
 
 @login_required

@@ -332,8 +332,8 @@ def test_history_and_code_page_queries_do_not_grow(client_for, owner, project, m
     with django_assert_num_queries(4):
         r = c.get(reverse("coding:history", args=[project.uuid]))
     assert r.status_code == 200 and "round 0" in r.content.decode()
-    # session, user, membership, code (+parent, merged_into), events, uses, move choices, merge choices
-    with django_assert_num_queries(8):
+    # session, user, membership, code (+parent), events, uses, excerpts for the split form, move choices, merge choices
+    with django_assert_num_queries(9):
         r = c.get(reverse("coding:code_detail", args=[project.uuid, code.uuid]))
     assert r.status_code == 200 and f"v{n - 1}" in r.content.decode()
 
@@ -347,3 +347,19 @@ def test_create_form_errors_are_inline(client_for, analyst, project, make_code):
     assert "Enter a valid" in body or "is not a colour" in body or "already a code" in body
     assert 'class="card narrow new-code" id="new-code" open' in body
     assert Code.objects.count() == 1
+
+
+def test_split_from_the_page_moves_chosen_excerpts(client_for, owner, project, interview, participant_segments, make_code):
+    code = make_code("Home")
+    s = participant_segments
+    for seg in (s[0], s[1], s[3]):
+        Coding.objects.create(segment=seg, code=code, coder=owner, interview=interview)
+    c = client_for(owner)
+    page = c.get(reverse("coding:code_detail", args=[project.uuid, code.uuid])).content.decode()
+    assert f'value="1:{s[0].pk},{s[1].pk}"' in page  # the first excerpt spans two contiguous segments
+    r = c.post(reverse("coding:code_split", args=[project.uuid, code.uuid]),
+               {"names": "Home as people\nHome as place", "assign": [f"1:{s[0].pk},{s[1].pk}", ""], "reason": "two readings"})
+    assert r.status_code == 302
+    place = Code.objects.get(name="Home as place")
+    assert set(Coding.objects.filter(code=place).values_list("segment_id", flat=True)) == {s[0].pk, s[1].pk}
+    assert list(Coding.objects.filter(code=code).values_list("segment_id", flat=True)) == [s[3].pk]
