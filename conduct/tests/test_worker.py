@@ -26,8 +26,8 @@ def worker_settings(settings):
 
 def test_two_answers_stream_at_once_in_the_worker(project, owner, guide, live, fake_openai, worker_settings, start_worker):
     start_worker()
-    fake_openai.script("model-a", answer=LONG[:1500], chunk_chars=12, delay=0.02, model_id="model-a-2026")
-    fake_openai.script("model-b", answer=LONG[:1200], chunk_chars=12, delay=0.02)
+    fake_openai.script("model-a", answer=LONG[:1500], chunk_chars=12, delay=0.03, model_id="model-a-2026")
+    fake_openai.script("model-b", answer=LONG[:1200], chunk_chars=12, delay=0.03)
     session = services.session_start(
         project=project, user=owner, guide_version=guide.versions.get(), participants=[live("A", "model-a"), live("B", "model-b")]
     )
