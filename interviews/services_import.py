@@ -302,7 +302,7 @@ def importjob_queue(*, job: ImportJob, options: ImportOptions) -> ImportJob:
     options.validate()
     _check_participant_choice(job.project, options.participant)
     if options.selected is not None:
-        known = {c["key"] for f in job.preview["files"] for c in f["conversations"]}
+        known = {c["key"] for f in job.preview.get("files", []) for c in f["conversations"]}
         options.selected &= known
         if not options.selected:
             raise ImportOptionsError("Tick at least one conversation to import.")
@@ -316,7 +316,9 @@ def importjob_queue(*, job: ImportJob, options: ImportOptions) -> ImportJob:
 
 
 def _count_selected(preview: dict[str, Any], options: ImportOptions) -> int:
-    return sum(1 for f in preview["files"] for c in f["conversations"] if _wanted(c["key"], c.get("duplicate_of"), options))
+    # 0 while a large upload is still being read (the API queues at once): the bar then counts up.
+    return sum(1 for f in preview.get("files", []) for c in f["conversations"]
+               if _wanted(c["key"], c.get("duplicate_of"), options))
 
 
 def _wanted(key: str, duplicate_of: Any, options: ImportOptions) -> bool:

@@ -111,3 +111,14 @@ def test_import_by_viewer_403_outsider_404(client_for, project, viewer, outsider
     data = {"files": [SimpleUploadedFile(CLAUDE.name, CLAUDE.read_bytes())]}
     assert client_for(outsider).post(api(project, "imports/"), data).status_code == 404
     assert ImportJob.objects.count() == 0
+
+
+def test_import_of_a_large_upload_is_read_and_imported_by_the_worker(
+        client_for, project, analyst, settings, django_capture_on_commit_callbacks):
+    settings.RTA_IMPORT_INLINE_PREVIEW_BYTES = 100  # the sample counts as large: read in the worker
+    client = client_for(analyst)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(api(project, "imports/"), {"files": [SimpleUploadedFile(CLAUDE.name, CLAUDE.read_bytes())]})
+    assert response.status_code == 202
+    job = client.get(api(project, f"imports/{response.json()['uuid']}/")).json()
+    assert job["status"] == "done" and len(job["summary"]["interviews"]) == 3
