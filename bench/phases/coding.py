@@ -270,7 +270,28 @@ def run(ctx: Context) -> Section:
                 client.get(url)
             return statistics.median(server) * 1000, statistics.median(http) * 1000, len(q.captured_queries), len(r.content), r.status_code
 
+        def render_only(iv) -> float:
+            """The transcript's HTML alone (the part a template loop made dominant), median ms."""
+            from coding import queries
+            from coding.render import ChipRenderer, render_transcript
+            from interviews.models import Turn
+
+            codes_l = queries.workspace_codes(project)
+            coders = queries.coders_of(project)
+            turns = list(Turn.objects.filter(interview=iv).order_by("position").values_list("id", "position", "speaker"))
+            segs = queries.interview_segments(iv)
+            cods = queries.interview_codings(iv, {c["id"]: i for i, c in enumerate(codes_l)})
+            times = []
+            for _ in range(15):
+                t0 = time.perf_counter()
+                render_transcript(turns=turns, segments=segs, codings=cods, participant_label="Participant",
+                                  renderer=ChipRenderer(queries.code_infos(codes_l), coders, user.pk),
+                                  code_any_speaker=True, notes_html={}, can_write=True)
+                times.append(time.perf_counter() - t0)
+            return statistics.median(times) * 1000
+
         reps = 5 if ctx.quick else 20
+        h_render, b_render = render_only(heavy), render_only(big)
         h_server, h_http, h_queries, h_bytes, _ = open_page(heavy, reps)
         b_server, b_http, b_queries, b_bytes, _ = open_page(big, max(3, reps // 2))
         rss_end, hwm_end = _worker_memory_mb(proc.pid)
@@ -300,9 +321,12 @@ def run(ctx: Context) -> Section:
         [f"open heaviest interview ({heavy_segments} segments, {counts[heavy.pk]} codings): server ms (target ≤ 30)",
          f"{h_server:.1f}", "102 (ref, content + highlights)" if not tg else peer(tg, "d_heaviest_doc", "p50_ms"), "26 (ref, JSON only)"],
         ["… over HTTP from gunicorn, ms / queries / KB", f"{h_http:.1f} / {h_queries} / {h_bytes // 1024}", None, None],
+        ["… of which the transcript HTML (Python fast path), ms", f"{h_render:.2f}", None, None],
         [f"open 10× interview ({len(big_segments)} segments, {big_codings} codings): server ms (target ≤ 150)",
          f"{b_server:.1f}", None, None],
         ["… over HTTP, ms / queries / KB", f"{b_http:.1f} / {b_queries} / {b_bytes // 1024}", None, None],
+        ["… of which the transcript HTML, ms", f"{b_render:.2f}", None, None],
+        ["load average at the end of the phase (2 cores)", " / ".join(f"{x:.1f}" for x in os.getloadavg()), None, None],
         ["web worker RSS MB: idle / after load / peak (target ≤ 150)", f"{rss_idle:.0f} / {rss_load:.0f} / {max(hwm_load, hwm_end):.0f}",
          "105 (ref, whole server)", "789 (ref, whole server)"],
     ]
