@@ -19,13 +19,19 @@ from projects.api_permissions import ProjectScopedMixin
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
-    interview_count = serializers.IntegerField(read_only=True)
+    # Annotated on lists; a participant just created or edited has it counted here instead.
+    interview_count = serializers.SerializerMethodField()
 
     class Meta:
         model = Participant
         fields = ["uuid", "label", "provider", "model_id", "interface", "snapshot_date", "attributes", "interview_count",
                   "created_at"]
         read_only_fields = ["uuid", "created_at", "interview_count"]
+
+    def get_interview_count(self, participant: Participant) -> int:
+        if hasattr(participant, "interview_count"):
+            return participant.interview_count
+        return participant.interviews.filter(deleted_at__isnull=True).count()
 
     def validate_label(self, value: str) -> str:
         project = self.context["project"]

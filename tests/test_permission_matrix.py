@@ -39,9 +39,25 @@ PUBLIC = {
 # Views any member may POST to (they change only the member's own data).
 MEMBER_WRITES = {
     "projects:positionality": "Each member, viewers included, writes their own positionality statement.",
+    "coding:speaker_toggle": "A per-user display preference kept in the session.",
+    "themes:thread_read": "Marks the theme's thread read for the requesting member only.",
+    "reports:excerpts_export": "Exporting is reading: viewers may export the tables they can see.",
+    "reports:frequency_export": "As reports:excerpts_export.",
+}
+# Views whose body is checked before membership: an outsider's empty POST gets 400, which
+# reveals nothing; test_coding_hot_path_refuses_outsiders_with_a_valid_body covers the real case.
+OUTSIDER_400 = {
+    "coding:apply": "The hot path validates the body, then checks membership inside its one SQL statement.",
+    "coding:remove": "As coding:apply.",
+}
+# GETs that need query parameters naming objects; without them members get 404.
+MEMBER_GET_404 = {
+    "themes:snapshot_compare": "Compares two snapshots named in the query string.",
+    "api-theme-snapshot-compare": "As themes:snapshot_compare.",
 }
 NOT_PROJECT_SCOPED = {
     "password_change", "password_change_done", "projects:list", "projects:create", "api-project-list",
+    "exchange_import",  # importing a REFI-QDA project creates a new project
 }
 
 WRITE_METHODS_PAGE = ["post"]
@@ -143,6 +159,21 @@ def _describe(role: str, method: str, url: str, response) -> str:
     return f"{role} {method.upper()} {url} → {response.status_code} {body!r}"
 
 
+def _writes(response_fn):
+    """The response and whether the request wrote to the database (sessions aside)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as ctx:
+        response = response_fn()
+    wrote = any(
+        q["sql"].lstrip().upper().startswith(("INSERT", "UPDATE", "DELETE")) and "django_session" not in q["sql"]
+        and "auth_user" not in q["sql"].split("WHERE")[0]
+        for q in ctx.captured_queries
+    )
+    return response, wrote
+
+
 @pytest.mark.parametrize("route", ROUTES, ids=str)
 def test_permission_matrix(route: Route, world: World, client_for, owner, analyst, viewer, outsider):
     url = _url(route, world)
@@ -150,7 +181,9 @@ def test_permission_matrix(route: Route, world: World, client_for, owner, analys
     clients = {"owner": client_for(owner), "analyst": client_for(analyst), "viewer": client_for(viewer), "outsider": client_for(outsider)}
     anonymous = Client()
 
-    owner_status = {m: _call(clients["owner"], m, url, api=route.is_api) for m in methods}
+    owner_status, owner_wrote = {}, {}
+    for m in methods:
+        owner_status[m], owner_wrote[m] = _writes(lambda m=m: _call(clients["owner"], m, url, api=route.is_api))
     allowed = {m for m, r in owner_status.items() if r.status_code != 405}
     failures: list[str] = []
 
@@ -176,34 +209,59 @@ def test_permission_matrix(route: Route, world: World, client_for, owner, analys
         return
 
     for method in allowed:
+        is_read = method == "get"
+        # A POST that the owner gets the page for, writing nothing, is a read answered on POST.
+        read_on_post = (not is_read and "get" in allowed and owner_status[method].status_code == owner_status["get"].status_code
+                        and owner_status[method].status_code < 300 and not owner_wrote[method])
+        member_ok = MEMBER_OK | ({404} if (not is_read or route.name in MEMBER_GET_404) else set())
         owner_response = owner_status[method]
-        expect(owner_response.status_code in MEMBER_OK, "owner", method, owner_response, "owners must be served")
+        expect(owner_response.status_code in member_ok, "owner", method, owner_response, "owners must be served")
+
         outsider_response = _call(clients["outsider"], method, url, api=route.is_api)
-        if route.name not in NOT_PROJECT_SCOPED:
-            expect(outsider_response.status_code == 404, "outsider", method, outsider_response, "outsiders must get 404")
-        else:
+        if route.name in NOT_PROJECT_SCOPED:
             expect(outsider_response.status_code < 500, "outsider", method, outsider_response, "logged-in users must not get 5xx")
+        else:
+            allowed_outsider = {404} | ({400} if route.name in OUTSIDER_400 and not is_read else set())
+            expect(outsider_response.status_code in allowed_outsider, "outsider", method, outsider_response, "outsiders must get 404")
 
         analyst_response = _call(clients["analyst"], method, url, api=route.is_api)
         viewer_response = _call(clients["viewer"], method, url, api=route.is_api)
-        expect(analyst_response.status_code in MEMBER_OK | {403}, "analyst", method, analyst_response, "analysts must get an answer")
+        expect(analyst_response.status_code in member_ok | {403}, "analyst", method, analyst_response, "analysts must get an answer")
         owner_only = analyst_response.status_code == 403
-        if method == "get":
+        if is_read or read_on_post:
             # Viewers may be refused a form that only leads to a write ("new guide"), never get 404 or 5xx.
-            expect(viewer_response.status_code in MEMBER_OK | {403}, "viewer", method, viewer_response,
-                   "viewers must be able to read")
+            expect(viewer_response.status_code in member_ok | {403}, "viewer", method, viewer_response, "viewers must be able to read")
             if owner_only:
-                expect(viewer_response.status_code == 403, "viewer", method, viewer_response,
-                       "an owner-only page must refuse viewers too")
+                expect(viewer_response.status_code == 403, "viewer", method, viewer_response, "an owner-only page must refuse viewers too")
         elif route.name in MEMBER_WRITES or route.name in NOT_PROJECT_SCOPED:
-            expect(viewer_response.status_code in MEMBER_OK, "viewer", method, viewer_response, "this write is open to viewers")
+            expect(viewer_response.status_code in member_ok, "viewer", method, viewer_response, "this write is open to viewers")
+        elif route.name in OUTSIDER_400:
+            expect(viewer_response.status_code in (400, 403), "viewer", method, viewer_response, "viewers must get 403 on writes")
         else:
             expect(viewer_response.status_code == 403, "viewer", method, viewer_response, "viewers must get 403 on writes")
 
     if "get" in allowed and not route.is_api:
         # The same URL serves the htmx fragment; it must not fail either.
         fragment = _call(clients["owner"], "get", url, api=False, htmx=True)
-        expect(fragment.status_code in MEMBER_OK, "owner (htmx)", "get", fragment, "the htmx fragment must be served")
+        expect(fragment.status_code in MEMBER_OK | ({404} if route.name in MEMBER_GET_404 else set()), "owner (htmx)", "get",
+               fragment, "the htmx fragment must be served")
 
     assert allowed, f"{route.name}: the owner got 405 for every method; is the view wired up?"
     assert not failures, "\n".join(failures)
+
+
+def test_coding_hot_path_refuses_outsiders_with_a_valid_body(world: World, client_for, outsider, viewer, analyst):
+    """coding:apply/remove check membership inside their SQL: a well-formed request from an outsider is a 404."""
+    interview = world.get(World.model_for("interview"))
+    segment = world.get(World.model_for("segment"))
+    code = world.get(World.model_for("code"))
+    Coding = World.model_for("coding")
+    before = Coding.objects.count()
+    for name in ("coding:apply", "coding:remove"):
+        url = reverse(name, kwargs={"project_uuid": world.project.uuid, "interview_uuid": interview.uuid})
+        body = {"code": code.pk, "segment": [segment.pk]}
+        assert client_for(outsider).post(url, body).status_code == 404
+        assert client_for(viewer).post(url, body).status_code == 403
+    assert Coding.objects.count() == before
+    url = reverse("coding:apply", kwargs={"project_uuid": world.project.uuid, "interview_uuid": interview.uuid})
+    assert client_for(analyst).post(url, {"code": code.pk, "segment": [segment.pk]}).status_code == 200

@@ -28,6 +28,20 @@ ALIASES: dict[str, str] = {
     "session": "conduct.ConductSession",
     "guide_version": "interviews.GuideVersion",
     "meeting": "themes.Review",
+    # The live-endpoints API lists live participants by their uuid.
+    "live_endpoint": "interviews.Participant",
+    "theme_snapshot": "themes.Snapshot",
+}
+
+# (url namespace, kwarg stem) → model, where apps use the same kwarg for different things.
+NAMESPACE_ALIASES: dict[tuple[str, str], str] = {
+    ("reports", "job"): "reports.ExportJob",
+}
+# Kwargs that are not objects: a value every view of that name accepts.
+SCALARS: dict[str, object] = {
+    "number": 1,  # a memo revision number
+    "index": 0,  # position in a review's agenda
+    "fmt": "csv",  # a download format
 }
 
 TRANSCRIPT = "I think identity is negotiated. It shifts with every conversation."
@@ -55,13 +69,18 @@ class World:
         if name == "username":
             # Membership views act on another member: the viewer (never the acting owner).
             return self.users["viewer"].username
-        if name in ("uuid", "pk") and url_name.startswith("api-"):
+        if name in ("uuid", "pk", "id") and url_name.startswith("api-"):
             stem = url_name.removeprefix("api-").rsplit("-", 1)[0].replace("-", "_")
-            if stem == "project":
-                return self.project.uuid
-            return self.kwarg(f"{stem}_uuid")
+            obj = self.project if stem == "project" else self.get(self.model_for(stem))
+            return obj.uuid if name == "uuid" else obj.pk
+        if name in SCALARS:
+            return SCALARS[name]
         if name.endswith("_uuid"):
-            return self.get(self.model_for(name.removesuffix("_uuid"))).uuid
+            stem = name.removesuffix("_uuid")
+            namespace = url_name.split(":")[0] if ":" in url_name else ""
+            if (namespace, stem) in NAMESPACE_ALIASES:
+                return self.get(apps.get_model(NAMESPACE_ALIASES[namespace, stem])).uuid
+            return self.get(self.model_for(stem)).uuid
         if name.endswith("_id") or name.endswith("_pk"):
             return self.get(self.model_for(name.rsplit("_", 1)[0])).pk
         raise UnknownKwarg(name)
@@ -149,6 +168,8 @@ def _value_for(field: models.Field) -> Any:
         return {}
     if isinstance(field, models.BinaryField):
         return b"world"
+    if isinstance(field, models.FileField):
+        return "world/world.txt"  # a name only: nothing reads the file in these tests
     raise TypeError(f"tests/world.py cannot fill {field.model.__name__}.{field.name} ({type(field).__name__}): add a builder")
 
 
@@ -175,6 +196,24 @@ def _coding(world: World):
     return world.autofill(apps.get_model("coding.Coding"), segment=segment, interview=segment.interview)
 
 
+def _participant(world: World):
+    # Live, so the conduct pages and the live-endpoints API have one to show.
+    return world.autofill(apps.get_model("interviews.Participant"), label="GPT-4o", model_id="gpt-4o-2024-08-06", is_live=True)
+
+
+def _decision(world: World):
+    # A valid pending decision (the API validates payloads on the way in).
+    return world.autofill(apps.get_model("themes.Decision"), kind="rename", payload={"name": "Identity, renamed"})
+
+
+def _export_job(world: World):
+    from django.core.files.base import ContentFile
+
+    job = world.autofill(apps.get_model("reports.ExportJob"), status="done", format="csv", filename="world.csv")
+    job.file.save("world.csv", ContentFile(b"theme,model,quote\r\nworld,world,world\r\n"), save=True)
+    return job
+
+
 def _import_job(world: World):
     # A finished job: an "uploaded" one always has stored files, which the world has not.
     return world.autofill(apps.get_model("interviews.ImportJob"), status="done")
@@ -186,4 +225,7 @@ BUILDERS: dict[str, Callable[[World], models.Model]] = {
     "interviews.GuideVersion": _guide_version,
     "coding.Coding": _coding,
     "interviews.ImportJob": _import_job,
+    "interviews.Participant": _participant,
+    "themes.Decision": _decision,
+    "reports.ExportJob": _export_job,
 }
