@@ -55,7 +55,7 @@ COLUMNS: dict[str, str] = {
 DEFAULT_COLUMNS = ("theme", "code", "model", "quote")
 TRIM_MARK = "[...]"
 MIN_TRIM = 20
-CHUNK = 2000
+CHUNK = 500  # rows fetched per round trip: the most a table ever holds in memory
 LEAD = 200
 
 

@@ -28,6 +28,19 @@ def body(response) -> bytes:
     return b"".join(response.streaming_content) if response.streaming else response.content
 
 
+def compiles(tex: str, tmp_path) -> None:
+    """Compile with pdfLaTeX when installed (scripts/ensure-tex); the writer tests cover escaping without it."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("pdflatex"):
+        return
+    (tmp_path / "t.tex").write_text(tex, encoding="utf-8")
+    result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-3000:]
+
+
 def more_codings(w) -> None:
     """Add rows everywhere the pages read from."""
     for text in ("It grows with time.", "Borders decide a lot.", "Costs rose"):
@@ -112,7 +125,7 @@ def test_excerpt_builder_query_count_is_flat(world, client_for, owner):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "xlsx", "docx", "tex", "md"])
-def test_excerpt_export_downloads_read_back(world, client_for, owner, fmt):
+def test_excerpt_export_downloads_read_back(world, client_for, owner, fmt, tmp_path):
     c = client_for(owner)
     response = c.post(url("excerpts_export", world), {"format": fmt, "columns": ["code", "model", "quote"],
                                                        "caption": "Table of quotes"})
@@ -133,6 +146,7 @@ def test_excerpt_export_downloads_read_back(world, client_for, owner, fmt):
         assert ["Feeling", "GPT-4o", "Home is a feeling. It grows with time."] in cells
     elif fmt == "tex":
         assert "\\caption{Table of quotes}" in data.decode() and "Costs rose 50\\% \\& fees\\_2" in data.decode()
+        compiles(data.decode(), tmp_path)
     else:
         assert "| Feeling | GPT-4o | Home is a feeling. It grows with time. |" in data.decode()
 
@@ -210,7 +224,7 @@ def test_frequency_page_query_count_is_flat(world, client_for, owner):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "xlsx", "tex", "svg", "png"])
-def test_frequency_exports(world, client_for, owner, fmt):
+def test_frequency_exports(world, client_for, owner, fmt, tmp_path):
     response = client_for(owner).get(url("frequency_export", world),
                                      {"format": fmt, "a": str(world.gpt.uuid), "b": str(world.claude.uuid)})
     assert response.status_code == 200
@@ -226,6 +240,7 @@ def test_frequency_exports(world, client_for, owner, fmt):
         assert values["Structure"][-1] == "+∞" and values["AI self"][-1] == "−∞"
     elif fmt == "tex":
         assert "$+\\infty$" in data.decode() and "$-\\infty$" in data.decode() and "\\toprule" in data.decode()
+        compiles(data.decode(), tmp_path)
     elif fmt == "svg":
         assert data.startswith(b"<svg") and response["Content-Type"].startswith("image/svg+xml")
     else:
@@ -237,8 +252,9 @@ def test_frequency_export_rejects_unknown_formats(world, client_for, owner):
     assert response.status_code == 400 and "Unknown format" in response.content.decode()
 
 
-def test_statistics_latex(world, client_for, owner):
+def test_statistics_latex(world, client_for, owner, tmp_path):
     data = body(client_for(owner).get(url("statistics_latex", world))).decode()
+    compiles(data, tmp_path)
     assert "\\caption{Descriptive statistics of the interviews per model" in data
     assert "GPT-4o & OpenAI & gpt-4o-2024-08-06 & 1 & 2" in data
 

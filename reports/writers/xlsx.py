@@ -19,7 +19,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
-from reports.writers import Cell, Table
+from reports.writers import Table
 
 MAX_CELL = 32767  # Excel's limit on the characters in one cell
 SHEET_TITLE = "Table"
