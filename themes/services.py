@@ -130,6 +130,21 @@ def theme_reorder(*, theme: Theme, actor, offset: int) -> Theme:
     return theme
 
 
+@transaction.atomic
+def theme_place_before(*, theme: Theme, actor, before: Theme) -> Theme:
+    """Drag-reorder: put `theme` just before `before`, becoming its sibling (same parent)."""
+    if before.pk == theme.pk:
+        return theme
+    if before.parent_id != theme.parent_id:
+        theme_set_parent(theme=theme, actor=actor, parent=before.parent)
+    siblings = [t for t in Theme.objects.for_project(theme.project).filter(parent_id=before.parent_id).select_for_update() if t.pk != theme.pk]
+    index = next(i for i, t in enumerate(siblings) if t.pk == before.pk)
+    theme.position = -1  # force a save in _renumber
+    siblings.insert(index, theme)
+    _renumber(siblings)
+    return theme
+
+
 def _renumber(rows: Sequence) -> None:
     for i, row in enumerate(rows):
         if row.position != i:

@@ -101,7 +101,13 @@ def code_place(request: HttpRequest, project_uuid) -> HttpResponse:
 def theme_reorder(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     theme = _theme(membership, theme_uuid)
-    services.theme_reorder(theme=theme, actor=request.user, offset=-1 if request.POST.get("direction") == "left" else 1)
+    try:
+        if request.POST.get("before"):
+            services.theme_place_before(theme=theme, actor=request.user, before=_theme(membership, request.POST["before"]))
+        else:
+            services.theme_reorder(theme=theme, actor=request.user, offset=-1 if request.POST.get("direction") == "left" else 1)
+    except ValidationError as exc:
+        return _render_board(request, membership, error=_errors(exc), status=400)
     return _board_or_redirect(request, membership)
 
 

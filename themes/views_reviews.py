@@ -166,8 +166,9 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
     theme = agenda[index].theme
     codes = list(Code.objects.filter(theme_codes__theme=theme, deleted_at__isnull=True).order_by("theme_codes__position"))
     threads = list(Comment.objects.filter(theme=theme, parent__isnull=True, resolved_at__isnull=True).select_related("author"))
+    usernames = list(Membership.objects.filter(project=membership.project).values_list("user__username", flat=True))
     for c in threads:
-        c.html = render_markdown(c.body)
+        c.html = render_markdown(c.body, mentionable=usernames)
     return render(request, "themes/review_present.html", _ctx(
         membership, review=review, theme=theme, index=index, count=len(agenda), codes=codes, groups=theme_excerpts(theme),
         threads=threads, themes=Theme.objects.for_project(membership.project).exclude(pk=theme.pk), statuses=Theme.Status.choices,

@@ -95,6 +95,49 @@
       "“" + d.name + "” " + (copy ? "placed in " : "moved to ") + themeName(target));
   });
 
+  // ---- dragging a theme by its handle: drop on another theme to place it just before that one
+  var draggedTheme = null;
+
+  document.addEventListener("dragstart", function (event) {
+    var handle = event.target.closest && event.target.closest("[data-theme-drag]");
+    if (!handle) { return; }
+    draggedTheme = handle.getAttribute("data-theme-drag");
+    event.dataTransfer.effectAllowed = "move";
+    event.dataTransfer.setData("text/plain", themeName(draggedTheme));
+  });
+
+  document.addEventListener("dragover", function (event) {
+    if (!draggedTheme) { return; }
+    var card = event.target.closest && event.target.closest("[data-theme-card]");
+    if (card && card.getAttribute("data-theme-card") !== draggedTheme && !card.closest('[data-theme-card="' + draggedTheme + '"]')) {
+      event.preventDefault();
+    }
+  });
+
+  document.addEventListener("drop", function (event) {
+    if (!draggedTheme) { return; }
+    var card = event.target.closest && event.target.closest("[data-theme-card]");
+    var moving = draggedTheme;
+    draggedTheme = null;
+    if (!card) { return; }
+    event.preventDefault();
+    var before = card.getAttribute("data-theme-card");
+    if (before === moving) { return; }
+    var form = new FormData();
+    form.append("before", before);
+    fetch(board().getAttribute("data-reorder-url") + moving + "/reorder/", {
+      method: "POST", body: form, credentials: "same-origin", headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "1" }
+    }).then(function (response) { return response.text(); }).then(function (html) {
+      var holder = document.createElement("div");
+      holder.innerHTML = html;
+      var fresh = holder.querySelector("#board");
+      if (fresh) { board().replaceWith(fresh); if (window.htmx) { window.htmx.process(fresh); } }
+      announce(themeName(moving) + " placed before " + themeName(before));
+    });
+  });
+
+  document.addEventListener("dragend", function () { draggedTheme = null; });
+
   // ---- keyboard alternative: the Move… menu
   function menuButton(label, fields, message) {
     var button = document.createElement("button");

@@ -16,6 +16,8 @@
   }
 
   function start(data) {
+    // Size is also written out: "Name (12)" = excerpts under the theme, coded segments for a code.
+    data.nodes.forEach(function (n) { n.data.label = n.data.label + " (" + (n.data.size || 0) + ")"; });
     if (!data.nodes.length) { document.getElementById("map-empty").hidden = false; }
     cy = window.cytoscape({
       container: container,

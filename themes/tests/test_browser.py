@@ -63,6 +63,12 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
     assert names_in("Honesty about limits") == ["admits uncertainty", "patterns not experience", "user as friend"]
     assert names_in("Friendship") == ["user as friend"]
     expect(page.locator("#unassigned-h")).to_contain_text("0")
+    # Themes reorder by dragging their handle, or with the ← → buttons.
+    columns = page.locator(".columns > [data-theme-card]")
+    page.locator('[data-theme-name="Friendship"] [data-theme-drag]').drag_to(page.locator('[data-theme-name="Honesty about limits"] .theme-head'))
+    expect(columns.first).to_have_attribute("data-theme-name", "Friendship")
+    page.get_by_role("button", name="Move Friendship later").click()
+    expect(columns.first).to_have_attribute("data-theme-name", "Honesty about limits")
 
     # Theme page: excerpts by model, pin a trimmed exemplar.
     page.get_by_role("link", name="Honesty about limits").click()
@@ -128,7 +134,7 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
     with page.expect_download() as svg:
         page.get_by_role("button", name="Download SVG").click()
     svg_text = open(svg.value.path(), encoding="utf-8").read()
-    assert svg_text.startswith("<svg") and "Honesty about limits" in svg_text and "Friendship" not in svg_text
+    assert svg_text.startswith("<svg") and "Honesty about limits (" in svg_text and "Friendship" not in svg_text
     with page.expect_download() as png:
         page.get_by_role("button", name="Download PNG").click()
     assert open(png.value.path(), "rb").read(8) == b"\x89PNG\r\n\x1a\n"

@@ -81,6 +81,19 @@ def test_theme_reorder_moves_among_siblings(project, owner):
     assert list(Theme.objects.for_project(project).values_list("name", flat=True)) == ["A", "C", "B"]
 
 
+def test_place_before_reorders_and_adopts_the_parent(project, owner):
+    a, b = (services.theme_create(project=project, actor=owner, name=n) for n in "AB")
+    a1 = services.theme_create(project=project, actor=owner, name="A1", parent=a)
+    services.theme_place_before(theme=b, actor=owner, before=a)
+    assert list(Theme.objects.for_project(project).filter(parent=None).values_list("name", flat=True)) == ["B", "A"]
+    services.theme_place_before(theme=b, actor=owner, before=a1)
+    b.refresh_from_db()
+    assert b.parent == a
+    assert list(Theme.objects.for_project(project).filter(parent=a).values_list("name", flat=True)) == ["B", "A1"]
+    with pytest.raises(ValidationError):
+        services.theme_place_before(theme=a, actor=owner, before=a1)  # under its own sub-theme
+
+
 def test_delete_is_soft_and_hides_sub_themes(project, owner):
     a = services.theme_create(project=project, actor=owner, name="A")
     services.theme_create(project=project, actor=owner, name="A1", parent=a)
