@@ -8,6 +8,7 @@ leave the full record to the per-turn JSON view.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,6 +20,11 @@ Item = tuple[str, str]
 REQUEST_PARAMS = ("model", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort")
 # Keys of an imported turn's metadata that other fields already show or that are bulky.
 SKIP_IMPORTED = {"model", "created_at", "provenance", "failure", "previous_attempts", "raw", "content"}
+
+
+def when(value: dt.datetime) -> str:
+    """A timestamp as researchers cite it: UTC, to the second."""
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -38,7 +44,7 @@ def turn_provenance(turn: Turn) -> list[Item]:
     if turn.model_slug:
         items.append(("Model", turn.model_slug))
     if turn.timestamp:
-        items.append(("Time", turn.timestamp.isoformat(timespec="seconds")))
+        items.append(("Time", when(turn.timestamp)))
     if live:
         items += _live_items(live)
     failure = meta.get("failure") or live.get("failure")
@@ -101,11 +107,11 @@ def interview_provenance(interview: Interview, turns: Iterable[Turn]) -> list[It
         items.append(("Model slugs in turns", ", ".join(slugs)))
     stamps = sorted(t.timestamp for t in turns if t.timestamp)
     if stamps:
-        items.append(("First turn", stamps[0].isoformat(timespec="seconds")))
-        items.append(("Last turn", stamps[-1].isoformat(timespec="seconds")))
+        items.append(("First turn", when(stamps[0])))
+        items.append(("Last turn", when(stamps[-1])))
     if interview.conducted_at:
-        items.append(("Conducted", interview.conducted_at.isoformat(timespec="seconds")))
-    items.append(("Added to the project", interview.created_at.isoformat(timespec="seconds")))
+        items.append(("Conducted", when(interview.conducted_at)))
+    items.append(("Added to the project", when(interview.created_at)))
     for key, value in _dict(interview.metadata).items():
         if _scalar(value):
             items.append((key.replace("_", " ").capitalize(), str(value)))
