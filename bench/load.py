@@ -1,0 +1,345 @@
+"""Load: simulated coders against gunicorn + PostgreSQL on 127.0.0.1, then a consistency check.
+
+    .venv/bin/python bench/load.py                    # 50 coders, 5 minutes
+    .venv/bin/python bench/load.py --seconds 60       # shorter, when the machine is busy
+    .venv/bin/python bench/load.py --coders 10 --seconds 20 --keep-db
+
+Each coder logs in (a real session), then loops until the time is up: open an interview's
+coding workspace, apply a code to a segment, sometimes remove one of their own codings,
+search the transcripts, open a theme page, with a short think time between steps. Every
+request's latency and status are recorded; every acknowledged apply/remove is recorded in
+order. Afterwards the database must match: every acknowledged coding present, every
+acknowledged removal absent, no duplicates, nothing unacknowledged.
+
+Only loopback traffic; the loops stop at the deadline. A fresh database (rta_bench_load)
+is created, migrated and seeded, and dropped at the end unless --keep-db.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse
+
+import requests
+
+REPO = Path(__file__).resolve().parent.parent
+DB_NAME = "rta_bench_load"
+WORDS = ("identity memory trust tradition family language context model answer prompt safety bias "
+         "culture value care doubt story self other voice power risk rule help").split()
+SEARCHES = ["identity", "family tradition", "trust", "language model", "safety", "culture"]
+
+
+@dataclass
+class Stats:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: list[str] = field(default_factory=list)
+    # (user_id, segment_id, code_id) → "applied" | "removed", in acknowledgement order per coder
+    acknowledged: dict[tuple[int, int, int], str] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, kind: str, seconds: float, status: int | None, detail: str = "") -> None:
+        with self.lock:
+            self.latencies[kind].append(seconds)
+            if status is None or status >= 400:
+                self.errors.append(f"{kind}: {status} {detail[:200]}")
+
+
+# --- setup ---------------------------------------------------------------------------------
+
+def _base_url() -> str:
+    return os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/rta")
+
+
+def _admin_conn():
+    import psycopg
+
+    url = urlparse(_base_url())
+    return psycopg.connect(host=url.hostname or "127.0.0.1", port=url.port or 5432, user=url.username or "postgres",
+                           password=url.password or None, dbname="postgres", autocommit=True)
+
+
+def create_database() -> str:
+    with _admin_conn() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{DB_NAME}"')
+    url = urlparse(_base_url())
+    return url._replace(path=f"/{DB_NAME}").geturl()
+
+
+def drop_database() -> None:
+    with _admin_conn() as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{DB_NAME}" WITH (FORCE)')
+
+
+def setup_django(database_url: str, redis_url: str) -> None:
+    os.environ["DATABASE_URL"] = database_url
+    os.environ["REDIS_URL"] = redis_url
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings_test"
+    sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def seed(*, coders: int, interviews: int, turns: int, rng: random.Random) -> dict:
+    """A project with `coders` analysts, interviews with segmented turns, codes and themes."""
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from coding.services import code_create
+    from interviews.models import Segment
+    from interviews.tests.factories import make_interview, make_participant
+    from projects.models import Membership, Project, Role
+    from themes.services import theme_add_code, theme_create
+
+    User = get_user_model()
+    owner = User.objects.create_user("load-owner", password="x")
+    project = Project.objects.create(name="Load test", created_by=owner)
+    Membership.objects.create(project=project, user=owner, role=Role.OWNER)
+    users = [User.objects.create_user(f"coder{i:02d}", password="x") for i in range(coders)]
+    Membership.objects.bulk_create([Membership(project=project, user=u, role=Role.ANALYST) for u in users])
+    participants = [make_participant(project, label, model_id=label.lower()) for label in ("GPT-4o", "Claude", "Gemini", "Llama", "DeepSeek")]
+    ivs = []
+    for n in range(interviews):
+        spec = []
+        for t in range(turns):
+            sentences = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))).capitalize() + "." for _ in range(rng.randint(3, 8))]
+            spec.append(("interviewer" if t % 2 == 0 else "participant", " ".join(sentences)))
+        ivs.append(make_interview(project, participants[n % len(participants)], spec, title=f"Interview {n + 1}"))
+    codes = [code_create(project=project, actor=owner, name=f"Code {i + 1}") for i in range(20)]
+    themes = []
+    for i in range(3):
+        theme = theme_create(project=project, actor=owner, name=f"Theme {i + 1}")
+        for code in codes[i * 5:(i + 1) * 5]:
+            theme_add_code(theme=theme, actor=owner, code=code)
+        themes.append(theme)
+    segments = {iv.uuid: list(Segment.objects.filter(interview=iv, speaker="participant").values_list("pk", flat=True)) for iv in ivs}
+    cookies = []
+    for user in users:
+        client = Client()
+        client.force_login(user)
+        cookies.append(client.cookies["sessionid"].value)
+    return {
+        "project": str(project.uuid), "users": [u.pk for u in users], "cookies": cookies,
+        "interviews": [str(iv.uuid) for iv in ivs], "segments": {str(k): v for k, v in segments.items()},
+        "codes": [c.pk for c in codes], "themes": [str(t.uuid) for t in themes],
+        "segment_count": sum(len(v) for v in segments.values()),
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(database_url: str, redis_url: str, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="config.settings_test",
+               CELERY_TASK_ALWAYS_EAGER="true", DEBUG="false")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+         "--workers", str(workers), "--worker-class", "gthread", "--threads", str(threads), "--timeout", "60",
+         "--log-level", "warning"],
+        cwd=REPO, env=env, start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if requests.get(url + "/healthz", timeout=2).status_code < 600:
+                return proc, url
+        except requests.RequestException:
+            time.sleep(0.2)
+    stop(proc)
+    raise SystemExit("gunicorn did not start within 60 s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# --- the coders ----------------------------------------------------------------------------
+
+def coder(n: int, world: dict, base: str, deadline: float, stats: Stats, think: tuple[float, float]) -> None:
+    rng = random.Random(n)
+    user_id, project = world["users"][n], world["project"]
+    session = requests.Session()
+    session.cookies.set("sessionid", world["cookies"][n], domain="127.0.0.1")
+    session.headers["Referer"] = base + "/"
+
+    def call(kind: str, method: str, path: str, **kwargs) -> requests.Response | None:
+        started = time.perf_counter()
+        try:
+            response = session.request(method, base + path, timeout=30, allow_redirects=False, **kwargs)
+        except requests.RequestException as exc:
+            stats.record(kind, time.perf_counter() - started, None, repr(exc))
+            return None
+        stats.record(kind, time.perf_counter() - started, response.status_code, response.text if response.status_code >= 400 else "")
+        return response
+
+    call("project home", "GET", f"/p/{project}/")
+    token = session.cookies.get("csrftoken", domain="127.0.0.1") or session.cookies.get("csrftoken")
+    post_headers = {"X-CSRFToken": token or "", "HX-Request": "true"}
+    mine: list[tuple[str, int, int]] = []  # this coder's acknowledged codings: (interview, segment, code)
+    while time.monotonic() < deadline:
+        interview = rng.choice(world["interviews"])
+        call("open interview", "GET", f"/p/{project}/interviews/{interview}/code/")
+        for _ in range(rng.randint(1, 4)):
+            if time.monotonic() >= deadline:
+                return
+            time.sleep(rng.uniform(*think))
+            if mine and rng.random() < 0.25:
+                iv, segment, code = mine.pop(rng.randrange(len(mine)))
+                r = call("remove code", "POST", f"/p/{project}/interviews/{iv}/code/remove/",
+                         data={"code": code, "segment": [segment]}, headers=post_headers)
+                if r is not None and r.status_code == 200:
+                    with stats.lock:
+                        stats.acknowledged[(user_id, segment, code)] = "removed"
+                else:
+                    mine.append((iv, segment, code))
+            else:
+                segment, code = rng.choice(world["segments"][interview]), rng.choice(world["codes"])
+                r = call("apply code", "POST", f"/p/{project}/interviews/{interview}/code/apply/",
+                         data={"code": code, "segment": [segment]}, headers=post_headers)
+                if r is not None and r.status_code == 200:
+                    with stats.lock:
+                        stats.acknowledged[(user_id, segment, code)] = "applied"
+                    if (interview, segment, code) not in mine:
+                        mine.append((interview, segment, code))
+        if rng.random() < 0.3:
+            time.sleep(rng.uniform(*think))
+            call("search", "GET", f"/p/{project}/search/", params={"q": rng.choice(SEARCHES)})
+        if rng.random() < 0.2:
+            time.sleep(rng.uniform(*think))
+            call("open theme", "GET", f"/p/{project}/themes/t/{rng.choice(world['themes'])}/")
+
+
+# --- results -------------------------------------------------------------------------------
+
+def consistency(stats: Stats, world: dict) -> dict:
+    """The database against the acknowledged operations."""
+    from django.db.models import Count
+
+    from coding.models import Coding
+
+    rows = Coding.objects.filter(coder_id__in=world["users"])
+    duplicates = rows.values("segment_id", "code_id", "coder_id").annotate(n=Count("id")).filter(n__gt=1).count()
+    present = set(rows.values_list("coder_id", "segment_id", "code_id"))
+    expected = {key for key, state in stats.acknowledged.items() if state == "applied"}
+    removed = {key for key, state in stats.acknowledged.items() if state == "removed"}
+    return {
+        "acknowledged_present": len(expected & present), "acknowledged_missing": len(expected - present),
+        "removed_but_present": len(removed & present), "unacknowledged_rows": len(present - expected),
+        "duplicates": duplicates, "rows": len(present),
+    }
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
+
+
+def report(stats: Stats, check: dict, args: argparse.Namespace, elapsed: float, world: dict) -> str:
+    lines = [
+        f"{args.coders} coders for {elapsed:.0f} s (think time {args.think_min}–{args.think_max} s), gunicorn "
+        f"{args.workers} workers × {args.threads} threads, {len(world['interviews'])} interviews, "
+        f"{world['segment_count']} codable segments, 20 codes.",
+        "",
+        "| request | count | p50 ms | p95 ms | max ms |",
+        "|---|---|---|---|---|",
+    ]
+    total = 0
+    for kind in ("open interview", "apply code", "remove code", "search", "open theme", "project home"):
+        values = stats.latencies.get(kind, [])
+        if not values:
+            continue
+        total += len(values)
+        lines.append(f"| {kind} | {len(values)} | {statistics.median(values) * 1000:.0f} | {percentile(values, 95) * 1000:.0f} | "
+                     f"{max(values) * 1000:.0f} |")
+    lines += [
+        "",
+        f"Requests: {total} ({total / elapsed:.1f}/s); errors: {len(stats.errors)}.",
+        f"Consistency: {check['acknowledged_present']} acknowledged codings present, {check['acknowledged_missing']} missing, "
+        f"{check['removed_but_present']} removed-but-present, {check['unacknowledged_rows']} unacknowledged rows, "
+        f"{check['duplicates']} duplicates.",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--coders", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=300)
+    parser.add_argument("--interviews", type=int, default=20)
+    parser.add_argument("--turns", type=int, default=30)
+    parser.add_argument("--workers", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--think-min", type=float, default=0.5)
+    parser.add_argument("--think-max", type=float, default=2.0)
+    parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/7"))
+    parser.add_argument("--keep-db", action="store_true")
+    parser.add_argument("--json", type=Path, help="also write the raw numbers here")
+    args = parser.parse_args()
+
+    database_url = create_database()
+    web = None
+    try:
+        setup_django(database_url, args.redis_url)
+        world = seed(coders=args.coders, interviews=args.interviews, turns=args.turns, rng=random.Random(42))
+        web, base = start_gunicorn(database_url, args.redis_url, args.workers, args.threads)
+        stats = Stats()
+        started = time.monotonic()
+        deadline = started + args.seconds
+        threads = [threading.Thread(target=coder, args=(n, world, base, deadline, stats, (args.think_min, args.think_max)), daemon=True)
+                   for n in range(args.coders)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=args.seconds + 120)
+        elapsed = time.monotonic() - started
+        stop(web)
+        web = None
+        check = consistency(stats, world)
+        text = report(stats, check, args, elapsed, world)
+        print(text)
+        if stats.errors:
+            print("\nFirst errors:\n" + "\n".join(stats.errors[:20]))
+        if args.json:
+            args.json.write_text(json.dumps({"latencies": stats.latencies, "errors": stats.errors, "check": check}, default=list))
+        consistent = not (check["acknowledged_missing"] or check["removed_but_present"] or check["unacknowledged_rows"] or check["duplicates"])
+        return 0 if consistent and not stats.errors else 1
+    finally:
+        if web is not None:
+            stop(web)
+        from django.db import connections
+
+        connections.close_all()
+        if not args.keep_db:
+            drop_database()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
