@@ -30,7 +30,7 @@ from psycopg.types.json import Jsonb
 from interviews.models import ImportJob, Interview, Participant, Segment, Turn
 from interviews.parsers import (
     FORMATS,
-    SPEAKERS,
+    LABEL_CHOICES,
     Limits,
     ParsedConversation,
     ParseError,
@@ -127,8 +127,8 @@ class ImportOptions:
     def validate(self) -> None:
         for source, mapping in self.label_maps.items():
             for label, speaker in mapping.items():
-                if speaker not in SPEAKERS:
-                    raise ImportOptionsError(f"{source}: label {label!r} must map to one of {', '.join(SPEAKERS)}")
+                if speaker not in LABEL_CHOICES:
+                    raise ImportOptionsError(f"{source}: label {label!r} must map to one of {', '.join(LABEL_CHOICES)}")
         if self.depth not in Interview.Depth.values:
             raise ImportOptionsError(f"depth must be one of {', '.join(Interview.Depth.values)}")
 

@@ -9,7 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from interviews.models import ImportJob, Interview, Participant
-from interviews.parsers import FORMATS, SPEAKERS, ParseError
+from interviews.parsers import FORMATS, NOT_A_SPEAKER, ParseError
 from interviews.services_import import (
     ImportOptions,
     ImportOptionsError,
@@ -21,6 +21,9 @@ from interviews.services_import import (
 from projects.permissions import member_or_404, writer_or_403
 
 RECENT_JOBS = 10
+SPEAKER_CHOICES = [("interviewer", "interviewer (you)"), ("participant", "participant (the chatbot)"), ("system", "system prompt")]
+# Only text and Markdown keep the lines a label starts, to fold them back into the turn before.
+FOLD_CHOICE = [(NOT_A_SPEAKER, "not a speaker: part of the text")]
 FORMAT_LABELS = {
     "chatgpt": "ChatGPT export (ZIP or conversations.json)",
     "claude": "Claude export (ZIP or conversations.json)",
@@ -94,12 +97,15 @@ def import_job_start(request: HttpRequest, project_uuid, job_uuid) -> HttpRespon
 def _label_groups(job: ImportJob) -> list[dict]:
     """Per source file with speaker labels: its labels and the guessed speaker of each."""
     groups: dict[str, dict[str, str]] = {}
+    foldable: set[str] = set()
     for f in job.preview.get("files", []):
         for c in f["conversations"]:
             for label, guess in c.get("labels") or []:
                 groups.setdefault(c["source_name"], {}).setdefault(label, guess)
-    return [{"index": gi, "source": source, "labels": [{"index": li, "label": lab, "guess": guess}
-                                                         for li, (lab, guess) in enumerate(labels.items())]}
+            if c.get("format") in ("text", "markdown"):
+                foldable.add(c["source_name"])
+    return [{"index": gi, "source": source, "choices": SPEAKER_CHOICES + (FOLD_CHOICE if source in foldable else []),
+             "labels": [{"index": li, "label": lab, "guess": guess} for li, (lab, guess) in enumerate(labels.items())]}
             for gi, (source, labels) in enumerate(groups.items())]
 
 
@@ -112,7 +118,6 @@ def _preview_context(job: ImportJob, posted=None) -> dict:
         "conversations": conversations,
         "ticked": ticked,
         "label_groups": _label_groups(job),
-        "speakers": SPEAKERS,
         "participants": Participant.objects.filter(project_id=job.project_id).only("uuid", "label", "model_id"),
         "depths": Interview.Depth.choices,
         "posted": posted,

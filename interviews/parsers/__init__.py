@@ -12,6 +12,8 @@ from . import chatgpt, claude, jsonchat, markdown, tabular, text
 from .archive import expand, is_zip
 from .base import (
     FORMATS,
+    LABEL_CHOICES,
+    NOT_A_SPEAKER,
     SPEAKERS,
     Limits,
     ParsedConversation,
@@ -22,7 +24,7 @@ from .base import (
 )
 
 __all__ = [
-    "FORMATS", "SPEAKERS", "Limits", "ParseError", "ParsedConversation", "ParsedTurn",
+    "FORMATS", "LABEL_CHOICES", "NOT_A_SPEAKER", "SPEAKERS", "Limits", "ParseError", "ParsedConversation", "ParsedTurn",
     "SourceFile", "detect_format", "expand", "parse_source", "parse_upload",
 ]
 

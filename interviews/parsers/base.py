@@ -12,6 +12,9 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 SPEAKERS = ("interviewer", "participant", "system")
+# A label the user says is not a speaker at all ("Option A:" inside an answer).
+NOT_A_SPEAKER = "text"
+LABEL_CHOICES = (*SPEAKERS, NOT_A_SPEAKER)
 FORMATS = ("chatgpt", "claude", "openai", "sharegpt", "markdown", "text", "csv")
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -100,6 +103,10 @@ class ParsedTurn:
     metadata: dict[str, Any] = field(default_factory=dict)
     # The raw speaker label for formats whose labels the user maps in a preview.
     label: str | None = None
+    # For labelled formats: the turn's lines as written, label line included, and where
+    # the text starts in them; lets "not a speaker" fold the turn back into the previous one.
+    source: str | None = field(default=None, repr=False)
+    body_start: int = 0
 
 
 @dataclass
@@ -130,14 +137,32 @@ class ParsedConversation:
         return h.hexdigest()
 
     def apply_label_map(self, mapping: dict[str, str]) -> None:
-        """Re-assign speakers from a label -> speaker map chosen by the user."""
+        """Re-assign speakers from a label -> speaker map chosen by the user; NOT_A_SPEAKER
+        folds that label's lines back into the turn before them (e.g. "Option A:")."""
         for label, speaker in mapping.items():
-            if speaker not in SPEAKERS:
-                raise ValueError(f"speaker for label {label!r} must be one of {', '.join(SPEAKERS)}")
+            if speaker not in LABEL_CHOICES:
+                raise ValueError(f"speaker for label {label!r} must be one of {', '.join(LABEL_CHOICES)}")
+        kept: list[ParsedTurn] = []
         for t in self.turns:
-            if t.label is not None and t.label in mapping:
-                t.speaker = mapping[t.label]
-        self.speaker_labels.update({k: v for k, v in mapping.items() if k in self.speaker_labels})
+            choice = mapping.get(t.label) if t.label is not None else None
+            if choice == NOT_A_SPEAKER and t.source is not None:
+                if kept and kept[-1].source is not None:
+                    prev = kept[-1]
+                    prev.source = (prev.source or "") + t.source
+                    prev.text = prev.source[prev.body_start:].strip()
+                else:
+                    self.metadata["preamble"] = (self.metadata.get("preamble", "") + "\n" + t.source).strip()
+                continue
+            if choice in SPEAKERS:
+                t.speaker = choice
+            kept.append(t)
+        self.turns = kept
+        for label, choice in mapping.items():
+            if label in self.speaker_labels:
+                if choice == NOT_A_SPEAKER:
+                    del self.speaker_labels[label]
+                else:
+                    self.speaker_labels[label] = choice
 
 
 def human_size(n: int) -> str:

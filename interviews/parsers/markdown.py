@@ -86,11 +86,11 @@ def parse(source: SourceFile, limits: Limits) -> Iterator[ParsedConversation]:
     turns: list[ParsedTurn] = []
     for n, (i, label) in enumerate(heads):
         end = heads[n + 1][0] if n + 1 < len(heads) else len(lines)
-        chunk = "".join(lines[i + 1:end]).strip()
-        chunk = RULE_RE.sub("", "\n" + chunk).strip()  # the --- between messages
+        written = "".join(lines[i:end])
+        chunk = RULE_RE.sub("", "\n" + written[len(lines[i]):].strip()).strip()  # the --- between messages
         if chunk:
-            turns.append(ParsedTurn(speaker="interviewer", text=chunk, label=label,
-                                    metadata={"line": i + 1 + offset, "label": label}))
+            turns.append(ParsedTurn(speaker="interviewer", text=chunk, label=label, source=written,
+                                    body_start=len(lines[i]), metadata={"line": i + 1 + offset, "label": label}))
     guesses = guess_labels([t.label for t in turns if t.label])
     for t in turns:
         t.speaker = guesses[t.label]  # type: ignore[index]

@@ -63,11 +63,11 @@ def turns_from_lines(lines: list[str], labels: list[LabelLine]) -> list[ParsedTu
     turns: list[ParsedTurn] = []
     for n, lab in enumerate(labels):
         end = labels[n + 1].index if n + 1 < len(labels) else len(lines)
-        body = lines[lab.index][lab.rest:] + "".join(lines[lab.index + 1:end])
-        text = body.strip()
+        source = "".join(lines[lab.index:end])
+        text = source[lab.rest:].strip()
         if text:
-            turns.append(ParsedTurn(speaker="interviewer", text=text, label=lab.label,
-                                    metadata={"line": lab.index + 1, "label": lab.label}))
+            turns.append(ParsedTurn(speaker="interviewer", text=text, label=lab.label, source=source,
+                                    body_start=lab.rest, metadata={"line": lab.index + 1, "label": lab.label}))
     return turns
 
 

@@ -57,7 +57,7 @@ def test_unknown_labels_count_only_when_they_repeat_and_can_be_remapped():
     assert conv.speaker_labels == {"Alice": "interviewer", "Bob": "participant"}
     conv.apply_label_map({"Alice": "participant", "Bob": "interviewer"})
     assert [t.speaker for t in conv.turns] == ["participant", "interviewer"] * 2
-    with pytest.raises(ValueError, match="must be one of"):
+    with pytest.raises(ValueError, match="must be one of interviewer, participant, system, text"):
         conv.apply_label_map({"Alice": "moderator"})
 
 
@@ -66,6 +66,25 @@ def test_copied_chat_window_labels():
     assert [(t.label, t.speaker, t.text) for t in conv.turns] == [
         ("You said", "interviewer", "What is trust?"), ("ChatGPT said", "participant", "Trust is reliance.")]
     assert conv.model_slugs == ["ChatGPT"]
+
+
+def test_a_label_marked_not_a_speaker_folds_back_into_the_answer():
+    text = ("User: Which option?\nGPT-4o: Two options.\n\nOption A: cheap\nUser: And the other?\n"
+            "GPT-4o: See below.\nOption A: still cheap\n")
+    (conv,) = parse("options.txt", text)
+    assert "Option A" in conv.speaker_labels  # it repeats, so it looks like a speaker
+    conv.apply_label_map({"Option A": "text"})
+    assert [(t.label, t.text) for t in conv.turns] == [
+        ("User", "Which option?"), ("GPT-4o", "Two options.\n\nOption A: cheap"),
+        ("User", "And the other?"), ("GPT-4o", "See below.\nOption A: still cheap")]
+    assert conv.speaker_labels == {"User": "interviewer", "GPT-4o": "participant"}
+
+
+def test_markdown_heading_marked_not_a_speaker_folds_back():
+    md = "## User:\nQ\n## Answer:\nA\n## Answer:\nMore\n"
+    (conv,) = parse("x.md", md)
+    conv.apply_label_map({"Answer": "text", "User": "interviewer"})
+    assert [(t.label, t.text) for t in conv.turns] == [("User", "Q\n## Answer:\nA\n## Answer:\nMore")]
 
 
 def test_labels_inside_code_fences_are_text():

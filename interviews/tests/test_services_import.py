@@ -112,7 +112,7 @@ def test_label_maps_reassign_speakers(project, owner, tmp_path):
 
 
 def test_bad_label_map_is_refused(project, owner):
-    with pytest.raises(ImportOptionsError, match="must map to one of interviewer, participant, system"):
+    with pytest.raises(ImportOptionsError, match="must map to one of interviewer, participant, system, text"):
         import_paths(project=project, user=owner, paths=[str(CHATGPT)],
                      options=ImportOptions(label_maps={"x": {"A": "robot"}}))
 

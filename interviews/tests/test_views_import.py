@@ -95,6 +95,7 @@ def test_preview_maps_labels_and_creates_the_participant(client_for, project, an
     job = text_job(project, analyst)
     page = client_for(analyst).get(job_url(job)).content.decode()
     assert "<code>Alice</code> is the" in page and "<code>Bob</code> is the" in page
+    assert '<option value="text">not a speaker: part of the text</option>' in page
     with django_capture_on_commit_callbacks(execute=True):
         response = client_for(analyst).post(reverse("interviews:import_job_start", args=[project.uuid, job.uuid]), {
             "conversations": [job.preview["files"][0]["conversations"][0]["key"]],
