@@ -28,11 +28,13 @@ def test_docker_compose_config_is_valid():
     import json
 
     config = json.loads(result.stdout)
-    assert set(config["services"]) == {"db", "redis", "web", "worker"}
+    assert set(config["services"]) == {"db", "redis", "web", "worker", "worker-live"}
     for name, service in config["services"].items():
         assert "healthcheck" in service, f"{name} has no healthcheck"
     assert "pgdata" in config["volumes"]
     assert config["services"]["worker"]["command"][:3] == ["celery", "-A", "config"]
+    assert "-Q" in config["services"]["worker-live"]["command"]
+    assert config["services"]["web"]["environment"]["CONDUCT_QUEUE"] == "live"
 
 
 def test_check_deploy_passes_with_a_production_environment(tmp_path):
