@@ -57,6 +57,7 @@ TRIM_MARK = "[...]"
 MIN_TRIM = 20
 CHUNK = 500  # rows fetched per round trip: the most a table ever holds in memory
 LEAD = 200
+SOURCE_CACHE = 5000
 
 
 class ExcerptSpecError(ValueError):
@@ -274,6 +275,7 @@ class _Lookups:
     coders: dict[int, str]
     participants: dict[int, Participant]
     placements: dict[int, tuple[str, str]]  # theme id -> (theme, sub-theme)
+    sources: dict[int, str] = field(default_factory=dict)  # turn id -> provenance of its quotes
 
     @classmethod
     def of(cls, options: ExcerptOptions) -> _Lookups:
@@ -358,11 +360,16 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
     p = names.participants[v.interview__participant_id]
     provenance = ""
     if "provenance" in spec.columns:
-        provenance = _provenance(
-            provider=p.provider, model=v.segment__turn__model_slug or p.model_id, interface=p.interface,
-            when=v.segment__turn__timestamp or v.interview__conducted_at, source_format=v.interview__source_format,
-            sha256=v.interview__source_sha256, turn_position=v.segment__turn__position, coders=run["coders"],
-            ai="suggestion" in run["origins"])
+        # The source part repeats for every row of a turn: build it once per turn.
+        source = names.sources.get(v.segment__turn_id)
+        if source is None:
+            if len(names.sources) >= SOURCE_CACHE:
+                names.sources.clear()  # bounded, so memory stays flat on any corpus
+            source = names.sources[v.segment__turn_id] = _source(
+                provider=p.provider, model=v.segment__turn__model_slug or p.model_id, interface=p.interface,
+                when=v.segment__turn__timestamp or v.interview__conducted_at, source_format=v.interview__source_format,
+                sha256=v.interview__source_sha256, turn_position=v.segment__turn__position)
+        provenance = _coded_by(source, run["coders"], "suggestion" in run["origins"])
     return ExcerptRow(
         theme=theme, subtheme=subtheme, code=names.codes.get(v.code_id, ""), model=p.label,
         interview=v.interview__title, interview_uuid=str(v.interview__uuid), turn=v.segment__turn__position + 1,
@@ -371,8 +378,9 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
     )
 
 
-def _provenance(*, provider: str, model: str, interface: str, when: Any, source_format: str, sha256: str,
-                turn_position: int, coders: list[str], ai: bool) -> str:
+def _source(*, provider: str, model: str, interface: str, when: Any, source_format: str, sha256: str,
+            turn_position: int) -> str:
+    """Where a quote comes from: provider, exact model, interface, date, source file hash, turn."""
     parts = [", ".join(filter(None, [provider, model, interface]))]
     if when:
         parts.append(when.isoformat()[:10])
@@ -380,8 +388,15 @@ def _provenance(*, provider: str, model: str, interface: str, when: Any, source_
     if source:
         parts.append(source)
     parts.append(f"turn {turn_position + 1}")
-    parts.append("coded by " + ", ".join(coders) + (" (accepted AI suggestion)" if ai else ""))
     return "; ".join(x for x in parts if x)
+
+
+def _coded_by(source: str, coders: list[str], ai: bool) -> str:
+    return f"{source}; coded by {', '.join(coders)}" + (" (accepted AI suggestion)" if ai else "")
+
+
+def _provenance(*, coders: list[str], ai: bool, **source: Any) -> str:
+    return _coded_by(_source(**source), coders, ai)
 
 
 _WORD_END = re.compile(r"\s+\S*$")
