@@ -163,6 +163,9 @@ class ParsedConversation:
                     del self.speaker_labels[label]
                 else:
                     self.speaker_labels[label] = choice
+        if not any(t.metadata.get("model") for t in self.turns):
+            # Models named only by labels follow the user's mapping.
+            self.model_slugs = model_slugs_from_labels(self.speaker_labels)
 
 
 def human_size(n: int) -> str:

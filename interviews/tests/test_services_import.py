@@ -169,3 +169,15 @@ def test_queue_refuses_an_empty_selection(project, analyst, settings, tmp_path):
         importjob_queue(job=job, options=ImportOptions(selected=set()))
     with pytest.raises(ImportOptionsError, match="Give the new participant a label"):
         importjob_queue(job=job, options=ImportOptions(participant="new:  "))
+
+
+def test_label_marked_not_a_speaker_stays_in_the_answer(project, owner, tmp_path):
+    path = tmp_path / "options.txt"
+    path.write_text("User: Which?\nGPT-4o: Two.\nOption A: cheap\nUser: Other?\nGPT-4o: See.\nOption A: still cheap\n")
+    import_paths(project=project, user=owner, paths=[str(path)],
+                 options=ImportOptions(label_maps={"options.txt": {"Option A": "text"}}))
+    assert list(Turn.objects.order_by("position").values_list("text", flat=True)) == [
+        "Which?", "Two.\nOption A: cheap", "Other?", "See.\nOption A: still cheap"]
+    interview = Interview.objects.get()
+    assert interview.participant.label == "GPT-4o"
+    assert interview.metadata["model_slugs"] == ["GPT-4o"]
