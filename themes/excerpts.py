@@ -1,8 +1,7 @@
 """Excerpts under themes: contiguous coded segments of one turn read as one excerpt.
 
-The coding app has no shared excerpt function yet, so the theme pages build theirs here
-from Coding rows. Every function issues a fixed number of queries, however many themes,
-codes or segments there are.
+Every function issues a fixed number of queries, however many themes, codes or segments
+there are.
 """
 
 from __future__ import annotations
@@ -10,8 +9,9 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from coding.excerpts import excerpts_for_codes
 from coding.models import Coding
-from interviews.models import Segment
+from interviews.models import Segment, Turn
 from themes.models import Theme, ThemeCode
 
 
@@ -48,42 +48,44 @@ def _group_contiguous(rows: list[tuple[int, int, int]]) -> list[list[tuple[int, 
 
 
 def theme_excerpts(theme: Theme) -> list[ModelGroup]:
-    """Every excerpt coded with one of the theme's codes, grouped by participant model (3 queries)."""
+    """Every excerpt coded with one of the theme's codes, grouped by participant model (4 queries).
+
+    Built on coding.excerpts.excerpts_for_codes (per-code excerpts); here runs of different codes
+    that touch or overlap in one turn become one excerpt, and the text is cut from the turn itself
+    so an exemplar pinned from it can be verified against the source character for character.
+    """
     code_ids = list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
     if not code_ids:
         return []
-    codings = list(
-        Coding.objects.filter(code_id__in=code_ids, interview__deleted_at__isnull=True).values_list("segment_id", "code_id")
-    )
-    codes_by_segment: dict[int, set[int]] = defaultdict(set)
-    for segment_id, code_id in codings:
-        codes_by_segment[segment_id].add(code_id)
-    segments = (
-        Segment.objects.filter(id__in=list(codes_by_segment))
-        .select_related("turn", "interview__participant")
-        .defer("turn__metadata", "interview__metadata")
-        .order_by("interview__participant__label", "interview__conducted_at", "interview_id", "position")
-    )
-    return _build_groups(list(segments), codes_by_segment)
+    segments: dict[int, dict] = {}
+    for ex in excerpts_for_codes(theme.project_id, code_ids):
+        for seg_id, position in zip(ex.segment_ids, ex.positions, strict=True):
+            entry = segments.setdefault(seg_id, {
+                "turn": ex.turn_id, "position": position, "label": ex.participant_label, "interview_id": ex.interview_id,
+                "interview_uuid": str(ex.interview_uuid), "interview_title": ex.interview_title, "codes": set(),
+            })
+            entry["codes"].add(ex.code_id)
+    for seg_id, start, end in Segment.objects.filter(id__in=list(segments)).values_list("id", "start", "end"):
+        segments[seg_id]["start"], segments[seg_id]["end"] = start, end
+    texts = dict(Turn.objects.filter(id__in={e["turn"] for e in segments.values()}).values_list("id", "text"))
+    return _build_groups(segments, texts)
 
 
-def _build_groups(segments: list[Segment], codes_by_segment: dict[int, set[int]]) -> list[ModelGroup]:
-    by_id = {s.id: s for s in segments}
-    rows = [(s.turn_id, s.position, s.id) for s in segments]
+def _build_groups(segments: dict[int, dict], texts: dict[int, str]) -> list[ModelGroup]:
+    order = sorted(segments, key=lambda i: (segments[i]["label"], segments[i]["interview_title"], segments[i]["interview_id"], segments[i]["position"]))
     groups: dict[str, list[Excerpt]] = {}
     interviews: dict[str, set[int]] = defaultdict(set)
-    for run in _group_contiguous(rows):
-        first, last = by_id[run[0][2]], by_id[run[-1][2]]
-        label = first.interview.participant.label
+    for run in _group_contiguous([(segments[i]["turn"], segments[i]["position"], i) for i in order]):
+        first, last = segments[run[0][2]], segments[run[-1][2]]
         excerpt = Excerpt(
-            turn_id=first.turn_id, interview_uuid=str(first.interview.uuid), interview_title=first.interview.title,
-            participant_label=label, first_segment_id=first.id, last_segment_id=last.id, start=first.start, end=last.end,
-            text=first.turn.text[first.start:last.end],
+            turn_id=first["turn"], interview_uuid=first["interview_uuid"], interview_title=first["interview_title"],
+            participant_label=first["label"], first_segment_id=run[0][2], last_segment_id=run[-1][2],
+            start=first["start"], end=last["end"], text=texts[first["turn"]][first["start"]:last["end"]],
         )
         for _, _, seg_id in run:
-            excerpt.code_ids |= codes_by_segment[seg_id]
-        groups.setdefault(label, []).append(excerpt)
-        interviews[label].add(first.interview_id)
+            excerpt.code_ids |= segments[seg_id]["codes"]
+        groups.setdefault(first["label"], []).append(excerpt)
+        interviews[first["label"]].add(first["interview_id"])
     return [ModelGroup(label=label, excerpts=items, interviews=len(interviews[label])) for label, items in groups.items()]
 
 
