@@ -1,0 +1,160 @@
+"""Hostile uploads through the public upload pages (the parsers are the apps' own; each app
+also tests its parser directly): ZIP bombs, path traversal, XML entity expansion and
+external entities, oversized files. Each is refused with a clear message and leaves nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
+
+from coding.models import Code
+from interviews.models import ImportJob, Interview
+from projects.models import Project
+
+pytestmark = pytest.mark.django_db
+
+SECRET_FILE = Path("/etc/hostname")
+BILLION_LAUGHS = """<?xml version="1.0"?>
+<!DOCTYPE lolz [
+ <!ENTITY lol "lol">
+ <!ENTITY lol2 "&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;&lol;">
+ <!ENTITY lol3 "&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;&lol2;">
+ <!ENTITY lol4 "&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;&lol3;">
+ <!ENTITY lol5 "&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;&lol4;">
+ <!ENTITY lol6 "&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;&lol5;">
+ <!ENTITY lol7 "&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;&lol6;">
+ <!ENTITY lol8 "&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;&lol7;">
+ <!ENTITY lol9 "&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;&lol8;">
+]>
+<CodeBook xmlns="urn:QDA-XML:codebook:1.0" origin="evil"><Codes><Code guid="a1b2c3d4-0000-4000-8000-000000000001" name="&lol9;" isCodable="true"/></Codes></CodeBook>
+"""
+XXE = f"""<?xml version="1.0"?>
+<!DOCTYPE c [<!ENTITY xxe SYSTEM "file://{SECRET_FILE}">]>
+<CodeBook xmlns="urn:QDA-XML:codebook:1.0" origin="evil"><Codes><Code guid="a1b2c3d4-0000-4000-8000-000000000002" name="&xxe;" isCodable="true"/></Codes></CodeBook>
+"""
+XXE_PROJECT = f"""<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE Project [<!ENTITY xxe SYSTEM "file://{SECRET_FILE}">]>
+<Project xmlns="urn:QDA-XML:project:1.0" name="&xxe;" origin="evil"><Users><User guid="a1b2c3d4-0000-4000-8000-000000000003" name="x"/></Users></Project>
+"""
+
+
+def _zip(entries: dict[str, bytes], compression=zipfile.ZIP_DEFLATED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression) as archive:
+        for name, data in entries.items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+BOMB_LIMIT = 16 * 1024 * 1024
+
+
+@pytest.fixture(autouse=True)
+def _small_limits(settings):
+    # The same checks as with the production limit (1 GiB), on a bomb that is quick to build.
+    settings.RTA_MAX_UNCOMPRESSED_BYTES = BOMB_LIMIT
+
+
+def _bomb(name: str, size: int = 4 * BOMB_LIMIT) -> bytes:
+    """A ~60 KB archive that inflates to four times the uncompressed limit."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive, archive.open(name, "w", force_zip64=True) as entry:
+        chunk = b"\0" * (8 * 1024 * 1024)
+        for _ in range(size // len(chunk)):
+            entry.write(chunk)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="module")
+def bomb_qdpx() -> bytes:
+    return _bomb("project.qde")
+
+
+# --- codebook (.qdc) through the codebook import page ---------------------------------------
+
+@pytest.mark.parametrize("payload,what", [(BILLION_LAUGHS, "entity expansion"), (XXE, "external entity")])
+def test_codebook_import_refuses_hostile_xml(project, analyst, client_for, payload, what):
+    url = reverse("coding:import", args=[project.uuid])
+    response = client_for(analyst).post(url, {"file": SimpleUploadedFile("evil.qdc", payload.encode(), "application/xml")})
+    assert response.status_code == 400, what
+    body = response.content.decode()
+    assert "evil.qdc" in body  # the message names the file
+    assert not Code.objects.filter(project=project).exists()
+    if SECRET_FILE.exists():
+        assert SECRET_FILE.read_text().strip() not in body
+
+
+# --- projects (.qdpx) through the project import page ----------------------------------------
+
+def _import_qdpx(client, content: bytes, name: str = "evil.qdpx"):
+    return client.post(reverse("exchange_import"), {"kind": "qdpx", "qdpx-file": SimpleUploadedFile(name, content, "application/zip")})
+
+
+def test_qdpx_zip_bomb_is_refused_without_inflating(owner, client_for, bomb_qdpx):
+    before = Project.objects.count()
+    response = _import_qdpx(client_for(owner), bomb_qdpx)
+    body = response.content.decode()
+    assert response.status_code in (200, 400) and "cannot be imported" in body
+    assert Project.objects.count() == before
+
+
+def test_qdpx_path_traversal_is_refused(owner, client_for):
+    content = _zip({"project.qde": b"<Project/>", "../../../../tmp/rta-evil.txt": b"owned", "sources/../../evil.txt": b"x"})
+    before = Project.objects.count()
+    response = _import_qdpx(client_for(owner), content)
+    assert "cannot be imported" in response.content.decode()
+    assert Project.objects.count() == before
+    assert not Path("/tmp/rta-evil.txt").exists()
+
+
+def test_qdpx_external_entity_is_refused(owner, client_for):
+    before = Project.objects.count()
+    response = _import_qdpx(client_for(owner), _zip({"project.qde": XXE_PROJECT.encode()}))
+    body = response.content.decode()
+    assert "cannot be imported" in body
+    assert Project.objects.count() == before
+    if SECRET_FILE.exists():
+        assert SECRET_FILE.read_text().strip() not in body
+
+
+# --- transcripts through the interview import page --------------------------------------------
+
+def _upload_transcripts(client, project, name: str, content: bytes):
+    """The upload page; a refused upload re-renders it with the reason (200 or 400), never a redirect onwards."""
+    return client.post(reverse("interviews:import_start", args=[project.uuid]),
+                       {"format": "auto", "files": [SimpleUploadedFile(name, content, "application/zip")]})
+
+
+def test_transcript_zip_bomb_is_refused(project, analyst, client_for):
+    response = _upload_transcripts(client_for(analyst), project, "conversations.zip", _bomb("conversations.json"))
+    _assert_refused(response, "conversations.zip")
+    assert not Interview.objects.filter(project=project).exists()
+
+
+def test_transcript_zip_with_path_traversal_is_refused(project, analyst, client_for):
+    content = _zip({"../../../tmp/rta-evil.json": b"[]", "conversations.json": b"[]"})
+    response = _upload_transcripts(client_for(analyst), project, "export.zip", content)
+    _assert_refused(response, "export.zip")
+    assert not Interview.objects.filter(project=project).exists()
+    assert not Path("/tmp/rta-evil.json").exists()
+
+
+def test_an_upload_over_the_size_limit_is_refused_clearly(project, analyst, client_for, settings):
+    settings.RTA_MAX_UPLOAD_BYTES = 1024
+    response = _upload_transcripts(client_for(analyst), project, "big.json", b"[" + b" " * 4096 + b"]")
+    _assert_refused(response, "big.json")
+    assert not ImportJob.objects.filter(project=project, status=ImportJob.Status.DONE).exists()
+    assert not Interview.objects.filter(project=project).exists()
+
+
+def _assert_refused(response, filename: str) -> None:
+    assert response.status_code in (200, 400), response.status_code
+    body = response.content.decode()
+    alert = body[body.find('role="alert"'):][:600]
+    assert 'role="alert"' in body and filename in alert, f"no clear message naming {filename}: {alert!r}"
