@@ -2,7 +2,7 @@
 
 The parsers (interviews/parsers) know formats; this module knows the database. A batch
 lands whole or not at all: everything runs in one transaction, rows go in with bulk
-inserts (PostgreSQL COPY for segments), and progress is reported through the cache
+inserts (PostgreSQL COPY for turns and segments), and progress is reported through the cache
 because rows written inside the open transaction are invisible to the page polling it.
 """
 
@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.files.uploadedfile import UploadedFile
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from psycopg.types.json import Jsonb
@@ -39,16 +40,13 @@ from interviews.parsers import (
 )
 from interviews.parsers.base import human_size
 from interviews.segmentation import segment_text
+from interviews.tasks import import_batch_task, import_preview_task
 from projects.audit import audit_record_many
 from projects.models import AuditEvent, Project
 
 # Turns per bulk insert: large enough for few round trips, small enough to keep memory
 # flat on a 1,000-conversation export and the progress bar moving.
 CHUNK_TURNS = 5000
-
-
-def chunk_turns() -> int:
-    return int(os.environ.get("RTA_IMPORT_CHUNK_TURNS") or CHUNK_TURNS)
 PROGRESS_TTL = 24 * 3600
 
 PROVIDERS = (
@@ -78,6 +76,11 @@ def import_limits() -> Limits:
         max_text_bytes=min(max_upload, 50 * 1024 * 1024),
         max_archive_total_bytes=getattr(settings, "RTA_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024),
     )
+
+
+def chunk_turns() -> int:
+    """CHUNK_TURNS, or RTA_IMPORT_CHUNK_TURNS (tests use small chunks to see progress mid-import)."""
+    return int(os.environ.get("RTA_IMPORT_CHUNK_TURNS") or CHUNK_TURNS)
 
 
 def file_sha256(path: str | Path) -> str:
@@ -195,8 +198,6 @@ def preview_files(*, project: Project, files: list[StoredFile],
 
 def duplicates(*, project: Project, content_hashes: Iterable[str], file_hashes: Iterable[str]) -> dict[str, dict]:
     """Earlier interviews of the project with the same content or source file (one query)."""
-    from django.db.models import Q
-
     content_hashes, file_hashes = list(set(content_hashes)), list(set(file_hashes))
     rows = Interview.objects.alive().filter(project=project).filter(
         Q(content_sha256__in=content_hashes) | Q(source_sha256__in=file_hashes)
@@ -250,8 +251,6 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
         shutil.rmtree(folder, ignore_errors=True)
         raise
     if not inline:
-        from interviews.tasks import import_preview_task
-
         transaction.on_commit(lambda: import_preview_task.delay(job.id))
     return job
 
@@ -297,8 +296,6 @@ def stored_file_from_path(path: str, format: str = "auto") -> StoredFile:
 
 def importjob_queue(*, job: ImportJob, options: ImportOptions) -> ImportJob:
     """Save the user's choices and start the import in the worker after commit."""
-    from interviews.tasks import import_batch_task
-
     options.validate()
     _check_participant_choice(job.project, options.participant)
     if options.selected is not None:
@@ -387,7 +384,8 @@ def _finish(job: ImportJob, status: str, *, summary: dict | None = None, errors:
     job.errors = errors or []
     job.finished_at = timezone.now()
     job.progress_done = len(job.summary.get("interviews", [])) + len(job.summary.get("skipped", []))
-    job.save(update_fields=["status", "summary", "errors", "finished_at", "progress_done"])
+    job.progress_total = max(job.progress_total, job.progress_done)  # unknown (0) when queued while analysing
+    job.save(update_fields=["status", "summary", "errors", "finished_at", "progress_done", "progress_total"])
     set_progress(job.uuid, job.progress_done, job.progress_total)
 
 

@@ -122,3 +122,4 @@ def test_import_of_a_large_upload_is_read_and_imported_by_the_worker(
     assert response.status_code == 202
     job = client.get(api(project, f"imports/{response.json()['uuid']}/")).json()
     assert job["status"] == "done" and len(job["summary"]["interviews"]) == 3
+    assert job["progress"] == {"done": 3, "total": 3}
