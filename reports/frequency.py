@@ -138,7 +138,8 @@ def format_ratio(value: float | None) -> str:
         return "+∞"
     if value == -math.inf:
         return "−∞"
-    return f"{value:+.2f}".replace("-", "−")
+    text = f"{value:+.2f}"
+    return "0.00" if text in ("+0.00", "-0.00") else text.replace("-", "−")
 
 
 # --- choices ---------------------------------------------------------------------------

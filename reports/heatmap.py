@@ -66,7 +66,7 @@ def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
         for j, (n, share) in enumerate(zip(row.counts, row.percents, strict=True)):
             fill = _colour(share, top)
             x = label_w + CELL_W * j
-            out.append(f'<rect x="{x}" y="{y}" width="{CELL_W - 2}" height="{CELL_H - 2}" fill="rgb{fill}">'
+            out.append(f'<rect x="{x}" y="{y}" width="{CELL_W - 2}" height="{CELL_H - 2}" fill="rgb{fill}" stroke="#d9dcdf">'
                        f"<title>{escape(f'{row.label} · {table.participants[j].label}: {_cell_text(n, share)}')}</title></rect>")
             out.append(f'<text x="{x + CELL_W / 2 - 1:.0f}" y="{y + CELL_H / 2 + 4:.0f}" text-anchor="middle" '
                        f'fill="{_ink(fill)}">{escape(_cell_text(n, share))}</text>')
@@ -91,7 +91,8 @@ def heatmap_png(table: FrequencyTable, scale: int = 2) -> bytes:
         for j, (n, share) in enumerate(zip(row.counts, row.percents, strict=True)):
             fill = _colour(share, top)
             x = label_w + CELL_W * j
-            draw.rectangle([x * scale, y * scale, (x + CELL_W - 2) * scale, (y + CELL_H - 2) * scale], fill=fill)
+            draw.rectangle([x * scale, y * scale, (x + CELL_W - 2) * scale, (y + CELL_H - 2) * scale], fill=fill,
+                           outline=(217, 220, 223), width=scale)
             draw.text(((x + CELL_W / 2 - 1) * scale, (y + CELL_H / 2) * scale), _cell_text(n, share),
                       fill=_ink(fill), font=font, anchor="mm")
     buffer = io.BytesIO()

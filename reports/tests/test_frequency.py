@@ -28,6 +28,7 @@ def test_log_ratio_infinities_and_undefined():
     assert log_ratio(0, 10, 0, 10) is None  # neither group has it
     assert log_ratio(1, 0, 1, 10) is None  # a group without coded segments
     assert [format_ratio(v) for v in (math.inf, -math.inf, None, math.log(2), -math.log(2))] == ["+∞", "−∞", "—", "+0.69", "−0.69"]
+    assert format_ratio(0.0) == "0.00"
 
 
 def test_code_table_counts_coded_segments_once_per_segment(world):
