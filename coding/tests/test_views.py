@@ -363,3 +363,15 @@ def test_split_from_the_page_moves_chosen_excerpts(client_for, owner, project, i
     place = Code.objects.get(name="Home as place")
     assert set(Coding.objects.filter(code=place).values_list("segment_id", flat=True)) == {s[0].pk, s[1].pk}
     assert list(Coding.objects.filter(code=code).values_list("segment_id", flat=True)) == [s[3].pk]
+
+
+def test_speaker_toggle_is_a_personal_preference(client_for, outsider, viewer, project, interview):
+    url = reverse("coding:speaker_toggle", args=[project.uuid, interview.uuid])
+    assert client_for(outsider).post(url, {"any_speaker": "1"}).status_code == 404
+    # Viewers may change how they see the transcript: it writes nothing to the project.
+    c = client_for(viewer)
+    assert c.post(url, {"any_speaker": "1"}).status_code == 302
+    assert c.session[f"coding:any_speaker:{project.uuid}"] is True
+    body = c.get(reverse("coding:workspace", args=[project.uuid, interview.uuid])).content.decode()
+    assert "Code participant turns only" not in body  # viewers get no coding controls
+    assert body.count('class="seg codable') == interview.segments.count()
