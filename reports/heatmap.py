@@ -33,8 +33,13 @@ def _ink(fill: tuple[int, int, int]) -> str:
     return "#1f2328" if 0.299 * fill[0] + 0.587 * fill[1] + 0.114 * fill[2] > 150 else "#ffffff"
 
 
-def _cell_text(n: int, share: float | None) -> str:
-    return f"{n} ({share:.0f}%)" if share is not None else "–"
+def _cell_text(n: int, share: float | None, empty: str = "–") -> str:
+    return f"{n} ({share:.0f}%)" if share is not None else empty
+
+
+def _cell_w(table: FrequencyTable) -> int:
+    longest = max((len(p.label) for p in table.participants), default=8)
+    return max(CELL_W, min(220, 16 + 8 * longest))
 
 
 def _label(row) -> str:
@@ -47,7 +52,7 @@ def _label_width(table: FrequencyTable) -> int:
 
 
 def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
-    label_w = _label_width(table)
+    label_w, CELL_W = _label_width(table), _cell_w(table)  # noqa: N806 - the module constant, widened
     width = label_w + CELL_W * len(table.participants) + 8
     height = HEAD_H + CELL_H * len(table.rows) + 8
     top = table.max_percent
@@ -59,7 +64,7 @@ def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
     ]
     for j, p in enumerate(table.participants):
         x = label_w + CELL_W * j + CELL_W / 2
-        out.append(f'<text x="{x:.0f}" y="{HEAD_H - 10}" text-anchor="middle" font-weight="600">{escape(p.label[:16])}</text>')
+        out.append(f'<text x="{x:.0f}" y="{HEAD_H - 10}" text-anchor="middle" font-weight="600">{escape(p.label[:26])}</text>')
     for i, row in enumerate(table.rows):
         y = HEAD_H + CELL_H * i
         out.append(f'<text x="6" y="{y + CELL_H / 2 + 4:.0f}">{escape(_label(row)[:44])}</text>')
@@ -74,17 +79,28 @@ def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
     return "\n".join(out)
 
 
+# DejaVu (Debian's fonts-dejavu-core, where installed) covers far more scripts than Pillow's bundled font.
+SYSTEM_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+    try:
+        return ImageFont.truetype(SYSTEM_FONT, size)
+    except OSError:
+        return ImageFont.load_default(size=size)
+
+
 def heatmap_png(table: FrequencyTable, scale: int = 2) -> bytes:
-    label_w = _label_width(table)
+    label_w, CELL_W = _label_width(table), _cell_w(table)  # noqa: N806 - the module constant, widened
     width = label_w + CELL_W * len(table.participants) + 8
     height = HEAD_H + CELL_H * len(table.rows) + 8
     image = Image.new("RGB", (width * scale, height * scale), "white")
     draw = ImageDraw.Draw(image)
-    font = ImageFont.load_default(size=FONT_SIZE * scale)
+    font = _font(FONT_SIZE * scale)
     top = table.max_percent
     for j, p in enumerate(table.participants):
         x = (label_w + CELL_W * j + CELL_W / 2) * scale
-        draw.text((x, (HEAD_H - 14) * scale), p.label[:16], fill="#1f2328", font=font, anchor="ms")
+        draw.text((x, (HEAD_H - 14) * scale), p.label[:26], fill="#1f2328", font=font, anchor="ms")
     for i, row in enumerate(table.rows):
         y = HEAD_H + CELL_H * i
         draw.text((6 * scale, (y + CELL_H / 2) * scale), _label(row)[:44], fill="#1f2328", font=font, anchor="lm")
@@ -93,7 +109,7 @@ def heatmap_png(table: FrequencyTable, scale: int = 2) -> bytes:
             x = label_w + CELL_W * j
             draw.rectangle([x * scale, y * scale, (x + CELL_W - 2) * scale, (y + CELL_H - 2) * scale], fill=fill,
                            outline=(217, 220, 223), width=scale)
-            draw.text(((x + CELL_W / 2 - 1) * scale, (y + CELL_H / 2) * scale), _cell_text(n, share),
+            draw.text(((x + CELL_W / 2 - 1) * scale, (y + CELL_H / 2) * scale), _cell_text(n, share, "-"),
                       fill=_ink(fill), font=font, anchor="mm")
     buffer = io.BytesIO()
     image.save(buffer, format="PNG", optimize=False)
