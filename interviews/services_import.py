@@ -278,6 +278,15 @@ def importjob_preview(*, job_id: int) -> ImportJob:
     return job
 
 
+def importjob_discard(*, job: ImportJob) -> None:
+    """Throw away an upload the user does not want to import (its files and the job)."""
+    if job.status not in (ImportJob.Status.UPLOADED, ImportJob.Status.FAILED):
+        raise ImportOptionsError("This import has started; it can no longer be discarded.")
+    folder = job_dir(job)
+    job.delete()
+    transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
 def _store_upload(up: UploadedFile, folder: Path, i: int, format: str) -> StoredFile:
     # The stored name is ours; the user's name is only shown, never used as a path.
     name = os.path.basename(up.name or f"upload-{i}") or f"upload-{i}"

@@ -10,6 +10,7 @@ urlpatterns: list = [
     path("interviews/import/", views_import.import_start, name="import_start"),
     path("interviews/import/<uuid:job_uuid>/", views_import.import_job, name="import_job"),
     path("interviews/import/<uuid:job_uuid>/start/", views_import.import_job_start, name="import_job_start"),
+    path("interviews/import/<uuid:job_uuid>/discard/", views_import.import_job_discard, name="import_job_discard"),
     path("interviews/", views.interview_list, name="list"),
     path("interviews/statistics/", views.statistics, name="statistics"),
     path("interviews/<uuid:interview_uuid>/", views.interview_detail, name="interview_detail"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -16,6 +17,7 @@ from interviews.services_import import (
     get_progress,
     import_limits,
     importjob_create,
+    importjob_discard,
     importjob_queue,
 )
 from projects.permissions import member_or_404, writer_or_403
@@ -92,6 +94,21 @@ def import_job_start(request: HttpRequest, project_uuid, job_uuid) -> HttpRespon
                    "progress": get_progress(job), "error": str(e), **_preview_context(job, request.POST)}
         return render(request, "interviews/import_job.html", context)
     return redirect(url)
+
+
+@login_required
+@require_POST
+def import_job_discard(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
+    """Throw away an upload before importing it."""
+    membership = writer_or_403(request, project_uuid)
+    job = get_object_or_404(ImportJob, project=membership.project, uuid=job_uuid)
+    try:
+        importjob_discard(job=job)
+    except ImportOptionsError as e:
+        messages.error(request, str(e))
+        return redirect("interviews:import_job", project_uuid=membership.project.uuid, job_uuid=job.uuid)
+    messages.success(request, "The upload was discarded; nothing was imported.")
+    return redirect("interviews:import_start", project_uuid=membership.project.uuid)
 
 
 def _label_groups(job: ImportJob) -> list[dict]:

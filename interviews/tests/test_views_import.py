@@ -244,3 +244,23 @@ def test_large_bad_upload_fails_in_the_worker_with_the_message(
     assert job.status == ImportJob.Status.FAILED
     assert job.errors[0].startswith("conversations.json: line ")
     assert "Nothing was imported" in client_for(analyst).get(job_url(job)).content.decode()
+
+
+def test_discard_removes_the_upload(client_for, project, analyst, viewer, outsider, django_capture_on_commit_callbacks):
+    job = text_job(project, analyst)
+    folder = Path(job.files[0]["path"]).parent
+    url = reverse("interviews:import_job_discard", args=[project.uuid, job.uuid])
+    assert client_for(viewer).post(url).status_code == 403
+    assert client_for(outsider).post(url).status_code == 404
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(analyst).post(url)
+    assert response.status_code == 302 and response["Location"] == start_url(project)
+    assert not ImportJob.objects.exists() and not folder.exists()
+
+
+def test_a_started_import_cannot_be_discarded(client_for, project, analyst):
+    job = text_job(project, analyst)
+    importjob_queue(job=job, options=ImportOptions())
+    response = client_for(analyst).post(reverse("interviews:import_job_discard", args=[project.uuid, job.uuid]), follow=True)
+    assert "it can no longer be discarded" in response.content.decode()
+    assert ImportJob.objects.filter(pk=job.pk).exists()
