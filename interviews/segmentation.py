@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_left, bisect_right
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
@@ -204,28 +205,58 @@ _CLOSERS = "\"'”’»›)\\]*_~"
 # A candidate end: terminator, closing quotes/brackets/emphasis, emoji that
 # belong to the sentence, then whitespace. Full-width CJK terminators need
 # no whitespace after them.
+# Matches start only at the first terminator of a run, and every repeat is
+# possessive with one way to split it, so a hostile run of "....." or emoji
+# costs linear time, never catastrophic backtracking.
 _CANDIDATE = re.compile(
-    r"(?P<term>[.!?…‼⁇⁈⁉]+)(?P<close>(?:[" + _CLOSERS + r"]|[ \u00a0\u202f]+[»›])*)"
-    r"(?P<emo>(?:[ \t]*[" + _EMOJI + r"]+)*)(?P<ws>\s+|$)"
-    r"|(?P<cjk>[。！？｡]+)(?P<cjkclose>[」』）》〉】\"”’)]*)(?P<cjkws>\s*)"
+    r"(?<![.!?…‼⁇⁈⁉])(?P<term>[.!?…‼⁇⁈⁉]++)(?P<close>(?:[" + _CLOSERS + r"]|[ \u00a0\u202f]+[»›])*+)"
+    r"(?P<emo>(?:[ \t]*+[" + _EMOJI + r"])*+)(?P<ws>\s+|$)"
+    r"|(?<![。！？｡])(?P<cjk>[。！？｡]++)(?P<cjkclose>[」』）》〉】\"”’)]*+)(?P<cjkws>\s*+)"
 )
 _OPENERS = "*_\"'“‘«‹([¿¡`~"
 _BLOCK_CHARS = frozenset("#-*+•◦▪‣0123456789>|`~=_ \t")
 
 
-def _starts_block(para: str, pos: int) -> bool:
+_LINE_STARTS = (_FENCE, _ATX, _HR, _QUOTE, _PIPE_ROW, _LIST, _SETEXT)
+
+
+class _Lines:
+    """Where the lines of a paragraph end, found once and only if a check needs them."""
+
+    __slots__ = ("_delim", "_ends", "para")
+
+    def __init__(self, para: str) -> None:
+        self.para = para
+        self._ends: list[int] | None = None
+        self._delim: dict[int, bool] = {}
+
+    def end(self, pos: int) -> int:
+        if self._ends is None:
+            self._ends = [i for i, c in enumerate(self.para) if c == "\n"] if "\n" in self.para else []
+        k = bisect_left(self._ends, pos)
+        return self._ends[k] if k < len(self._ends) else len(self.para)
+
+    def is_delim(self, start: int) -> bool:
+        if start not in self._delim:
+            self._delim[start] = _is_delim(self.para[start : self.end(start)])
+        return self._delim[start]
+
+
+def _starts_block(para: str, pos: int, lines: _Lines) -> bool:
     """Would the text at ``pos`` open a Markdown block if it began a line?
 
     A sentence never starts with such text, or the sentence segmented on its
-    own would parse as that block.
+    own would parse as that block. Matching with an end position, not on a
+    slice, keeps a long single-line paragraph linear.
     """
-    if para[pos] not in _BLOCK_CHARS and "|" not in para[pos : para.find("\n", pos)]:
-        return False
-    end = para.find("\n", pos)
-    line = para[pos:] if end < 0 else para[pos:end]
-    following = None if end < 0 else para[end + 1 : (para.find("\n", end + 1) + 1 or len(para) + 1) - 1]
-    return _block_start(line, following) or _SETEXT.match(line) is not None
-_CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.S)
+    end = lines.end(pos)
+    if para[pos] in _BLOCK_CHARS and any(p.match(para, pos, end) for p in _LINE_STARTS):
+        return True
+    # A table header: a pipe on the rest of this line and a delimiter row below.
+    return end < len(para) and lines.is_delim(end + 1) and para.find("|", pos, end) >= 0
+
+
+_BACKTICKS = re.compile(r"`+")
 
 # Never ends a sentence when followed by a word: titles and Latin/German
 # abbreviations that introduce what follows.
@@ -259,6 +290,8 @@ _MONTHS = frozenset(
 )
 
 BREAK, NO_BREAK, DOUBT = 1, 0, 2
+WINDOW = 200  # characters of context pysbd sees on each side of a doubtful end
+MAX_DOUBTS = 20  # pysbd calls per sentence; counted from the sentence start, so re-segmenting agrees
 
 
 def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
@@ -266,9 +299,10 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
     if end is None:
         end = len(text)
     para = text[start:end]
-    masked = _code_spans(para) if "`" in para else ()
+    masked = _code_spans(para) if "`" in para else []
+    lines = _Lines(para)
     cuts: list[tuple[int, int]] = []  # (end of sentence, start of next), relative
-    sent_start = 0
+    sent_start = doubts = 0
     # The last match may sit at the very end: not a cut, but it still bounds
     # the window pysbd sees, the same whether or not more text follows.
     matches = list(_CANDIDATE.finditer(para))
@@ -280,15 +314,23 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
             seg_end, nxt = m.end("cjkclose"), m.end()
             # 「ありがとう。」と言った: a quoted sentence inside a longer one.
             embedded = m.group("cjkclose") and not m.group("cjkws")
-            verdict = NO_BREAK if embedded or _starts_block(para, nxt) else BREAK
+            verdict = NO_BREAK if embedded or _starts_block(para, nxt, lines) else BREAK
         else:
             seg_end, nxt = m.end("emo"), m.end()
-            verdict = _decide(para, m, sent_start, nxt, following)
+            verdict = _decide(para, m, sent_start, nxt, following, lines)
+        if verdict == DOUBT and doubts >= MAX_DOUBTS:
+            verdict = NO_BREAK  # "J. K. L. …" by the thousand: stop asking, keep the sentence whole
         if verdict == DOUBT:
-            verdict = _pysbd_breaks(para[sent_start:following], m.start("term") - sent_start, nxt - sent_start)
+            doubts += 1
+            # A bounded window: pysbd only needs the words around the candidate, and a
+            # long run of doubtful ends must not cost quadratic time. Both bounds are
+            # relative to the sentence and the candidate, so a sentence segmented on
+            # its own sees the same window.
+            lo, hi = max(sent_start, m.start("term") - WINDOW), min(following, nxt + WINDOW)
+            verdict = _pysbd_breaks(para[lo:hi], m.start("term") - lo, nxt - lo)
         if verdict == BREAK:
             cuts.append((seg_end, nxt))
-            sent_start = nxt
+            sent_start, doubts = nxt, 0
     out: list[tuple[int, int]] = []
     prev = 0
     for seg_end, nxt in cuts:
@@ -298,12 +340,24 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
     return out
 
 
-def _code_spans(para: str) -> tuple[tuple[int, int], ...]:
-    return tuple(m.span() for m in _CODE_SPAN.finditer(para))
+def _code_spans(para: str) -> list[tuple[int, int]]:
+    """Inline code spans: a backtick run closed by the next run of the same length (CommonMark)."""
+    runs = [m.span() for m in _BACKTICKS.finditer(para)]
+    spans, i = [], 0
+    while i < len(runs):
+        a, b = runs[i]
+        for j in range(i + 1, len(runs)):
+            if runs[j][1] - runs[j][0] == b - a:
+                spans.append((a, runs[j][1]))
+                i = j
+                break
+        i += 1
+    return spans
 
 
-def _inside(pos: int, ranges: tuple[tuple[int, int], ...]) -> bool:
-    return any(a <= pos < b for a, b in ranges)
+def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
+    k = bisect_right(ranges, (pos, float("inf"))) - 1
+    return k >= 0 and ranges[k][0] <= pos < ranges[k][1]
 
 
 def _first_letter(para: str, pos: int) -> str:
@@ -316,9 +370,9 @@ def _term_end(m: re.Match[str]) -> int:
     return m.end("term") if m.group("term") is not None else m.end("cjk")
 
 
-def _decide(para: str, m: re.Match[str], sent_start: int, nxt: int, following: int) -> int:
+def _decide(para: str, m: re.Match[str], sent_start: int, nxt: int, following: int, lines: _Lines) -> int:
     """Rule verdict for one candidate: BREAK, NO_BREAK or DOUBT."""
-    if _starts_block(para, nxt):
+    if _starts_block(para, nxt, lines):
         return NO_BREAK
     first = _first_letter(para, nxt)
     if not first or first.islower():
@@ -337,7 +391,7 @@ def _decide(para: str, m: re.Match[str], sent_start: int, nxt: int, following: i
             return NO_BREAK
         if (word + "." + _next_word(para, nxt)).lower() in _NEVER_END:
             return NO_BREAK
-    if word.isdigit() and len(word) <= 2 and _is_enumeration(para[:following], word, word_at, sent_start):
+    if word.isdigit() and len(word) <= 2 and _is_enumeration(para, word, word_at, sent_start, following):
         return NO_BREAK
     return _decide_word(word, para, nxt, first)
 
@@ -352,10 +406,10 @@ def _word_before(para: str, pos: int, floor: int) -> tuple[str, int]:
     return para[i:pos].lstrip(_OPENERS).rstrip(_CLOSERS), i
 
 
-def _is_enumeration(para: str, number: str, at: int, floor: int) -> bool:
+def _is_enumeration(para: str, number: str, at: int, floor: int, limit: int) -> bool:
     """An inline "1. ... 2. ..." marker: after a colon or a sentence end, or followed by the next number.
 
-    ``para`` is cut at the next candidate so the verdict is the same when the
+    The search stops at ``limit``, the next candidate, so the verdict is the same when the
     sentence is segmented on its own.
     """
     i = at
@@ -363,7 +417,7 @@ def _is_enumeration(para: str, number: str, at: int, floor: int) -> bool:
         i -= 1
     if i == floor or para[i - 1] in ":;.!?":
         return True
-    return f" {int(number) + 1}." in para[at:]
+    return para.find(f" {int(number) + 1}.", at, limit) >= 0
 
 
 def _decide_word(word: str, para: str, nxt: int, first: str) -> int:

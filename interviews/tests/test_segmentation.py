@@ -121,3 +121,21 @@ def test_paragraph_sentences_keep_their_kind_when_resegmented(text: str) -> None
     for span in segment_text(paragraph):
         piece = paragraph[span.start : span.end]
         assert [s.kind for s in segment_text(piece)] == [span.kind]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a." + "😊" * 60 + "x b",  # took minutes with nested emoji repeats in the candidate pattern
+        "a" + "." * 20000 + "x",
+        "a." + " »" * 5000 + "x b",
+        " ".join("`" * k for k in range(1, 150)) + " x. Y",
+        "J. " * 2000 + "Smith.",
+        ("a | b. " * 2000) + "\n--- | ---",
+    ],
+    ids=["emoji-run", "dot-run", "guillemet-run", "backtick-runs", "initials", "pipes"],
+)
+def test_hostile_runs_are_segmented_without_blowing_up(text: str) -> None:
+    spans = segment_text(text)
+    _check_invariants(text, spans)
+    assert len(spans) <= 2
