@@ -14,6 +14,7 @@ import itertools
 import math
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -24,6 +25,60 @@ from reports import codebook_export, frequency
 from reports.excerpts import COLUMNS, ExcerptSpecError, excerpt_count, excerpt_options, excerpt_rows, spec_from_query
 
 MAX_LIMIT = 1000
+MAX_OFFSET = 10**9
+
+
+class ExcerptTableSerializer(serializers.Serializer):
+    columns = serializers.ListField(child=serializers.ChoiceField(choices=list(COLUMNS)))
+    headers = serializers.ListField(child=serializers.CharField())
+    matching_segments = serializers.IntegerField(help_text="Codings matching the choices (before runs are joined).")
+    offset = serializers.IntegerField()
+    limit = serializers.IntegerField()
+    results = serializers.ListField(child=serializers.DictField(), help_text="One object per excerpt: the chosen "
+                                    "columns plus interview_uuid and coders.")
+
+
+class FrequencyParticipantSerializer(serializers.Serializer):
+    uuid = serializers.UUIDField()
+    label = serializers.CharField()
+    coded_segments = serializers.IntegerField()
+
+
+class FrequencyRowSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    uuid = serializers.UUIDField()
+    depth = serializers.IntegerField(help_text="0 for codes and themes, 1 for sub-themes.")
+    counts = serializers.ListField(child=serializers.IntegerField())
+    percents = serializers.ListField(child=serializers.FloatField(allow_null=True))
+    count_a = serializers.IntegerField(required=False)
+    count_b = serializers.IntegerField(required=False)
+    log_ratio = serializers.JSONField(required=False, help_text='A number, "+inf", "-inf" or null (undefined).')
+
+
+class FrequencyTableSerializer(serializers.Serializer):
+    level = serializers.ChoiceField(choices=list(frequency.LEVELS))
+    participants = FrequencyParticipantSerializer(many=True)
+    group_a = serializers.ListField(child=serializers.CharField())
+    group_b = serializers.ListField(child=serializers.CharField())
+    rows = FrequencyRowSerializer(many=True)
+
+
+class CodebookRowSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    parent = serializers.CharField(allow_blank=True)
+    kind = serializers.CharField()
+    definition = serializers.CharField(allow_blank=True)
+    include_when = serializers.CharField(allow_blank=True)
+    exclude_when = serializers.CharField(allow_blank=True)
+    example = serializers.CharField(allow_blank=True)
+    colour = serializers.CharField()
+    themes = serializers.CharField(allow_blank=True)
+    coded_segments = serializers.IntegerField()
+    archived = serializers.CharField(allow_blank=True)
+
+
+class CodebookTableSerializer(serializers.Serializer):
+    results = CodebookRowSerializer(many=True)
 
 
 def _int(request: Request, name: str, default: int, maximum: int | None = None) -> int:
@@ -49,7 +104,11 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
     """Excerpt table rows (columns as chosen) with offset/limit paging."""
 
     @extend_schema(parameters=[OpenApiParameter("columns", str, many=True, enum=list(COLUMNS)),
-                               OpenApiParameter("offset", int), OpenApiParameter("limit", int)])
+                               OpenApiParameter("rows", str, enum=["all", "exemplars"]),
+                               OpenApiParameter("themes", str, many=True), OpenApiParameter("codes", str, many=True),
+                               OpenApiParameter("participants", str, many=True), OpenApiParameter("coders", str, many=True),
+                               OpenApiParameter("trim", int), OpenApiParameter("offset", int), OpenApiParameter("limit", int)],
+                   responses=ExcerptTableSerializer)
     def get(self, request: Request, project_uuid) -> Response:
         project = self.project
         options = excerpt_options(project)
@@ -57,7 +116,7 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
             spec = spec_from_query(options, request.query_params)
         except ExcerptSpecError as e:
             raise ValidationError({"detail": str(e)}) from None
-        offset, limit = _int(request, "offset", 0), _int(request, "limit", 100, MAX_LIMIT)
+        offset, limit = _int(request, "offset", 0, MAX_OFFSET), _int(request, "limit", 100, MAX_LIMIT)
         rows = itertools.islice(excerpt_rows(project, spec, options=options), offset, offset + limit)
         results = []
         for r in rows:
@@ -73,7 +132,8 @@ class FrequencyTableView(ProjectScopedMixin, APIView):
     """Code (or theme) × model counts and shares, with the group log ratio."""
 
     @extend_schema(parameters=[OpenApiParameter("level", str, enum=list(frequency.LEVELS)),
-                               OpenApiParameter("a", str, many=True), OpenApiParameter("b", str, many=True)])
+                               OpenApiParameter("a", str, many=True), OpenApiParameter("b", str, many=True)],
+                   responses=FrequencyTableSerializer)
     def get(self, request: Request, project_uuid) -> Response:
         from interviews.models import Participant
 
@@ -100,6 +160,7 @@ class FrequencyTableView(ProjectScopedMixin, APIView):
 class CodebookTableView(ProjectScopedMixin, APIView):
     """The codebook table (the rows of the DOCX/CSV export)."""
 
+    @extend_schema(responses=CodebookTableSerializer)
     def get(self, request: Request, project_uuid) -> Response:
         keys = ["code", "parent", "kind", "definition", "include_when", "exclude_when", "example", "colour", "themes",
                 "coded_segments", "archived"]
