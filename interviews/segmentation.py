@@ -218,6 +218,7 @@ _BLOCK_CHARS = frozenset("#-*+•◦▪‣0123456789>|`~=_ \t")
 
 
 _LINE_STARTS = (_FENCE, _ATX, _HR, _QUOTE, _PIPE_ROW, _LIST, _SETEXT)
+_NEWLINE = re.compile("\n")
 
 
 class _Lines:
@@ -232,7 +233,7 @@ class _Lines:
 
     def end(self, pos: int) -> int:
         if self._ends is None:
-            self._ends = [i for i, c in enumerate(self.para) if c == "\n"] if "\n" in self.para else []
+            self._ends = [m.start() for m in _NEWLINE.finditer(self.para)] if "\n" in self.para else []
         k = bisect_left(self._ends, pos)
         return self._ends[k] if k < len(self._ends) else len(self.para)
 
@@ -274,7 +275,7 @@ _NUMBERED = frozenset("no nr vol pp p op sec ch art fig figs".split())
 # Often end a sentence too: pysbd decides from the words around them.
 _MAYBE_END = frozenset(
     """etc inc ltd co corp jr llc plc u.s u.k u.s.a u.n e.u a.m p.m al usw
-    bzw. ph.d m.d b.a m.a b.sc m.sc dept univ est""".split()
+    ph.d m.d b.a m.a b.sc m.sc dept univ est""".split()
 )
 # Words that almost always begin a new sentence after "U.S." or "etc."
 _STARTERS = frozenset(
