@@ -156,6 +156,9 @@ def start_gunicorn(database_url: str, redis_url: str, workers: int, threads: int
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
          "--workers", str(workers), "--worker-class", "gthread", "--threads", str(threads), "--timeout", "60",
+         # Longer than the coders' think time: gunicorn's default 2 s closes idle keep-alive
+         # connections just as a client reuses them (connection reset, counted as an error).
+         "--keep-alive", "75",
          "--log-level", "warning"],
         cwd=REPO, env=env, start_new_session=True,
     )

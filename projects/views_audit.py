@@ -61,16 +61,13 @@ def audit_log(request: HttpRequest, project_uuid) -> HttpResponse:
     project = membership.project
     form = AuditFilterForm(request.GET or None, project=project)
     events = AuditEvent.objects.for_project(project)
-    status = 200
     if form.is_bound:
-        if form.is_valid():
-            events = form.apply(events)
-        else:
-            events, status = events.none(), 400
+        # Invalid filters show their inline errors and no rows (200, like any form error).
+        events = form.apply(events) if form.is_valid() else events.none()
     page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
     query = request.GET.copy()
     query.pop("page", None)
     context = {"project": project, "membership": membership, "nav": "audit", "form": form, "page": page,
                "query": query.urlencode()}
     template = "projects/audit.html#audit-table" if request.htmx and not request.htmx.boosted else "projects/audit.html"
-    return render(request, template, context, status=status)
+    return render(request, template, context)

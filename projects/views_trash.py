@@ -27,11 +27,12 @@ class EmptyForm(forms.Form):
     )
 
 
-def _render(request: HttpRequest, membership: Membership, *, empty_form: EmptyForm | None = None, error: str = "", status: int = 200) -> HttpResponse:
+def _render(request: HttpRequest, membership: Membership, *, empty_form: EmptyForm | None = None, error: str = "") -> HttpResponse:
+    """The trash page; a refused action re-renders it with the reason (200, like any form error)."""
     items = trash_items(membership.project)
     context = {"project": membership.project, "membership": membership, "nav": "trash", "items": items,
                "empty_form": empty_form or EmptyForm(), "error": error}
-    return render(request, "projects/trash.html", context, status=status)
+    return render(request, "projects/trash.html", context)
 
 
 @login_required
@@ -46,11 +47,11 @@ def trash_restore_view(request: HttpRequest, project_uuid) -> HttpResponse:
     membership = owner_or_403(request, project_uuid)
     form = RestoreForm(request.POST)
     if not form.is_valid():
-        return _render(request, membership, error="Choose an item in the trash to restore.", status=400)
+        return _render(request, membership, error="Choose an item in the trash to restore.")
     try:
         restored = trash_restore(project=membership.project, actor=request.user, **form.cleaned_data)
     except ValidationError as exc:
-        return _render(request, membership, error=" ".join(exc.messages), status=400)
+        return _render(request, membership, error=" ".join(exc.messages))
     names = ", ".join(f"{item.kind.name} “{item.title}”" for item in restored)
     messages.success(request, f"Restored {names}, with everything attached.")
     return redirect("projects:trash", project_uuid=project_uuid)
@@ -62,10 +63,10 @@ def trash_empty_view(request: HttpRequest, project_uuid) -> HttpResponse:
     membership = owner_or_403(request, project_uuid)
     form = EmptyForm(request.POST)
     if not form.is_valid():
-        return _render(request, membership, empty_form=form, status=400)
+        return _render(request, membership, empty_form=form)
     try:
         count = trash_empty(project=membership.project, actor=request.user)
     except ValidationError as exc:
-        return _render(request, membership, error=" ".join(exc.messages), status=400)
+        return _render(request, membership, error=" ".join(exc.messages))
     messages.success(request, f"The trash is empty: {count} item{'s' if count != 1 else ''} deleted permanently.")
     return redirect("projects:trash", project_uuid=project_uuid)
