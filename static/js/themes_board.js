@@ -29,6 +29,7 @@
         if (fresh) {
           board().replaceWith(fresh);
           if (window.htmx) { window.htmx.process(fresh); }
+          applyFilter();
         }
         if (!response.ok && !fresh) { window.RTA.flash("The change was not saved (" + response.status + ").", "error"); }
         else if (response.ok) { announce(message); }
@@ -38,6 +39,17 @@
       window.RTA.flash("The server could not be reached; the change was not saved.", "error");
     });
   }
+
+  // Filtering the codebook panel (kept across board refreshes: the field sits outside #board).
+  function applyFilter() {
+    var field = document.getElementById("code-filter");
+    var query = field ? field.value.trim().toLowerCase() : "";
+    document.querySelectorAll(".codebook-panel .code-chip").forEach(function (chip) {
+      chip.hidden = query !== "" && chip.getAttribute("data-code-name").toLowerCase().indexOf(query) < 0;
+    });
+  }
+  document.addEventListener("input", function (event) { if (event.target.id === "code-filter") { applyFilter(); } });
+  document.addEventListener("htmx:afterSwap", applyFilter);
 
   function themeName(uuid) {
     var card = document.querySelector('[data-theme-card="' + uuid + '"]');

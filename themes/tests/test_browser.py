@@ -63,6 +63,10 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
     assert names_in("Honesty about limits") == ["admits uncertainty", "patterns not experience", "user as friend"]
     assert names_in("Friendship") == ["user as friend"]
     expect(page.locator("#unassigned-h")).to_contain_text("0")
+    page.get_by_label("Find a code").fill("friend")
+    expect(codebook_chip("admits uncertainty")).to_be_hidden()
+    expect(codebook_chip("user as friend")).to_be_visible()
+    page.get_by_label("Find a code").fill("")
     # Themes reorder by dragging their handle, or with the ← → buttons.
     columns = page.locator(".columns > [data-theme-card]")
     page.locator('[data-theme-name="Friendship"] [data-theme-drag]').drag_to(page.locator('[data-theme-name="Honesty about limits"] .theme-head'))
