@@ -52,14 +52,17 @@ def iter_raw(source: SourceFile, limits: Limits) -> Iterator[Any]:
     """Stream the top-level conversations one by one (list, {"conversations": [...]}, or one)."""
     prefix = _top_prefix(source, limits)
     f = source.open_skipping_bom()
+    read = 0
     try:
-        if prefix is None:  # a single conversation object: small by nature
-            yield from ijson.items(f, "", use_float=True)
-        else:
-            yield from ijson.items(f, prefix, use_float=True)
+        # A single conversation object is small by nature; lists stream item by item.
+        for item in ijson.items(f, "" if prefix is None else prefix, use_float=True):
+            read += 1
+            yield item
     except ijson.JSONError as e:
+        # Small files are re-read for line and column; in a huge one, name the conversation.
+        where = f"conversation {read + 1}" if prefix is not None else None
         raise json_error_location(source, limits.max_text_bytes) or ParseError(
-            source.name, None, "valid JSON", f"'{str(e).splitlines()[0]}'"
+            source.name, where, "valid JSON", f"'{str(e).splitlines()[0]}'"
         ) from None
     finally:
         f.close()

@@ -201,6 +201,14 @@ def test_parsing_streams_one_conversation_at_a_time():
         next(it)
 
 
+def test_broken_json_in_a_file_too_big_to_re_read_names_the_conversation():
+    good = json.dumps(conversation(branched(), current="a1"))
+    data = ("[" + good + "," + good + ", {\"title\": tru }]").encode()
+    with pytest.raises(ParseError) as exc:
+        list(parse_upload(SourceFile.from_bytes("conversations.json", data), limits=Limits(max_text_bytes=100)))
+    assert str(exc.value).startswith("conversations.json: conversation 3: expected valid JSON, found '")
+
+
 # Broken variants of the real sample: each names file, place and expectation.
 
 def broken(mutate) -> str:
