@@ -158,9 +158,10 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
     """Presenter mode: one agenda theme at a time (definition, codes, excerpts by model, open threads)."""
     membership = member_or_404(request, project_uuid)
     review = _review(membership, review_uuid)
-    agenda = list(AgendaItem.objects.filter(review=review, theme__deleted_at__isnull=True).select_related("theme"))
+    # Themes merged or trashed during the meeting stay on the agenda (shown as such), so the walk does not jump.
+    agenda = list(AgendaItem.objects.filter(review=review).select_related("theme__merged_into"))
     if not agenda:
-        messages.error(request, "The agenda has no themes left to present.")
+        messages.error(request, "The agenda is empty.")
         return redirect("themes:review", project_uuid=membership.project.uuid, review_uuid=review.uuid)
     index = max(0, min(index, len(agenda) - 1))
     theme = agenda[index].theme

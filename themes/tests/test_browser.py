@@ -124,6 +124,7 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
     page.get_by_role("button", name="Apply").click()
     expect(page.locator(".messages")).to_contain_text("Decision applied.")
     assert Theme.objects.get(name="Friendship").deleted_at is not None
+    expect(page.locator("main")).to_contain_text("Merged into Honesty about limits.")
     page.locator("body").press("ArrowLeft")
     expect(page.locator(".present-title")).to_contain_text("Honesty about limits")
     page.get_by_role("link", name="← Review round 1").click()

@@ -261,6 +261,10 @@ def test_meeting_merge_decision_applied_from_presenter_and_snapshots_compared(wo
     response = client.post(reverse("themes:decision_apply", args=[project.uuid, merge.uuid]), {"next": present})
     assert response.status_code == 302 and response["Location"] == present
     assert Theme.objects.get(pk=world["a"].pk).deleted_at is not None
+    # The merged theme stays on the agenda, marked, and its old page leads to the theme it joined.
+    assert "Merged into" in client.get(present).content.decode()
+    old_page = client.get(u("detail", project, world["a"].uuid))
+    assert old_page.status_code == 302 and old_page["Location"] == u("detail", project, world["b"].uuid)
     client.post(u("review_close", project, review.uuid))
     before, after = Snapshot.objects.filter(review=review).order_by("taken_at", "id")
     html = client.get(u("snapshot_compare", project, a=before.uuid, b=after.uuid)).content.decode()
