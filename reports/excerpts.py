@@ -38,7 +38,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Greatest, Least, Substr
 
 from coding.models import Code, Coding
-from interviews.models import Participant
+from interviews.models import Interview, Participant
 from projects.models import Project
 from themes.models import Exemplar, Theme
 
@@ -233,10 +233,9 @@ def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = Non
 
 FIELDS = (
     "segment_id", "segment__position", "segment__turn_id", "segment__text", "segment__start", "segment__end", "lead",
-    "code_id", "coder_id", "origin", "interview_id", "interview__uuid", "interview__title", "interview__conducted_at",
-    "interview__source_format", "interview__source_sha256", "interview__participant_id",
-    "segment__turn__position", "segment__turn__model_slug", "segment__turn__timestamp",
+    "code_id", "coder_id", "origin", "interview_id", "segment__turn__position",
 )
+PROVENANCE_FIELDS = ("segment__turn__model_slug", "segment__turn__timestamp")
 
 
 def _coding_queryset(project: Project, spec: ExcerptSpec) -> QuerySet:
@@ -275,6 +274,7 @@ class _Lookups:
     coders: dict[int, str]
     participants: dict[int, Participant]
     placements: dict[int, tuple[str, str]]  # theme id -> (theme, sub-theme)
+    interviews: dict[int, Any] = field(default_factory=dict)  # id -> the interview's columns (one query)
     sources: dict[int, str] = field(default_factory=dict)  # turn id -> provenance of its quotes
 
     @classmethod
@@ -295,7 +295,7 @@ def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -
     # (or a per-row subquery for the previous segment).
     qs = qs.annotate(lead=Substr("segment__turn__text", Greatest(F("segment__start") - (LEAD - 1), 1),
                                  Least(F("segment__start"), LEAD)))
-    fields = list(FIELDS)
+    fields = list(FIELDS) + (list(PROVENANCE_FIELDS) if "provenance" in spec.columns else [])
     order: list[Any] = []
     if spec.themed:
         qs = qs.annotate(placement_id=F("code__theme_codes__theme_id"))
@@ -305,7 +305,15 @@ def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -
               _rank("interview__participant_id", [p.pk for p in options.participants]),
               "interview__conducted_at", "interview_id", "segment__position", "coder_id"]
     values = qs.order_by(*order).values_list(*fields, named=True)
-    yield from _join_runs(values.iterator(chunk_size=CHUNK), spec, _Lookups.of(options))
+    names = _Lookups.of(options)
+    # Per-interview columns once per interview rather than on every row (titles and hashes
+    # repeated 4,000 times were most of the bytes the row query moved).
+    interviews = Interview.objects.filter(project=project, deleted_at__isnull=True)
+    if spec.participants:
+        interviews = interviews.filter(participant_id__in=spec.participants)
+    names.interviews = {iv.id: iv for iv in interviews.values_list(
+        "id", "uuid", "title", "conducted_at", "source_format", "source_sha256", "participant_id", named=True)}
+    yield from _join_runs(values.iterator(chunk_size=CHUNK), spec, names)
 
 
 def _join_runs(values: Iterator[Any], spec: ExcerptSpec, names: _Lookups) -> Iterator[ExcerptRow]:
@@ -357,7 +365,8 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
     v = run["first"]
     run["coders"].sort()
     theme, subtheme = names.placements.get(getattr(v, "placement_id", None), ("", ""))
-    p = names.participants[v.interview__participant_id]
+    iv = names.interviews[v.interview_id]
+    p = names.participants[iv.participant_id]
     provenance = ""
     if "provenance" in spec.columns:
         # The source part repeats for every row of a turn: build it once per turn.
@@ -367,12 +376,12 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
                 names.sources.clear()  # bounded, so memory stays flat on any corpus
             source = names.sources[v.segment__turn_id] = _source(
                 provider=p.provider, model=v.segment__turn__model_slug or p.model_id, interface=p.interface,
-                when=v.segment__turn__timestamp or v.interview__conducted_at, source_format=v.interview__source_format,
-                sha256=v.interview__source_sha256, turn_position=v.segment__turn__position)
+                when=v.segment__turn__timestamp or iv.conducted_at, source_format=iv.source_format,
+                sha256=iv.source_sha256, turn_position=v.segment__turn__position)
         provenance = _coded_by(source, run["coders"], "suggestion" in run["origins"])
     return ExcerptRow(
         theme=theme, subtheme=subtheme, code=names.codes.get(v.code_id, ""), model=p.label,
-        interview=v.interview__title, interview_uuid=str(v.interview__uuid), turn=v.segment__turn__position + 1,
+        interview=iv.title, interview_uuid=str(iv.uuid), turn=v.segment__turn__position + 1,
         quote=trim_quote("".join(run["parts"]), spec.max_quote_chars), provenance=provenance,
         coders=list(run["coders"]), segment_positions=(run["first_position"], run["last_position"]),
     )

@@ -91,12 +91,19 @@ class _Sink(io.RawIOBase):
 def _more_codes(project, user, codes) -> list:
     from coding.models import Coding
     from coding.services import code_create
+    from themes.models import Theme, ThemeCode
 
     extra = [code_create(project=project, actor=user, name=f"extra-{i:02d}") for i in range(30)]
+    theme = Theme.objects.create(project=project, name="More codes", position=2)
+    ThemeCode.objects.bulk_create([ThemeCode(theme=theme, code=c, position=i) for i, c in enumerate(extra)])
     base = list(Coding.objects.filter(code__in=codes).values_list("segment_id", "interview_id", "code_id"))
     index = {c.pk: i for i, c in enumerate(codes)}
     Coding.objects.bulk_create([Coding(segment_id=s, interview_id=iv, code=extra[index[c] + 10 * k], coder=user)
                                 for s, iv, c in base for k in range(3)], batch_size=2000)
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("ANALYZE")
     return extra
 
 
