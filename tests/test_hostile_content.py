@@ -47,6 +47,17 @@ def _poison(world: World) -> None:
     user.save(update_fields=["first_name", "last_name"])
 
 
+def _inline_code(body: str) -> bool:
+    """An executable inline <script> or an on*= handler attribute (JSON data blocks are fine)."""
+    scripts = re.findall(r"<script\b([^>]*)>", body)
+    if any("src=" not in attrs and 'type="application/json"' not in attrs for attrs in scripts):
+        return True
+    # Script contents and quoted attribute values are data (escaped hostile text lives there).
+    stripped = re.sub(r"<script\b[^>]*>.*?</script>", "", body, flags=re.S)
+    stripped = re.sub(r"\"[^\"]*\"|'[^']*'", '""', stripped)  # one pass: whichever quote opens a value closes it
+    return bool(re.search(r"<[a-zA-Z][^<>]*\son[a-z]+\s*=", stripped))
+
+
 def _readable_routes() -> list[Route]:
     return [r for r in ROUTES if r.name not in PUBLIC and r.name not in MEMBER_GET_404]
 
@@ -81,6 +92,9 @@ def test_hostile_text_is_escaped_or_sanitised_everywhere(hostile_world, client_f
     assert len(html_pages) > 10, "too few pages rendered to be a meaningful sweep"
     leaks = [f"{url}: {marker}" for url, body in html_pages.items() for marker in UNESCAPED if marker in body]
     assert not leaks, "Unescaped hostile content:\n" + "\n".join(leaks)
+    # CSP forbids inline script and handlers; a template that adds one breaks in the browser.
+    inline = [url for url, body in html_pages.items() if _inline_code(body)]
+    assert not inline, f"Inline script or on*= handlers (blocked by CSP) at: {inline}"
     # The text itself is still shown (escaped), not silently dropped.
     assert any("&lt;script&gt;alert(" in body for body in html_pages.values())
 
