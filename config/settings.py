@@ -141,6 +141,8 @@ STORAGES = {
 # Uploads: transcripts and QDA projects can be large, but not unbounded.
 RTA_MAX_UPLOAD_BYTES = env_int("RTA_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 RTA_MAX_UNCOMPRESSED_BYTES = env_int("RTA_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024)
+# Excerpt-table exports with more rows than this are written by the Celery worker (progress bar, download link).
+RTA_EXPORT_INLINE_MAX_ROWS = env_int("RTA_EXPORT_INLINE_MAX_ROWS", 5000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 

@@ -29,7 +29,7 @@ from reports.writers import FORMATS, Table, write_table
 log = logging.getLogger(__name__)
 
 # Above this many rows an export runs in the worker with a progress bar.
-INLINE_MAX_ROWS = getattr(settings, "RTA_EXPORT_INLINE_MAX_ROWS", 5000)
+INLINE_MAX_ROWS: int = settings.RTA_EXPORT_INLINE_MAX_ROWS
 PROGRESS_EVERY = 500
 WIDTHS = {"theme": 1.2, "subtheme": 1.2, "code": 1.2, "model": 1.0, "interview": 1.3, "turn": 0.5, "quote": 5.0,
           "provenance": 2.6}
