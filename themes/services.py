@@ -175,6 +175,8 @@ def _descendant_ids(theme: Theme) -> list[int]:
 # ---------------------------------------------------------------- codes in themes
 
 def _placements(theme: Theme) -> list[ThemeCode]:
+    """The theme's code rows in order, with the theme row locked so two drags into one theme queue up."""
+    Theme.objects.select_for_update().filter(pk=theme.pk).first()
     return list(ThemeCode.objects.filter(theme=theme).select_for_update().order_by("position", "id"))
 
 
@@ -463,6 +465,24 @@ def review_create(*, project: Project, actor, title: str, date: datetime.date, a
         AgendaItem.objects.create(review=review, theme=theme, position=position)
     snapshot_take(project=project, actor=actor, label=f"{review.title}: before", review=review)
     audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=review, summary=f"Review meeting “{review.title}” scheduled")
+    return review
+
+
+@transaction.atomic
+def review_update(*, review: Review, actor, title: str, date: datetime.date, attendees: Iterable, themes: Sequence[Theme]) -> Review:
+    """Change a meeting's title, date, attendees and agenda (kept decisions stay)."""
+    review.title, review.date = (title or "").strip(), date
+    review.full_clean()
+    review.save(update_fields=["title", "date"])
+    review.attendees.set(list(attendees))
+    AgendaItem.objects.filter(review=review).exclude(theme__in=list(themes)).delete()
+    existing = {a.theme_id: a for a in AgendaItem.objects.filter(review=review)}
+    for position, theme in enumerate(themes):
+        item = existing.get(theme.id) or AgendaItem(review=review, theme=theme)
+        item.position = position
+        item.save()
+    audit_record(project=review.project, actor=actor, action=AuditEvent.Action.CHANGED, target=review,
+                 summary=f"Review meeting “{review.title}” agenda or attendees changed")
     return review
 
 

@@ -31,6 +31,7 @@ urlpatterns = [
     path("memos/<uuid:memo_uuid>/delete/", views_memos.memo_delete, name="memo_delete"),
     path("reviews/", views_reviews.review_list, name="reviews"),
     path("reviews/<uuid:review_uuid>/", views_reviews.review_detail, name="review"),
+    path("reviews/<uuid:review_uuid>/edit/", views_reviews.review_edit, name="review_edit"),
     path("reviews/<uuid:review_uuid>/notes/", views_reviews.review_notes, name="review_notes"),
     path("reviews/<uuid:review_uuid>/decisions/", views_reviews.decision_create, name="decision_create"),
     path("reviews/<uuid:review_uuid>/close/", views_reviews.review_close, name="review_close"),

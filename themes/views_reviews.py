@@ -38,6 +38,20 @@ def _ctx(membership: Membership, **extra) -> dict:
     return {"project": membership.project, "membership": membership, "nav": "themes", **extra}
 
 
+def _meeting_form(membership: Membership, data) -> tuple[dict, dict]:
+    """Validated title/date/attendees/agenda from a meeting form, or errors by field."""
+    project = membership.project
+    try:
+        date = datetime.date.fromisoformat(data.get("date", ""))
+    except ValueError:
+        return {}, {"date": ["Give the meeting's date as YYYY-MM-DD."]}
+    chosen = data.getlist("themes")
+    themes = {str(t.uuid): t for t in Theme.objects.for_project(project).filter(uuid__in=chosen)}
+    members = Membership.objects.filter(project=project, user__username__in=data.getlist("attendees")).select_related("user")
+    return {"title": data.get("title", ""), "date": date, "attendees": [m.user for m in members],
+            "themes": [themes[u] for u in chosen if u in themes]}, {}
+
+
 @login_required
 def review_list(request: HttpRequest, project_uuid) -> HttpResponse:
     """Meetings (newest first) and the form to schedule one."""
@@ -46,17 +60,10 @@ def review_list(request: HttpRequest, project_uuid) -> HttpResponse:
     errors: dict = {}
     if request.method == "POST":
         membership = writer_or_403(request, project_uuid)
-        try:
-            date = datetime.date.fromisoformat(request.POST.get("date", ""))
-        except ValueError:
-            errors = {"date": ["Give the meeting's date as YYYY-MM-DD."]}
+        fields, errors = _meeting_form(membership, request.POST)
         if not errors:
-            themes = {str(t.uuid): t for t in Theme.objects.for_project(project).filter(uuid__in=request.POST.getlist("themes"))}
-            agenda = [themes[u] for u in request.POST.getlist("themes") if u in themes]
-            attendees = [m.user for m in Membership.objects.filter(project=project, user__username__in=request.POST.getlist("attendees")).select_related("user")]
             try:
-                review = services.review_create(project=project, actor=request.user, title=request.POST.get("title", ""),
-                                                date=date, attendees=attendees, themes=agenda)
+                review = services.review_create(project=project, actor=request.user, **fields)
             except ValidationError as exc:
                 errors = exc.message_dict
             else:
@@ -87,12 +94,33 @@ def _review_context(review: Review, *, errors: dict | None = None) -> dict:
     for item in agenda:
         item.codes = codes_by_theme.get(item.theme_id, [])
     decisions = list(Decision.objects.filter(review=review).select_related("theme", "applied_by", "created_by"))
+    attendees = list(review.attendees.all())
     return {
         "review": review, "agenda": agenda, "decisions": decisions, "errors": errors or {},
-        "attendees": list(review.attendees.all()), "notes_html": render_markdown(review.notes),
+        "attendees": attendees, "notes_html": render_markdown(review.notes),
         "themes": list(Theme.objects.for_project(project)), "statuses": Theme.Status.choices, "kinds": Decision.Kind.choices,
         "snapshots": list(Snapshot.objects.filter(review=review).defer("data")),
+        "members": list(Membership.objects.filter(project=project).select_related("user")),
+        "agenda_theme_ids": {a.theme_id for a in agenda}, "attendee_ids": {u.id for u in attendees},
     }
+
+
+@login_required
+@require_POST
+def review_edit(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse:
+    """Change title, date, attendees and agenda."""
+    membership = writer_or_403(request, project_uuid)
+    review = _review(membership, review_uuid)
+    fields, errors = _meeting_form(membership, request.POST)
+    try:
+        if errors:
+            raise ValidationError(errors)
+        services.review_update(review=review, actor=request.user, **fields)
+    except ValidationError as exc:
+        messages.error(request, f"Meeting not changed: {' '.join(exc.messages)}")
+    else:
+        messages.success(request, "Meeting updated.")
+    return redirect("themes:review", project_uuid=membership.project.uuid, review_uuid=review.uuid)
 
 
 @login_required

@@ -90,6 +90,7 @@ def _writes(w) -> list[tuple[str, list, dict]]:
         ("memo_edit", [w["memo"].uuid], {"title": "t2", "body": "b2", "kind": "analytic", "base_version": "1"}),
         ("reviews", [], {"title": "Round 2", "date": "2026-11-29", "themes": w["a"].uuid}),
         ("review_notes", [w["review"].uuid], {"notes": "We agreed"}),
+        ("review_edit", [w["review"].uuid], {"title": "Round 1b", "date": "2026-11-23", "attendees": "arjun", "themes": [w["b"].uuid, w["a"].uuid]}),
         ("decision_create", [w["review"].uuid], {"theme": w["a"].uuid, "kind": "status", "status": "reviewed"}),
         ("decision_apply", [w["decision"].uuid], {}),
         ("review_close", [w["review"].uuid], {}),
@@ -301,3 +302,17 @@ def test_htmx_board_errors_are_shown_in_the_swapped_fragment(world, project, ana
     response = client_for(analyst).post(u("create", project), {"name": " "}, headers={"HX-Request": "true"})
     assert response.status_code == 200 and "Give the theme a name." in response.content.decode()
     assert client_for(analyst).post(u("create", project), {"name": " "}).status_code == 400
+
+
+def test_meeting_agenda_and_attendees_can_change(world, project, analyst, client_for):
+    review = world["review"]
+    client_for(analyst).post(u("review_edit", project, review.uuid),
+                             {"title": "Round 1b", "date": "2026-11-23", "attendees": ["arjun"], "themes": [world["b"].uuid]})
+    review.refresh_from_db()
+    assert review.title == "Round 1b" and str(review.date) == "2026-11-23"
+    assert list(review.attendees.values_list("username", flat=True)) == ["arjun"]
+    assert list(review.agenda.values_list("theme__name", flat=True)) == ["Friendship"]
+    bad = client_for(analyst).post(u("review_edit", project, review.uuid), {"title": "x", "date": "tomorrow"}, follow=True)
+    assert "YYYY-MM-DD" in bad.content.decode()
+    review.refresh_from_db()
+    assert review.title == "Round 1b"
