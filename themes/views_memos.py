@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -67,12 +68,24 @@ def journal(request: HttpRequest, project_uuid) -> HttpResponse:
         memos = memos.filter(interview__isnull=True, code__isnull=True, theme__isnull=True)
     elif target in TARGETS:
         memos = memos.filter(**{f"{target}__isnull": False})
+    elif ":" in target:  # one particular theme, code or interview ("theme:<uuid>")
+        name, _, value = target.partition(":")
+        if name in TARGETS:
+            memos = memos.filter(**{f"{name}__uuid": value}) if _is_uuid(value) else memos.none()
     memos = list(memos[:500])
     for memo in memos:
         memo.html = render_markdown(memo.body)
     members = Membership.objects.filter(project=membership.project).select_related("user")
-    return render(request, "themes/journal.html", _ctx(membership, memos=memos, members=members,
+    return render(request, "themes/journal.html", _ctx(membership, memos=memos, members=members, choices=_choices(membership),
                                                        filters={"kind": kind, "author": author, "target": target}))
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
 
 
 @login_required

@@ -240,6 +240,10 @@ def test_journal_filters_by_type_author_and_target(world, project, owner, analys
     assert "Reading GPT" not in client.get(u("journal", project, author="arjun")).content.decode()
     assert "Method note" not in client.get(u("journal", project, target="theme")).content.decode()
     assert "Method note" in client.get(u("journal", project, target="project")).content.decode()
+    one = client.get(u("journal", project, target=f"theme:{world['a'].uuid}")).content.decode()
+    assert "Reading GPT" in one and "Method note" not in one
+    assert "Reading GPT" not in client.get(u("journal", project, target=f"theme:{world['b'].uuid}")).content.decode()
+    assert client.get(u("journal", project, target="theme:not-a-uuid")).status_code == 200
 
 
 def test_deleted_memos_and_themes_leave_the_pages(world, project, owner, client_for):
