@@ -107,6 +107,9 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A task whose worker died (acks_late) is redelivered after this many seconds; longer than
+# the longest task (imports and exports stream, minutes at most), shorter than Redis' 1 h default.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 15 * 60)}
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "") or (
     "rta-" + env_str("TEST_DATABASE_NAME", "main")
 )

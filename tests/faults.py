@@ -182,3 +182,29 @@ def csrf_headers(session: requests.Session, base_url: str) -> dict[str, str]:
     session.get(base_url + "/", timeout=10)
     token = session.cookies.get("csrftoken")
     return {"X-CSRFToken": token} if token else {}
+
+
+def start_worker(**extra_env: str) -> subprocess.Popen:
+    """A Celery worker like conftest's celery_worker fixture, started (and restarted) by the test itself."""
+    from django.conf import settings
+    from django.db import connection
+
+    from conftest import _wait_for_worker
+
+    db = connection.settings_dict
+    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    env = dict(os.environ, DATABASE_URL=f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
+               CELERY_QUEUE=queue, DJANGO_SETTINGS_MODULE="config.settings_test", CELERY_TASK_ALWAYS_EAGER="false", **extra_env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING", "-Q", queue,
+         "-n", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, env=env, start_new_session=True,
+    )
+    _wait_for_worker(queue)
+    return proc
+
+
+def kill_worker(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=15)
