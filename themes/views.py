@@ -204,10 +204,11 @@ def theme_page_context(request: HttpRequest, membership: Membership, theme: Them
             excerpt.codes = [code_names[i] for i in sorted(excerpt.code_ids) if i in code_names]
     exemplars = list(Exemplar.objects.filter(theme=theme).select_related("turn__interview__participant").defer("turn__metadata"))
     memos = list(Memo.objects.for_project(project).filter(theme=theme))
+    code_memos = list(Memo.objects.for_project(project).filter(code__in=codes)) if codes else []
     return {
         "project": project, "membership": membership, "nav": "themes", "theme": theme, "codes": codes,
         "groups": groups, "total_excerpts": sum(len(g.excerpts) for g in groups),
-        "exemplars": exemplars, "memos": memos,
+        "exemplars": exemplars, "memos": memos, "code_memos": code_memos,
         "subthemes": list(Theme.objects.for_project(project).filter(parent=theme)),
         "history": list(theme.status_changes.select_related("actor")[:20]),
         "statuses": Theme.Status.choices, **thread_context(request, membership, theme),

@@ -147,6 +147,8 @@ def test_theme_page_shows_excerpts_by_model_exemplars_memos_and_thread(world, pr
     assert "“I try to be honest about what I do not know.”" in html  # the exemplar
     assert "Reading GPT" in html
     assert '<span class="mention">@arjun</span>' in html
+    services.memo_create(project=project, actor=viewer, title="About uncertainty", body="", kind="analytic", code=world["x"])
+    assert "About uncertainty" in client_for(viewer).get(u("detail", project, world["a"].uuid)).content.decode()
     assert "Pin as exemplar" not in html  # viewers cannot pin
 
 
