@@ -292,3 +292,19 @@ def test_unknown_codebook_format_is_404(world, client_for, owner):
 def test_nasty_text_survives_the_builder_page(world, client_for, owner):
     html = client_for(owner).get(url("excerpts", world), {"columns": ["quote"]}).content.decode()
     assert "Costs rose 50% &amp; fees_2" in html and NASTY[:10] in html
+
+
+def test_qdc_of_an_empty_codebook_explains_why(project, client_for, owner):
+    response = client_for(owner).get(reverse("reports:codebook_download", args=[project.uuid, "qdc"]))
+    assert response.status_code == 400 and "at least one code" in response.content.decode()
+
+
+def test_a_job_of_another_project_is_404(world, client_for, owner):
+    from projects.models import Membership, Project, Role
+
+    other = Project.objects.create(name="Other study", created_by=owner)
+    Membership.objects.create(project=other, user=owner, role=Role.OWNER)
+    job = ExportJob.objects.create(project=other, created_by=owner, format="csv", status="done")
+    c = client_for(owner)
+    assert c.get(url("export_job", world, job.uuid)).status_code == 404
+    assert c.get(url("export_download", world, job.uuid)).status_code == 404
