@@ -246,7 +246,9 @@ class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
 
     @action(detail=True, methods=["post"])
     def resolve(self, request: Request, *args, **kwargs) -> Response:
-        top = services.comment_resolve(comment=self.get_object(), actor=request.user, resolved=bool(request.data.get("resolved", True)))
+        value = request.data.get("resolved", True)
+        resolved = value if isinstance(value, bool) else str(value).lower() not in ("0", "false", "no", "")
+        top = services.comment_resolve(comment=self.get_object(), actor=request.user, resolved=resolved)
         return Response(self.get_serializer(top).data)
 
 

@@ -103,6 +103,8 @@ def test_api_comments_mentions_and_resolve(project, theme, owner, analyst):
     assert len(rows(api(analyst).get(base(project) + "/comments/?mentions=arjun"))) == 1
     resolved = api(analyst).post(base(project) + f"/comments/{created['uuid']}/resolve/", {"resolved": True}, format="json").json()
     assert resolved["resolved"] is True
+    reopened = api(analyst).post(base(project) + f"/comments/{created['uuid']}/resolve/", {"resolved": "false"}).json()
+    assert reopened["resolved"] is False
 
 
 def test_api_review_meeting_flow(project, theme, owner, analyst):
