@@ -115,6 +115,25 @@ class FrequencyTable:
     def numeric_columns(self) -> frozenset[int]:
         return frozenset(range(1, len(self.headers())))
 
+    def compact_headers(self) -> list[str]:
+        """One column per model ("n (%)"), for tables in papers (LaTeX)."""
+        cols = ["Code" if self.level == "code" else "Theme", *(p.label for p in self.participants)]
+        if self.spec.has_ratio:
+            cols += ["A n", "B n", "ln(A/B)"]
+        return cols
+
+    def compact_rows(self) -> Iterable[list[Any]]:
+        for r in self.rows:
+            cells: list[Any] = [("— " if r.depth else "") + r.label]
+            cells += ["–" if pct is None else f"{n} ({pct:.1f}%)" for n, pct in zip(r.counts, r.percents, strict=True)]
+            if self.spec.has_ratio:
+                cells += [r.count_a, r.count_b, _ratio_cell(r.log_ratio)]
+            yield cells
+        totals: list[Any] = ["Coded segments", *self.totals]
+        if self.spec.has_ratio:
+            totals += [self.total_a, self.total_b, None]
+        yield totals
+
 
 def _ratio_cell(value: float | None) -> float | None:
     return None if value is None else (value if math.isinf(value) else round(value, 2))

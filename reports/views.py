@@ -231,8 +231,10 @@ def frequency_export(request: HttpRequest, project_uuid) -> HttpResponse:
         response["Content-Disposition"] = f'attachment; filename="{stem}.png"'
         return response
     caption = title + _groups_note(table)
-    out = Table(caption=caption, headers=table.headers(), rows=table.export_rows(), row_count=len(table.rows) + 1,
-                numeric=table.numeric_columns(), widths=[3.0] + [1.0] * (len(table.headers()) - 1),
+    # Papers get one "n (%)" column per model; spreadsheets get numbers in columns of their own.
+    headers, rows = (table.compact_headers(), table.compact_rows()) if fmt == "tex" else (table.headers(), table.export_rows())
+    out = Table(caption=caption, headers=headers, rows=rows, row_count=len(table.rows) + 1,
+                numeric=frozenset(range(1, len(headers))), widths=[3.0] + [1.2] * (len(headers) - 1),
                 label=f"tab:{table.level}-frequency")
     return _download(out, fmt, f"{stem}.{FORMATS[fmt][0]}")
 

@@ -240,6 +240,7 @@ def test_frequency_exports(world, client_for, owner, fmt, tmp_path):
         assert values["Structure"][-1] == "+∞" and values["AI self"][-1] == "−∞"
     elif fmt == "tex":
         assert "$+\\infty$" in data.decode() and "$-\\infty$" in data.decode() and "\\toprule" in data.decode()
+        assert "Feeling & 1 (50.0\\%) & 2 (50.0\\%) & -- & 2 & 1 & 0.00" in data.decode()
         compiles(data.decode(), tmp_path)
     elif fmt == "svg":
         assert data.startswith(b"<svg") and response["Content-Type"].startswith("image/svg+xml")
