@@ -168,6 +168,15 @@ class ParsedConversation:
             self.model_slugs = model_slugs_from_labels(self.speaker_labels)
 
 
+def as_str(value: Any) -> str | None:
+    """The value if it is text, else None: ids and names in hostile files may be anything."""
+    return value if isinstance(value, str) else None
+
+
+def as_list(value: Any) -> list:
+    return value if isinstance(value, list) else []
+
+
 def human_size(n: int) -> str:
     """A size for messages: 900 bytes, 12.5 KB, 200.0 MB."""
     if n < 1024:

@@ -15,6 +15,8 @@ from .base import (
     ParsedTurn,
     ParseError,
     SourceFile,
+    as_list,
+    as_str,
     conv_location,
     describe,
     epoch_to_datetime,
@@ -114,7 +116,7 @@ def parse_conversation(raw: Any, name: str, index: int) -> ParsedConversation | 
             raise ParseError(name, f"{where}, field 'mapping.{node_id}'", "a node object",
                              describe(node))
     path, branch_points = _branch(mapping, raw.get("current_node"), name, where)
-    default_slug = raw.get("default_model_slug") or None
+    default_slug = as_str(raw.get("default_model_slug")) or None
     turns = _turns(mapping, path, branch_points, default_slug, name, where)
     slugs: list[str] = []
     for t in turns:
@@ -125,7 +127,7 @@ def parse_conversation(raw: Any, name: str, index: int) -> ParsedConversation | 
         slugs.append(default_slug)
     return ParsedConversation(
         external_id=str(ext_id),
-        title=(raw.get("title") or "").strip(),
+        title=(as_str(raw.get("title")) or "").strip(),
         started_at=epoch_to_datetime(raw.get("create_time")),
         source_format="chatgpt",
         source_name=name,
@@ -149,7 +151,7 @@ def _branch(
     node that has siblings (edited prompts, regenerated answers)."""
     if current is None:
         current = _latest_leaf(mapping)
-    elif current not in mapping:
+    elif not isinstance(current, str) or current not in mapping:
         raise ParseError(name, f"{where}, field 'current_node'", "the id of a node in 'mapping'",
                          describe(current))
     path: list[str] = []
@@ -161,12 +163,12 @@ def _branch(
                              "a cycle")
         seen.add(node_id)
         path.append(node_id)
-        node_id = mapping[node_id].get("parent")
+        node_id = as_str(mapping[node_id].get("parent"))
     path.reverse()
     branch_points: dict[str, tuple[int, int]] = {}
     for node_id in path:
-        parent = mapping[node_id].get("parent")
-        siblings = mapping.get(parent, {}).get("children") or [] if parent else []
+        parent = as_str(mapping[node_id].get("parent"))
+        siblings = as_list(mapping[parent].get("children")) if parent in mapping else []
         if len(siblings) > 1 and node_id in siblings:
             branch_points[node_id] = (siblings.index(node_id), len(siblings))
     return path, branch_points
@@ -174,8 +176,8 @@ def _branch(
 
 def _latest_leaf(mapping: dict[str, Any]) -> str | None:
     def created(node_id: str) -> float:
-        msg = mapping[node_id].get("message") or {}
-        t = msg.get("create_time")
+        msg = mapping[node_id].get("message")
+        t = msg.get("create_time") if isinstance(msg, dict) else None
         return float(t) if isinstance(t, int | float) else 0.0
 
     leaves = [k for k, n in mapping.items() if not n.get("children")]
@@ -212,8 +214,8 @@ def _turns(
 
 
 def _visible_speaker(msg: dict[str, Any]) -> str | None:
-    author = msg.get("author") or {}
-    role = author.get("role") if isinstance(author, dict) else None
+    author = msg.get("author")
+    role = as_str(author.get("role")) if isinstance(author, dict) else None
     meta = msg.get("metadata") or {}
     if isinstance(meta, dict) and meta.get("is_visually_hidden_from_conversation"):
         return None
@@ -222,7 +224,7 @@ def _visible_speaker(msg: dict[str, Any]) -> str | None:
     if msg.get("channel") not in (None, "final"):
         return None
     content = msg.get("content") or {}
-    if not isinstance(content, dict) or content.get("content_type") not in KEPT_CONTENT:
+    if not isinstance(content, dict) or as_str(content.get("content_type")) not in KEPT_CONTENT:
         return None
     return {"user": "interviewer", "assistant": "participant"}.get(role or "")
 
@@ -230,7 +232,7 @@ def _visible_speaker(msg: dict[str, Any]) -> str | None:
 def _content_text(content: dict[str, Any], name: str, where: str) -> str:
     parts = content.get("parts")
     if parts is None:
-        return str(content.get("text") or "")
+        return as_str(content.get("text")) or ""
     if not isinstance(parts, list):
         raise ParseError(name, f"{where}, field 'content.parts'", "a list", describe(parts))
     pieces: list[str] = []
@@ -239,7 +241,7 @@ def _content_text(content: dict[str, Any], name: str, where: str) -> str:
             if part:
                 pieces.append(part)
         elif isinstance(part, dict):
-            ctype = part.get("content_type", "")
+            ctype = as_str(part.get("content_type")) or ""
             if ctype == "audio_transcription" and part.get("text"):
                 pieces.append(str(part["text"]))
             elif "image" in ctype:
@@ -251,12 +253,13 @@ def _turn_metadata(
     msg: dict[str, Any], node_id: str, branch_points: dict[str, tuple[int, int]],
     default_slug: str | None,
 ) -> dict[str, Any]:
-    meta = msg.get("metadata") or {}
-    slug = meta.get("model_slug") or default_slug
+    meta = msg.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
+    slug = as_str(meta.get("model_slug")) or default_slug
     finish = (meta.get("finish_details") or {}).get("type") if isinstance(
         meta.get("finish_details"), dict) else None
     out: dict[str, Any] = {
-        "message_ids": [msg.get("id") or node_id],
+        "message_ids": [as_str(msg.get("id")) or node_id],
         "created_at": iso(epoch_to_datetime(msg.get("create_time"))),
     }
     if slug:

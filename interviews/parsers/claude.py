@@ -11,6 +11,8 @@ from .base import (
     ParsedTurn,
     ParseError,
     SourceFile,
+    as_list,
+    as_str,
     conv_location,
     describe,
     iso,
@@ -45,7 +47,7 @@ def parse_conversation(raw: Any, name: str, index: int) -> ParsedConversation:
     model = raw.get("model")
     return ParsedConversation(
         external_id=str(ext_id),
-        title=(raw.get("name") or "").strip(),
+        title=(as_str(raw.get("name")) or "").strip(),
         started_at=iso_to_datetime(raw.get("created_at")),
         source_format="claude",
         source_name=name,
@@ -66,15 +68,15 @@ def _active_branch(
     """Array order for flat exports; with parent links, the path to the active leaf."""
     if not any("parent_message_uuid" in m for m in messages) or not messages:
         return messages, {}
-    by_id = {m.get("uuid"): m for m in messages}
+    by_id = {as_str(m.get("uuid")): m for m in messages}
     if leaf is None:
-        leaf = messages[-1].get("uuid")
-    elif leaf not in by_id:
+        leaf = as_str(messages[-1].get("uuid"))
+    elif not isinstance(leaf, str) or leaf not in by_id:
         raise ParseError(name, f"{where}, field 'current_leaf_message_uuid'",
                          "the uuid of one of its messages", describe(leaf))
     children: dict[Any, list[Any]] = {}
     for m in messages:
-        children.setdefault(m.get("parent_message_uuid") or ROOT_UUID, []).append(m.get("uuid"))
+        children.setdefault(as_str(m.get("parent_message_uuid")) or ROOT_UUID, []).append(as_str(m.get("uuid")))
     path: list[dict[str, Any]] = []
     seen: set[Any] = set()
     node = leaf
@@ -84,13 +86,13 @@ def _active_branch(
                              "a cycle")
         seen.add(node)
         path.append(by_id[node])
-        node = by_id[node].get("parent_message_uuid")
+        node = as_str(by_id[node].get("parent_message_uuid"))
     path.reverse()
     branches = {}
     for m in path:
-        sib = children.get(m.get("parent_message_uuid") or ROOT_UUID, [])
+        sib = children.get(as_str(m.get("parent_message_uuid")) or ROOT_UUID, [])
         if len(sib) > 1:
-            branches[m.get("uuid")] = (sib.index(m.get("uuid")), len(sib))
+            branches[as_str(m.get("uuid"))] = (sib.index(as_str(m.get("uuid"))), len(sib))
     return path, branches
 
 
@@ -98,7 +100,7 @@ def _turn(
     m: dict[str, Any], branches: dict[str, tuple[int, int]], name: str, where: str
 ) -> ParsedTurn | None:
     sender = m.get("sender")
-    if sender not in SENDERS:
+    if not isinstance(sender, str) or sender not in SENDERS:
         raise ParseError(name, f"{where}, message {m.get('uuid')}, field 'sender'",
                          "'human' or 'assistant'", describe(sender))
     content = m.get("content")
@@ -111,20 +113,21 @@ def _turn(
                            if isinstance(b, dict) and b.get("type") == "text"
                            and isinstance(b.get("text"), str) and b["text"])
     else:
-        text = m.get("text") or ""
+        text = as_str(m.get("text")) or ""
     if not text.strip():
         return None
-    meta: dict[str, Any] = {"message_ids": [m.get("uuid")],
+    meta: dict[str, Any] = {"message_ids": [as_str(m.get("uuid"))],
                             "created_at": iso(iso_to_datetime(m.get("created_at")))}
-    attachments = [a.get("file_name") for a in (m.get("attachments") or []) + (m.get("files") or [])
-                   if isinstance(a, dict) and a.get("file_name")]
+    attachments = [a["file_name"] for a in as_list(m.get("attachments")) + as_list(m.get("files"))
+                   if isinstance(a, dict) and as_str(a.get("file_name"))]
     if attachments:
         meta["attachments"] = attachments
     if content and any(isinstance(b, dict) and b.get("type") == "tool_use" for b in content):
         meta["artifacts"] = [b.get("input", {}).get("title") for b in content
                              if isinstance(b, dict) and b.get("type") == "tool_use"
                              and isinstance(b.get("input"), dict)]
-    if m.get("uuid") in branches:
-        i, n = branches[m["uuid"]]
+    key = as_str(m.get("uuid"))
+    if key is not None and key in branches:
+        i, n = branches[key]
         meta["branch"] = {"index": i, "alternatives": n}
     return ParsedTurn(speaker=SENDERS[sender], text=text, metadata=meta)

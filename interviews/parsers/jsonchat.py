@@ -12,6 +12,7 @@ from .base import (
     ParsedTurn,
     ParseError,
     SourceFile,
+    as_str,
     conv_location,
     describe,
     json_loads,
@@ -89,17 +90,17 @@ def parse_openai(source: SourceFile, limits: Limits) -> Iterator[ParsedConversat
             mw = f"{where}, message {i + 1}"
             if not isinstance(msg, dict):
                 raise ParseError(source.name, mw, "a message object", describe(msg))
-            role = msg.get("role")
+            role = as_str(msg.get("role"))
             if role in OPENAI_DROPPED:
                 continue
             if role not in OPENAI_ROLES:
                 raise ParseError(source.name, f"{mw}, field 'role'",
-                                 "one of user, assistant, system, tool", describe(role))
+                                 "one of user, assistant, system, tool", describe(msg.get("role")))
             text = _text_of(msg.get("content"), source.name, mw)
             if not text.strip():
                 continue  # tool calls without text
             meta: dict[str, Any] = {}
-            model = msg.get("model") or (conv_model if role == "assistant" else None)
+            model = as_str(msg.get("model")) or (conv_model if role == "assistant" else None)
             if model:
                 meta["model"] = model
                 if model not in slugs:
