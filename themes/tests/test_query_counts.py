@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from themes import services
-from themes.models import AgendaItem, Theme
+from themes.models import AgendaItem, Snapshot, Theme
 
 pytestmark = pytest.mark.django_db
 
@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def grow(project, owner, analyst, make_code, make_interview, code_segment):
     """Each call adds themes with sub-themes, codes, coded excerpts from several models, exemplars, memos and comments."""
-    state = {"round": 0, "first": None, "review": None}
+    state = {"round": 0, "first": None, "review": None, "memo": None}
 
     def more() -> None:
         state["round"] += 1
@@ -34,7 +34,12 @@ def grow(project, owner, analyst, make_code, make_interview, code_segment):
                 code_segment(code, segments[0], segments[1])
                 code_segment(code, segments[3], coder=analyst)
                 services.exemplar_pin(theme=state["first"], actor=owner, segment=segments[3])
-            services.memo_create(project=project, actor=owner, title=f"Memo {n}.{i}", body="**b** @arjun", kind="analytic", theme=theme)
+            memo = services.memo_create(project=project, actor=owner, title=f"Memo {n}.{i}", body="**b** @arjun", kind="analytic", theme=theme)
+            state["memo"] = state["memo"] or memo
+            first_memo = state["memo"]
+            first_memo.refresh_from_db()
+            services.memo_update(memo=first_memo, actor=analyst, base_version=first_memo.version, title=first_memo.title,
+                                 body=first_memo.body + f"\nline {n}.{i}", kind="analytic")
             services.memo_create(project=project, actor=analyst, title=f"Code memo {n}.{i}", body="c", kind="reflexive", code=code)
             top = services.comment_post(theme=state["first"], actor=owner, body=f"Point {n}.{i} for @arjun")
             services.comment_post(theme=state["first"], actor=analyst, body="reply", parent=top)
@@ -63,6 +68,13 @@ PAGES = {
     "meeting": lambda p, s: reverse("themes:review", args=[p.uuid, s["review"].uuid]),
     "presenter": lambda p, s: reverse("themes:present", args=[p.uuid, s["review"].uuid, 0]),
     "snapshots": lambda p, s: reverse("themes:snapshots", args=[p.uuid]),
+    "snapshot compare": lambda p, s: reverse("themes:snapshot_compare", args=[p.uuid]) + "?a={}&b={}".format(
+        *Snapshot.objects.filter(project=p).order_by("taken_at", "id").values_list("uuid", flat=True)[:1],
+        Snapshot.objects.filter(project=p).latest("taken_at", "id").uuid),
+    "memo": lambda p, s: reverse("themes:memo", args=[p.uuid, s["memo"].uuid]),
+    "memo revision diff": lambda p, s: reverse("themes:memo_revision", args=[p.uuid, s["memo"].uuid, 2]),
+    "memo editor": lambda p, s: reverse("themes:memo_edit", args=[p.uuid, s["memo"].uuid]),
+    "new memo": lambda p, s: reverse("themes:memo_new", args=[p.uuid]),
 }
 
 
