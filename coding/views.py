@@ -282,9 +282,7 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
     codes = queries.workspace_codes(project)
     coders = queries.coders_of(project)
     renderer = ChipRenderer(queries.code_infos(codes), coders, request.user.pk)
-    turns = list(Turn.objects.filter(interview=interview).order_by("position").values_list("id", "position", "speaker"))
-    segments = queries.interview_segments(interview)
-    codings = queries.interview_codings(interview, {c["id"]: i for i, c in enumerate(codes)})
+    turns, segments, codings = queries.interview_transcript(interview, {c["id"]: i for i, c in enumerate(codes)})
     notes = queries.interview_notes(interview)
     notes_html = {tid: render_notes(key=f"t{tid}", notes=n, me=request.user.pk, coders=coders)
                   for tid, n in notes.items() if tid is not None}

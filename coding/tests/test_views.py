@@ -118,9 +118,9 @@ def test_workspace_queries_do_not_grow(client_for, owner, analyst, project, make
 
     interview = Interview.objects.get(title=f"Interview {n - 1}")
     c = client_for(owner)
-    # session, user, membership+project, interview+participant, codes with counts, members, turns, segments,
-    # codings, notes, project progress
-    with django_assert_num_queries(11):
+    # session, user, membership+project, interview+participant, codes, members, turns+segments+codings (one),
+    # notes, project progress (cached for a minute afterwards)
+    with django_assert_num_queries(9):
         r = c.get(reverse("coding:workspace", args=[project.uuid, interview.uuid]))
     assert r.status_code == 200
     body = r.content.decode()
@@ -375,3 +375,21 @@ def test_speaker_toggle_is_a_personal_preference(client_for, outsider, viewer, p
     body = c.get(reverse("coding:workspace", args=[project.uuid, interview.uuid])).content.decode()
     assert "Code participant turns only" not in body  # viewers get no coding controls
     assert body.count('class="seg codable') == interview.segments.count()
+
+
+def test_the_one_query_transcript_matches_the_plain_reads(owner, analyst, project, interview, participant_segments, make_code):
+    from coding import queries
+    from interviews.models import Turn
+
+    Turn.objects.create(interview=interview, position=9, speaker=Speaker.PARTICIPANT, text="")  # a failed turn: no segments
+    a, b = make_code("A"), make_code("B")
+    for seg, code, coder in [(participant_segments[0], b, owner), (participant_segments[0], a, analyst),
+                             (participant_segments[0], a, owner), (participant_segments[2], b, analyst)]:
+        Coding.objects.create(segment=seg, code=code, coder=coder, interview=interview)
+    order = {a.pk: 0, b.pk: 1}
+    turns, segments, codings = queries.interview_transcript(interview, order)
+    assert turns == list(interview.turns.order_by("position").values_list("id", "position", "speaker"))
+    assert segments == queries.interview_segments(interview)
+    assert codings == queries.interview_codings(interview, order)
+    assert codings[participant_segments[0].pk] == sorted([(a.pk, owner.pk), (a.pk, analyst.pk), (b.pk, owner.pk)],
+                                                         key=lambda p: (order[p[0]], p[1]))
