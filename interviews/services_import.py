@@ -42,6 +42,7 @@ from interviews.parsers.base import human_size
 from interviews.segmentation import segment_text
 from interviews.tasks import import_batch_task, import_preview_task
 from projects.audit import audit_record_many
+from projects.jobs import enqueue
 from projects.models import AuditEvent, Project
 
 # Turns per bulk insert: large enough for few round trips, small enough to keep memory
@@ -171,6 +172,7 @@ def preview_files(*, project: Project, files: list[StoredFile],
     for f in files:
         convs = []
         for conv in f.conversations(limits):
+            _drop_nul(conv)
             h = conv.content_sha256()
             hashes.append(h)
             convs.append({
@@ -251,7 +253,7 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
         shutil.rmtree(folder, ignore_errors=True)
         raise
     if not inline:
-        transaction.on_commit(lambda: import_preview_task.delay(job.id))
+        enqueue(import_preview_task, job.id)
     return job
 
 
@@ -317,7 +319,7 @@ def importjob_queue(*, job: ImportJob, options: ImportOptions) -> ImportJob:
     job.progress_total = _count_selected(job.preview, options)
     job.save(update_fields=["options", "status", "progress_total"])
     set_progress(job.uuid, 0, job.progress_total)
-    transaction.on_commit(lambda: import_batch_task.delay(job.id))
+    enqueue(import_batch_task, job.id)
     return job
 
 
@@ -513,7 +515,28 @@ def _wanted_conversations(f: StoredFile, limits: Limits, options: ImportOptions)
         mapping = options.label_maps.get(conv.source_name)
         if mapping and conv.speaker_labels:
             conv.apply_label_map(mapping)
+        _drop_nul(conv)
         yield conv
+
+
+def _no_nul(value: Any) -> Any:
+    """PostgreSQL text and jsonb cannot hold NUL characters; they carry nothing a reader sees."""
+    if isinstance(value, str):
+        return value.replace("\x00", "") if "\x00" in value else value
+    if isinstance(value, list):
+        return [_no_nul(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_nul(k): _no_nul(v) for k, v in value.items()}
+    return value
+
+
+def _drop_nul(conv: ParsedConversation) -> None:
+    """Before hashing, segmenting and offsets: the stored text is the text without NULs."""
+    conv.title, conv.external_id = _no_nul(conv.title), _no_nul(conv.external_id)
+    conv.model_slugs, conv.metadata = _no_nul(conv.model_slugs), _no_nul(conv.metadata)
+    conv.speaker_labels = _no_nul(conv.speaker_labels)
+    for t in conv.turns:
+        t.text, t.metadata = _no_nul(t.text), _no_nul(t.metadata)
 
 
 def _build(project: Project, user, f: StoredFile, conv: ParsedConversation, content_hash: str,

@@ -181,3 +181,25 @@ def test_label_marked_not_a_speaker_stays_in_the_answer(project, owner, tmp_path
     interview = Interview.objects.get()
     assert interview.participant.label == "GPT-4o"
     assert interview.metadata["model_slugs"] == ["GPT-4o"]
+
+
+def test_nul_characters_are_dropped_not_fatal(project, owner, tmp_path):
+    path = tmp_path / "conversations.json"
+    data = json.loads(CLAUDE.read_text())[:1]
+    data[0]["name"] = "Sortable\u0000 table"
+    data[0]["chat_messages"][0]["content"][0]["text"] = "Can you\u0000 build it? Please."
+    path.write_text(json.dumps(data))
+    import_paths(project=project, user=owner, paths=[str(path)])
+    interview = Interview.objects.get()
+    assert interview.title == "Sortable table"
+    first = interview.turns.get(position=0)
+    assert first.text == "Can you build it? Please."
+    assert all(first.text[s.start:s.end] == s.text for s in first.segments.all())
+
+
+def test_preview_of_text_with_nul_characters_is_stored(project, analyst, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    f = SimpleUploadedFile("talk.txt", "User: Hi\u0000 there\nGPT-4o: Hello\n".encode())
+    job = importjob_create(project=project, user=analyst, uploads=[f])
+    job.refresh_from_db()
+    assert job.preview["files"][0]["conversations"][0]["turns"] == 2
