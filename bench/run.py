@@ -6,8 +6,10 @@
 
 Phases are modules in bench/phases/, listed in bench/phases/__init__.py
 (see bench/README.md, "Adding a phase"). Only the block between the
-``bench:run`` markers in RESULTS.md is rewritten; hand-written sections
-outside it stay.
+``bench:run`` markers in RESULTS.md is rewritten, and within it only the
+sections of the phases just run (``--only`` updates one phase and keeps the
+others as last measured, each stamped with its own time); hand-written
+sections outside the block stay.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -27,6 +30,7 @@ from bench.common import BENCH, OUT, Context, Section, machine, today  # noqa: E
 from bench.phases import PHASES  # noqa: E402
 
 START, END = "<!-- bench:run:start -->", "<!-- bench:run:end -->"
+PHASE_CHUNK = re.compile(r"<!-- bench:phase:(\w+) -->.*?<!-- /bench:phase:\1 -->", re.S)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,12 +56,12 @@ def main(argv: list[str] | None = None) -> int:
             failed.append(name)
             section = Section(f"{name}: FAILED", [], [], "```\n" + traceback.format_exc()[-3000:] + "```")
         print(f"bench: {name} done in {time.perf_counter() - started:.1f} s", flush=True)
-        sections.append(section)
+        sections.append((name, section))
     _teardown_django(ctx)
-    report = _render(sections, ctx)
-    print(report)
+    fresh = {name: _phase_chunk(name, section) for name, section in sections}
+    print("\n".join(fresh.values()))
     if not args.no_write:
-        _write(report, args.results)
+        _write(fresh, ctx, args.results)
         OUT.mkdir(exist_ok=True)
         (OUT / "last-run.json").write_text(json.dumps({"peers": ctx.peer_results}, indent=1, default=str))
     return 1 if failed else 0
@@ -74,20 +78,27 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     return ap.parse_args(argv)
 
 
-def _render(sections: list[Section], ctx: Context) -> str:
-    head = f"## Latest `make bench` run\n\n{today()} · {machine()}" + (" · peers: Taguette, doccano" if ctx.peers else "")
-    return "\n".join([START, head, "", *(s.markdown() for s in sections), END])
+def _phase_chunk(name: str, section: Section) -> str:
+    """One phase's section between its own markers, stamped with when it was measured."""
+    return f"<!-- bench:phase:{name} -->\n{section.markdown()}\n_Measured {today()}._\n<!-- /bench:phase:{name} -->"
 
 
-def _write(report: str, path: Path) -> None:
+def _write(fresh: dict[str, str], ctx: Context, path: Path) -> None:
+    """Update the bench:run block: phases just run replace their sections, the others stay as measured."""
     old = path.read_text() if path.exists() else "# Benchmark results\n"
+    before, block, after = old, "", ""
     if START in old and END in old:
         before, rest = old.split(START, 1)
-        after = rest.split(END, 1)[1]
-        new = before + report + after
-    else:
-        new = old.rstrip() + "\n\n" + report + "\n"
-    path.write_text(new)
+        block, after = rest.split(END, 1)
+    chunks = {m.group(1): m.group(0) for m in PHASE_CHUNK.finditer(block)}
+    chunks.update(fresh)
+    order = [p for p in PHASES if p in chunks] + sorted(set(chunks) - set(PHASES))
+    head = f"## Latest `make bench` runs\n\nLast written {today()} · {machine()}" + (
+        " · peers run in this run" if ctx.peers else "")
+    report = "\n".join([START, head, "", *(chunks[p] + "\n" for p in order), END])
+    if not before.endswith("\n\n") and block == "":
+        before = before.rstrip() + "\n\n"
+    path.write_text(before + report + (after if block else "\n"))
     print(f"bench: wrote {path}")
 
 

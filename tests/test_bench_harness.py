@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import importlib
 
-from bench.common import Section
+from bench.common import Context, Section
 from bench.phases import PHASES
-from bench.run import END, START, _write
+from bench.run import END, START, _phase_chunk, _write
 
 
 def test_every_registered_phase_has_a_title_and_a_run_function() -> None:
@@ -24,12 +24,17 @@ def test_section_renders_a_markdown_table() -> None:
     assert "| missing | – |" in text and "| ratio | 0.457 |" in text and text.rstrip().endswith("note")
 
 
-def test_a_run_replaces_only_the_marked_block(tmp_path) -> None:
+def test_a_run_replaces_only_its_phases_inside_the_marked_block(tmp_path) -> None:
     results = tmp_path / "RESULTS.md"
-    _write(f"{START}\nfirst run\n{END}", results)
-    results.write_text("# Bench\n\n## Hand-written\nkept\n\n" + results.read_text().split("# Benchmark results")[-1].lstrip() + "\n## After\nalso kept\n")
-    _write(f"{START}\nsecond run\n{END}", results)
+    results.write_text("# Bench\n\n## Hand-written\nkept\n")
+    ctx = Context()
+    _write({"segmentation": _phase_chunk("segmentation", Section("Seg v1", ["a"], [[1]])),
+            "reading": _phase_chunk("reading", Section("Reading v1", ["a"], [[2]]))}, ctx, results)
+    results.write_text(results.read_text() + "\n## After\nalso kept\n")
+    _write({"segmentation": _phase_chunk("segmentation", Section("Seg v2", ["a"], [[3]]))}, ctx, results)
     text = results.read_text()
-    assert "second run" in text and "first run" not in text
+    assert "Seg v2" in text and "Seg v1" not in text
+    assert "Reading v1" in text, "a phase not run this time keeps its last measurement"
+    assert text.index("Seg v2") < text.index("Reading v1"), "sections follow the PHASES order"
     assert "## Hand-written\nkept" in text and "## After\nalso kept" in text
     assert text.count(START) == 1 and text.count(END) == 1
