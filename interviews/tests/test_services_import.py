@@ -197,9 +197,11 @@ def test_nul_characters_are_dropped_not_fatal(project, owner, tmp_path):
     assert all(first.text[s.start:s.end] == s.text for s in first.segments.all())
 
 
-def test_preview_of_text_with_nul_characters_is_stored(project, analyst, settings, tmp_path):
+def test_preview_with_nul_characters_is_stored(project, analyst, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
-    f = SimpleUploadedFile("talk.txt", "User: Hi\u0000 there\nGPT-4o: Hello\n".encode())
+    data = json.loads(CLAUDE.read_text())[:1]
+    data[0]["name"] = "Sortable\u0000 table"
+    f = SimpleUploadedFile("conversations.json", json.dumps(data).encode())
     job = importjob_create(project=project, user=analyst, uploads=[f])
     job.refresh_from_db()
-    assert job.preview["files"][0]["conversations"][0]["turns"] == 2
+    assert job.preview["files"][0]["conversations"][0]["title"] == "Sortable table"
