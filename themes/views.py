@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from coding.models import Code
-from interviews.models import Segment
+from interviews.models import Participant, Segment
 from projects.models import Membership
 from projects.permissions import member_or_404, writer_or_403
 from themes import queries, services
@@ -202,12 +202,20 @@ def theme_page_context(request: HttpRequest, membership: Membership, theme: Them
     for group in groups:
         for excerpt in group.excerpts:
             excerpt.codes = [code_names[i] for i in sorted(excerpt.code_ids) if i in code_names]
+    # Every model of the project, so a model that never expresses the theme shows as 0 rather than vanishing.
+    by_label = {g.label: g for g in groups}
+    model_rows = [
+        {"label": p.label, "excerpts": len(by_label[p.label].excerpts) if p.label in by_label else 0,
+         "interviews": by_label[p.label].interviews if p.label in by_label else 0, "total": p.n, "anchor": p.label in by_label}
+        for p in Participant.objects.filter(project=project)
+        .annotate(n=Count("interviews", filter=Q(interviews__deleted_at__isnull=True))).filter(n__gt=0).order_by("label")
+    ]
     exemplars = list(Exemplar.objects.filter(theme=theme).select_related("turn__interview__participant").defer("turn__metadata"))
     memos = list(Memo.objects.for_project(project).filter(theme=theme))
     code_memos = list(Memo.objects.for_project(project).filter(code__in=codes)) if codes else []
     return {
         "project": project, "membership": membership, "nav": "themes", "theme": theme, "codes": codes,
-        "groups": groups, "total_excerpts": sum(len(g.excerpts) for g in groups),
+        "groups": groups, "model_rows": model_rows, "total_excerpts": sum(len(g.excerpts) for g in groups),
         "exemplars": exemplars, "memos": memos, "code_memos": code_memos,
         "subthemes": list(Theme.objects.for_project(project).filter(parent=theme)),
         "history": list(theme.status_changes.select_related("actor")[:20]),

@@ -144,6 +144,7 @@ def test_board_shows_unassigned_codes_and_unread_counts(world, project, analyst,
 def test_theme_page_shows_excerpts_by_model_exemplars_memos_and_thread(world, project, viewer, client_for):
     html = client_for(viewer).get(u("detail", project, world["a"].uuid)).content.decode()
     assert "GPT-4o" in html and "I try to be honest" in html
+    assert "1 of 1" in html
     assert "“I try to be honest about what I do not know.”" in html  # the exemplar
     assert "Reading GPT" in html
     assert '<span class="mention">@arjun</span>' in html
@@ -322,3 +323,10 @@ def test_meeting_agenda_and_attendees_can_change(world, project, analyst, client
     assert "YYYY-MM-DD" in bad.content.decode()
     review.refresh_from_db()
     assert review.title == "Round 1b"
+
+
+def test_theme_page_shows_models_that_never_express_the_theme(world, project, viewer, client_for, make_interview):
+    make_interview("Gemini")
+    html = client_for(viewer).get(u("detail", project, world["a"].uuid)).content.decode()
+    row = html.split("<td>Gemini</td>")[1].split("</tr>")[0]
+    assert '<td class="num">0</td>' in row and "0 of 1" in row
