@@ -10,6 +10,7 @@ from django.conf import settings
 from django.db import connections
 
 from conduct.answering import answer_run
+from projects.jobs import send_or_keep
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -33,7 +34,8 @@ def enqueue_answer(turn_id: int) -> None:
         # threads-pool worker (`-Q $CONDUCT_QUEUE --pool=threads`) so CPU-bound imports
         # and exports never hold a model's answer back, or vice versa.
         queue = os.environ.get("CONDUCT_QUEUE") or None
-        answer_turn_task.apply_async(args=[turn_id], queue=queue)
+        # A broker outage delays the answer (sent when Redis is back), it does not fail the page.
+        send_or_keep(answer_turn_task, turn_id, queue=queue)
 
 
 def _run_in_thread(turn_id: int) -> None:

@@ -315,9 +315,14 @@ def importjob_queue(*, job: ImportJob, options: ImportOptions) -> ImportJob:
         if not options.selected:
             raise ImportOptionsError("Tick at least one conversation to import.")
     job.options = options.to_json()
-    job.status = ImportJob.Status.QUEUED
     job.progress_total = _count_selected(job.preview, options)
-    job.save(update_fields=["options", "status", "progress_total"])
+    # Conditional update: of two concurrent submits (a double click) only one queues the job.
+    claimed = ImportJob.objects.filter(
+        pk=job.pk, status__in=[ImportJob.Status.UPLOADED, ImportJob.Status.ANALYSING]
+    ).update(options=job.options, progress_total=job.progress_total, status=ImportJob.Status.QUEUED)
+    if not claimed:
+        raise ImportOptionsError("This import has already been started.")
+    job.status = ImportJob.Status.QUEUED
     set_progress(job.uuid, 0, job.progress_total)
     enqueue(import_batch_task, job.id)
     return job

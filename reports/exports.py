@@ -13,6 +13,7 @@ from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
+from projects.jobs import enqueue
 from projects.models import Project
 from reports.excerpts import (
     ExcerptOptions,
@@ -67,7 +68,7 @@ def exportjob_create(*, project: Project, user, fmt: str, params: dict[str, list
                                    params=params, progress_total=total, filename=excerpt_filename(project, fmt))
     from reports.tasks import export_excerpts_task
 
-    transaction.on_commit(lambda: export_excerpts_task.delay(job.pk))
+    enqueue(export_excerpts_task, job.pk)
     return job
 
 

@@ -140,3 +140,60 @@ def test_healthz_reports_the_broker_down_while_redis_is_down(coding_world, priva
         assert requests.get(web.url + "/healthz", timeout=30).status_code == 200
     finally:
         web.stop()
+
+
+def test_background_jobs_wait_while_redis_is_down_and_run_when_it_returns(project, analyst, private_redis, monkeypatch, tmp_path):
+    """An upload during a Redis outage is accepted; its job is sent and run once Redis is back."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from interviews.models import ImportJob, Interview
+    from tests.faults import ROOT, kill_worker
+
+    sample = Path(__file__).resolve().parents[2] / "shared" / "samples" / "claude" / "claude-history-synthetic-conversations.json"
+    queue = f"rta-faults-{private_redis.port}"
+    monkeypatch.setenv("MEDIA_ROOT", str(tmp_path))  # shared by the web process and the worker
+    db_url = _database_url(int(connection.settings_dict["PORT"] or 5432))
+    web = WebProcess(database_url=db_url, redis_url=private_redis.url, queue=queue)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING", "-Q", queue,
+         "-n", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, start_new_session=True,
+        env={**__import__("os").environ, "DATABASE_URL": db_url, "REDIS_URL": private_redis.url, "CELERY_QUEUE": queue,
+             "DJANGO_SETTINGS_MODULE": "config.settings_test", "CELERY_TASK_ALWAYS_EAGER": "false"},
+    )
+    try:
+        session = logged_in_session(analyst, web.url)
+        headers = csrf_headers(session, web.url)
+        response = session.post(f"{web.url}/p/{project.uuid}/interviews/import/", data={"format": "auto"},
+                                files={"files": (sample.name, sample.read_bytes(), "application/json")},
+                                headers=headers, allow_redirects=False, timeout=60)
+        assert response.status_code == 302, response.text[:500]
+        job = ImportJob.objects.get(project=project)
+        assert job.status == ImportJob.Status.UPLOADED  # a small file is previewed in the request
+        keys = [c["key"] for f in job.preview["files"] for c in f["conversations"]]
+
+        private_redis.stop()
+        response = session.post(f"{web.url}/p/{project.uuid}/interviews/import/{job.uuid}/start/",
+                                data={"conversations": keys, "participant": "auto"}, headers=headers,
+                                allow_redirects=False, timeout=60)
+        assert response.status_code == 302, response.text[:500]  # accepted: queued, not lost, no 500
+        job.refresh_from_db()
+        assert job.status == ImportJob.Status.QUEUED
+        assert session.get(web.url + response.headers["Location"], timeout=30).status_code == 200
+        time.sleep(3)
+        job.refresh_from_db()
+        assert job.status == ImportJob.Status.QUEUED  # nothing can run it while Redis is down
+
+        private_redis.start()  # same port: the web process's sender and the worker reconnect
+        deadline = time.monotonic() + 120
+        while job.status not in (ImportJob.Status.FAILED, ImportJob.Status.DONE):
+            assert time.monotonic() < deadline, f"the queued job never ran after Redis came back (status {job.status})"
+            time.sleep(0.5)
+            job.refresh_from_db()
+        assert job.status == ImportJob.Status.DONE, job.errors
+        assert Interview.objects.filter(project=project).count() == len(keys)
+    finally:
+        web.stop()
+        kill_worker(worker)
