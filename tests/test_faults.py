@@ -2,8 +2,13 @@
 gunicorn, Redis down under coders and background jobs.
 
 Where other apps' tests already inject a fault, they are the reference (not repeated here):
-- the Celery worker SIGKILLed mid-import: interviews/tests/test_import_worker.py
-- the model endpoint failing mid-stream: conduct/tests (fake server failure modes).
+- the Celery worker SIGKILLed mid-import: interviews/tests/test_import_worker.py (nothing partial) and
+  tests/test_worker_faults.py (redelivered to the restarted worker, lands whole);
+- the model endpoint failing mid-stream: conduct/tests/test_client.py
+  (test_a_stream_that_dies_keeps_the_partial_text_and_does_not_retry) and conduct/tests/test_services.py
+  (test_a_failed_answer_is_marked_and_the_question_is_kept, test_retry_asks_again_and_keeps_the_earlier_partial_text),
+  against the local fake chat-completions server; conduct/tests/test_worker.py
+  (test_killing_the_worker_mid_answer_keeps_saved_turns_and_the_answer_can_be_retried) with a real worker.
 """
 
 from __future__ import annotations
