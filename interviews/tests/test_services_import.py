@@ -205,3 +205,13 @@ def test_preview_with_nul_characters_is_stored(project, analyst, settings, tmp_p
     job = importjob_create(project=project, user=analyst, uploads=[f])
     job.refresh_from_db()
     assert job.preview["files"][0]["conversations"][0]["title"] == "Sortable table"
+
+
+def test_a_job_is_queued_once(project, analyst, settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    job = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE)])
+    stale = ImportJob.objects.get(pk=job.pk)  # a second request that read the job before the first queued it
+    importjob_queue(job=job, options=ImportOptions())
+    with pytest.raises(ImportOptionsError, match="already been started"):
+        importjob_queue(job=stale, options=ImportOptions(allow_duplicates=True))
+    assert ImportJob.objects.get(pk=job.pk).options["allow_duplicates"] is False
