@@ -219,15 +219,17 @@ _BLOCK_CHARS = frozenset("#-*+•◦▪‣0123456789>|`~=_ \t")
 
 _LINE_STARTS = (_FENCE, _ATX, _HR, _QUOTE, _PIPE_ROW, _LIST, _SETEXT)
 _NEWLINE = re.compile("\n")
+_SPACE = re.compile(r"\s")
 
 
 class _Lines:
     """Where the lines of a paragraph end, found once and only if a check needs them."""
 
-    __slots__ = ("_delim", "_ends", "para")
+    __slots__ = ("_delim", "_ends", "multiline", "para")
 
     def __init__(self, para: str) -> None:
         self.para = para
+        self.multiline = "\n" in para
         self._ends: list[int] | None = None
         self._delim: dict[int, bool] = {}
 
@@ -250,8 +252,11 @@ def _starts_block(para: str, pos: int, lines: _Lines) -> bool:
     own would parse as that block. Matching with an end position, not on a
     slice, keeps a long single-line paragraph linear.
     """
+    blockish = para[pos] in _BLOCK_CHARS
+    if not blockish and not lines.multiline:
+        return False  # the common case: a letter, on a paragraph's only line
     end = lines.end(pos)
-    if para[pos] in _BLOCK_CHARS and any(p.match(para, pos, end) for p in _LINE_STARTS):
+    if blockish and any(p.match(para, pos, end) for p in _LINE_STARTS):
         return True
     # A table header: a pipe on the rest of this line and a delimiter row below.
     return end < len(para) and lines.is_delim(end + 1) and para.find("|", pos, end) >= 0
@@ -307,11 +312,12 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
     # The last match may sit at the very end: not a cut, but it still bounds
     # the window pysbd sees, the same whether or not more text follows.
     matches = list(_CANDIDATE.finditer(para))
+    size, last = len(para), len(matches) - 1
     for k, m in enumerate(matches):
-        if m.end() >= len(para) or (masked and _inside(m.start(), masked)):
+        if m.end() >= size or (masked and _inside(m.start(), masked)):
             continue
-        following = _term_end(matches[k + 1]) if k + 1 < len(matches) else len(para)
-        if m.group("cjk") is not None:
+        following = _term_end(matches[k + 1]) if k < last else size
+        if m.start("cjk") >= 0:
             seg_end, nxt = m.end("cjkclose"), m.end()
             # 「ありがとう。」と言った: a quoted sentence inside a longer one.
             embedded = m.group("cjkclose") and not m.group("cjkws")
@@ -368,7 +374,8 @@ def _first_letter(para: str, pos: int) -> str:
 
 
 def _term_end(m: re.Match[str]) -> int:
-    return m.end("term") if m.group("term") is not None else m.end("cjk")
+    end = m.end("term")
+    return end if end >= 0 else m.end("cjk")
 
 
 def _decide(para: str, m: re.Match[str], sent_start: int, nxt: int, following: int, lines: _Lines) -> int:
@@ -401,9 +408,13 @@ def _word_before(para: str, pos: int, floor: int) -> tuple[str, int]:
     """The word ending at ``pos`` (not before ``floor``) and where it starts."""
     while pos > floor and para[pos - 1].isspace():
         pos -= 1
-    i = pos
-    while i > floor and not para[i - 1].isspace():
-        i -= 1
+    # Fast path: the nearest ASCII space, tab or newline, scanned from the right in C.
+    i = max(para.rfind(" ", floor, pos), para.rfind("\n", floor, pos), para.rfind("\t", floor, pos)) + 1
+    i = max(i, floor)
+    if _SPACE.search(para, i, pos):
+        i = pos  # other whitespace (NBSP, U+2028…) or controls: walk back one character at a time
+        while i > floor and not para[i - 1].isspace():
+            i -= 1
     return para[i:pos].lstrip(_OPENERS).rstrip(_CLOSERS), i
 
 
