@@ -22,7 +22,9 @@ from themes.rendering import render_markdown
 
 
 def _theme(membership: Membership, theme_uuid) -> Theme:
-    return get_object_or_404(Theme.objects.for_project(membership.project).select_related("parent"), uuid=theme_uuid)
+    theme = get_object_or_404(Theme.objects.for_project(membership.project).select_related("parent"), uuid=theme_uuid)
+    theme.project = membership.project  # already loaded with the membership; saves a query per use
+    return theme
 
 
 def _code(membership: Membership, code_uuid) -> Code:

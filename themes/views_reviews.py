@@ -193,6 +193,7 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
         return redirect("themes:review", project_uuid=membership.project.uuid, review_uuid=review.uuid)
     index = max(0, min(index, len(agenda) - 1))
     theme = agenda[index].theme
+    theme.project = membership.project
     codes = list(Code.objects.filter(theme_codes__theme=theme, deleted_at__isnull=True).order_by("theme_codes__position"))
     threads = list(Comment.objects.filter(theme=theme, parent__isnull=True, resolved_at__isnull=True).select_related("author"))
     usernames = list(Membership.objects.filter(project=membership.project).values_list("user__username", flat=True))
