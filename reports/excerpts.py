@@ -365,8 +365,8 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
     v = run["first"]
     run["coders"].sort()
     theme, subtheme = names.placements.get(getattr(v, "placement_id", None), ("", ""))
-    iv = names.interviews[v.interview_id]
-    p = names.participants[iv.participant_id]
+    iv = names.interviews.get(v.interview_id) or _late_interview(names, v.interview_id)
+    p = names.participants.get(iv.participant_id) or _late_participant(names, iv.participant_id)
     provenance = ""
     if "provenance" in spec.columns:
         # The source part repeats for every row of a turn: build it once per turn.
@@ -385,6 +385,19 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
         quote=trim_quote("".join(run["parts"]), spec.max_quote_chars), provenance=provenance,
         coders=list(run["coders"]), segment_positions=(run["first_position"], run["last_position"]),
     )
+
+
+def _late_interview(names: _Lookups, interview_id: int) -> Any:
+    """An interview created between loading the lookups and reading the rows (a rare race): fetch it alone."""
+    iv = Interview.objects.filter(pk=interview_id).values_list(
+        "id", "uuid", "title", "conducted_at", "source_format", "source_sha256", "participant_id", named=True).get()
+    names.interviews[interview_id] = iv
+    return iv
+
+
+def _late_participant(names: _Lookups, participant_id: int) -> Participant:
+    names.participants[participant_id] = Participant.objects.get(pk=participant_id)
+    return names.participants[participant_id]
 
 
 def _source(*, provider: str, model: str, interface: str, when: Any, source_format: str, sha256: str,
