@@ -22,6 +22,12 @@ from projects.permissions import member_or_404
 VIEWS = ("read", "segments")
 
 
+def _wants_fragment(request: HttpRequest) -> bool:
+    """An htmx swap asks for the fragment; a boosted link or a history restore needs the whole page."""
+    htmx = request.htmx
+    return bool(htmx) and not htmx.boosted and not htmx.history_restore_request
+
+
 def _count(queryset) -> Coalesce:
     """A correlated COUNT subquery: one query for the list however many rows it has."""
     counted = queryset.filter(interview=OuterRef("pk")).order_by().values("interview").annotate(n=Count("pk", distinct=True))
@@ -62,7 +68,7 @@ def interview_list(request: HttpRequest, project_uuid) -> HttpResponse:
         "participants": participants, "filters": filters, "filtered": any(filters.values()),
         "depth_choices": Interview.Depth.choices, "origin_choices": Interview.Origin.choices,
     }
-    if request.htmx and not request.htmx.boosted:
+    if _wants_fragment(request):
         return render(request, "interviews/interview_list.html#interview-table", context)
     return render(request, "interviews/interview_list.html", context)
 
@@ -109,7 +115,7 @@ def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> Http
         "provenance": interview_provenance(interview, turns),
         "segment_total": sum(t.segment_count for t in turns),
     }
-    if request.htmx and not request.htmx.boosted:
+    if _wants_fragment(request):
         return render(request, "interviews/interview_detail.html#transcript", context)
     return render(request, "interviews/interview_detail.html", context)
 
@@ -158,7 +164,7 @@ def statistics(request: HttpRequest, project_uuid) -> HttpResponse:
         "project": membership.project, "membership": membership, "nav": "interviews",
         "rows": rows, "depth": depth, "depth_choices": DEPTH_CHOICES,
     }
-    if request.htmx and not request.htmx.boosted:
+    if _wants_fragment(request):
         return render(request, "interviews/statistics.html#statistics-table", context)
     return render(request, "interviews/statistics.html", context)
 

@@ -208,3 +208,9 @@ def test_odd_metadata_shapes_do_not_break_the_page(client_for, analyst, project)
         {"speaker": "participant", "text": "Ok.", "metadata": {"provenance": {"request": [1], "usage": "many"}}},
     ], metadata=["odd"])
     assert client_for(analyst).get(url(project, interview)).status_code == 200
+
+
+def test_history_restore_gets_the_whole_page(client_for, analyst, project, interview) -> None:
+    headers = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
+    html = client_for(analyst).get(url(project, interview, view="segments"), headers=headers).content.decode()
+    assert "<html" in html and 'id="transcript"' in html
