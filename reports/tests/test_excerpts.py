@@ -120,3 +120,16 @@ def test_rows_stream_in_one_query_whatever_their_number(world, django_assert_num
     with django_assert_num_queries(2):
         more = list(excerpt_rows(world.project, spec, options=options))
     assert len(more) > len(few)
+
+
+def test_a_model_added_after_the_choices_were_loaded_still_exports(world):
+    from reports.tests.tables_world import _interview, code, seg
+
+    options = excerpt_options(world.project)  # e.g. loaded by the page before the rows are read
+    from interviews.models import Participant
+
+    newcomer = Participant.objects.create(project=world.project, label="Gemini", provider="Google")
+    interview = _interview(world.project, newcomer, "Gemini on home", ["Home is data."], world.owner)
+    code(world.codes["Feeling"], seg(interview, "Home is data."), world.owner)
+    got = list(excerpt_rows(world.project, ExcerptSpec(columns=("model", "quote", "provenance")), options=options))
+    assert ("Gemini", "Home is data.") in {(r.model, r.quote) for r in got}
