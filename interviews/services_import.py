@@ -183,6 +183,8 @@ def preview_files(*, project: Project, files: list[StoredFile],
                 "started_at": conv.started_at.isoformat() if conv.started_at else None,
                 "models": conv.model_slugs,
                 "turns": len(conv.turns),
+                # The opening question helps tell apart conversations with generic titles.
+                "first": next((t.text[:160] for t in conv.turns if t.speaker == "interviewer"), ""),
                 "content_sha256": h,
                 # Pairs, not an object: jsonb would reorder the labels.
                 "labels": [[label, guess] for label, guess in conv.speaker_labels.items()],

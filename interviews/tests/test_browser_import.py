@@ -87,3 +87,35 @@ def test_bad_file_shows_the_message_next_to_the_field(page, login, live_server, 
     alert = page.get_by_role("alert")
     assert alert.inner_text().startswith("conversations.json: line ")
     assert Interview.objects.count() == 0
+
+
+def test_filter_a_long_list_and_untick_what_is_shown(page, login, live_server, project, analyst, tmp_path):
+    sample = json.loads((SAMPLES / "chatgpt" / "chatgpt2graph-conversations.json").read_text())[0]
+    user_id = next(k for k, v in sample["mapping"].items() if v["message"] and v["message"]["author"]["role"] == "user")
+    convs = []
+    for i in range(12):
+        c = json.loads(json.dumps(sample))
+        c["id"] = c["conversation_id"] = f"c{i}"
+        c["title"] = "Care plan" if i in (3, 7) else f"Trust {i}"
+        c["mapping"][user_id]["message"]["content"]["parts"] = [f"Opening question {i}?"]
+        convs.append(c)
+    export = tmp_path / "conversations.json"
+    export.write_text(json.dumps(convs))
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{project.uuid}/interviews/import/")
+    page.set_input_files("#id_files", str(export))
+    page.get_by_role("button", name="Upload and preview").click()
+    page.wait_for_selector("#conversation-list")
+    assert "Opening question 3?" in page.locator("#conversation-list").inner_text()
+    page.get_by_label("Filter").fill("care")
+    page.keyboard.press("Enter")  # must not submit the form
+    assert page.locator("#conversation-list tbody tr:visible").count() == 2
+    page.get_by_role("button", name="Untick all shown").click()
+    page.get_by_label("Filter").fill("")
+    page.locator("#conversation-filter").dispatch_event("input")
+    assert page.locator("#conversation-list tbody tr:visible").count() == 12
+    assert page.locator("input[name=conversations]:checked").count() == 10
+    page.get_by_role("button", name="Import ticked conversations").click()
+    page.wait_for_selector("#import-summary")
+    assert Interview.objects.count() == 10
+    assert not Interview.objects.filter(title="Care plan").exists()

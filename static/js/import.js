@@ -42,9 +42,23 @@
       var mode = event.target.getAttribute && event.target.getAttribute("data-tick");
       if (!mode) { return; }
       form.querySelectorAll("input[name=conversations]").forEach(function (box) {
-        box.checked = mode === "all";
+        if (!box.closest("tr").hidden) { box.checked = mode === "all"; }
       });
     });
+    var filter = document.getElementById("conversation-filter");
+    if (filter) {
+      filter.addEventListener("input", function () {
+        var words = filter.value.toLowerCase().split(/\s+/).filter(Boolean);
+        form.querySelectorAll("#conversation-list tbody tr").forEach(function (row) {
+          var text = row.textContent.toLowerCase();
+          row.hidden = !words.every(function (w) { return text.indexOf(w) !== -1; });
+        });
+      });
+      // Enter in the filter must not submit the import.
+      filter.addEventListener("keydown", function (event) {
+        if (event.key === "Enter") { event.preventDefault(); }
+      });
+    }
     var select = document.getElementById("id_participant");
     var field = document.getElementById("new-participant-field");
     if (select && field) {
