@@ -86,6 +86,7 @@ def test_page_shows_rows_and_filters_by_depth(client_for, viewer, fixture_projec
     assert "Assistant A" in html and "Bot B" in html and "5.3" in html  # avg words per response
     html = client_for(viewer).get(stats_url(fixture_project, depth="brief")).content.decode()
     assert "Bot B" in html and "Assistant A" not in html
+    assert reverse("reports:statistics_latex", args=[fixture_project.uuid]) + "?depth=brief" in html
 
 
 def test_outsiders_get_404(client_for, outsider, fixture_project) -> None:
