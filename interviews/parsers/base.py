@@ -187,6 +187,14 @@ def human_size(n: int) -> str:
 
 
 def decode_utf8(data: bytes, name: str) -> str:
+    """UTF-8 text (a byte-order mark dropped); UTF-16 too when its byte-order mark says so,
+    as Windows Notepad saves "Unicode" text."""
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise ParseError(name, None, "UTF-16 text (the file starts with its byte-order mark)",
+                             "bytes that are not") from None
     if data.startswith(UTF8_BOM):
         data = data[3:]
     try:

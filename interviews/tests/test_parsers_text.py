@@ -109,6 +109,12 @@ def test_text_that_is_not_utf8_names_the_line():
     assert str(exc.value) == "latin1.txt: line 2: expected UTF-8 text, found byte 0xe9"
 
 
+def test_utf16_text_from_windows_notepad():
+    data = "User: Grüße\r\nAssistant: Hallo 👋\r\n".encode("utf-16")
+    (conv,) = list(parse_upload(SourceFile.from_bytes("notepad.txt", data)))
+    assert [t.text for t in conv.turns] == ["Grüße", "Hallo 👋"]
+
+
 def test_crlf_and_byte_order_mark():
     data = b"\xef\xbb\xbfUser: Hi\r\nAssistant: Hello\r\nthere\r\n"
     (conv,) = list(parse_upload(SourceFile.from_bytes("win.txt", data)))
