@@ -110,10 +110,16 @@ class MemoQuerySet(models.QuerySet):
         return self.filter(deleted_at__isnull=True)
 
     def for_project(self, project: Project) -> MemoQuerySet:
-        """Live memos of a project with author and targets loaded (journal, theme page)."""
+        """Live memos of a project with author and targets loaded (journal, theme page).
+
+        A memo whose interview, code or theme is in the trash is hidden with it and comes back when it is restored.
+        """
         return (
             self.alive()
             .filter(project=project)
+            .filter(models.Q(interview__isnull=True) | models.Q(interview__deleted_at__isnull=True))
+            .filter(models.Q(code__isnull=True) | models.Q(code__deleted_at__isnull=True))
+            .filter(models.Q(theme__isnull=True) | models.Q(theme__deleted_at__isnull=True))
             .select_related("author", "updated_by", "interview", "code", "theme")
         )
 

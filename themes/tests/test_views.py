@@ -249,6 +249,15 @@ def test_journal_filters_by_type_author_and_target(world, project, owner, analys
     assert client.get(u("journal", project, target="theme:not-a-uuid")).status_code == 200
 
 
+def test_memos_on_a_trashed_theme_leave_the_journal_with_it(world, project, owner, client_for):
+    services.theme_delete(theme=world["a"], actor=owner)
+    client = client_for(owner)
+    assert "Reading GPT" not in client.get(u("journal", project)).content.decode()
+    assert client.get(u("memo", project, world["memo"].uuid)).status_code == 404
+    Theme.objects.filter(pk=world["a"].pk).update(deleted_at=None)  # restored from the trash
+    assert "Reading GPT" in client.get(u("journal", project)).content.decode()
+
+
 def test_deleted_memos_and_themes_leave_the_pages(world, project, owner, client_for):
     services.memo_delete(memo=world["memo"], actor=owner)
     services.theme_delete(theme=world["b"], actor=owner)
