@@ -212,7 +212,7 @@ def theme_page_context(request: HttpRequest, membership: Membership, theme: Them
         for p in Participant.objects.filter(project=project)
         .annotate(n=Count("interviews", filter=Q(interviews__deleted_at__isnull=True))).filter(n__gt=0).order_by("label")
     ]
-    exemplars = list(Exemplar.objects.filter(theme=theme).select_related("turn__interview__participant").defer("turn__metadata"))
+    exemplars = list(Exemplar.objects.filter(theme=theme, turn__interview__deleted_at__isnull=True).select_related("turn__interview__participant").defer("turn__metadata"))
     memos = list(Memo.objects.for_project(project).filter(theme=theme))
     code_memos = list(Memo.objects.for_project(project).filter(code__in=codes)) if codes else []
     return {

@@ -339,3 +339,11 @@ def test_theme_page_shows_models_that_never_express_the_theme(world, project, vi
     html = client_for(viewer).get(u("detail", project, world["a"].uuid)).content.decode()
     row = html.split("<td>Gemini</td>")[1].split("</tr>")[0]
     assert '<td class="num">0</td>' in row and "0 of 1" in row
+
+
+def test_exemplars_from_a_trashed_interview_are_hidden(world, project, owner, client_for):
+    from interviews.models import Interview
+
+    Interview.objects.filter(pk=world["interview"].pk).update(deleted_at="2026-11-22T00:00:00Z")
+    html = client_for(owner).get(u("detail", project, world["a"].uuid)).content.decode()
+    assert "Exemplar quotes <span class=\"badge\">0</span>" in html
