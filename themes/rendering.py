@@ -30,12 +30,22 @@ MENTION_RE = re.compile(r"(?<![\w@/.:])@([\w.+-]+)")
 
 def render_markdown(text: str, *, mentionable: Iterable[str] = ()) -> SafeString:
     """Render Markdown to sanitised HTML; @username of a mentionable member is highlighted."""
-    return mark_safe(_render(text or "", frozenset(mentionable)))  # noqa: S308 - nh3 output
+    text, names = text or "", frozenset(mentionable)
+    # Pure function of its arguments: short texts (nearly all memos and comments) render once per process;
+    # long ones are not kept, so the cache stays a few MB at most.
+    html = _render_cached(text, names) if len(text) <= CACHE_TEXT_LIMIT else _render(text, names)
+    return mark_safe(html)  # noqa: S308 - nh3 output
 
 
-@lru_cache(maxsize=4096)
+CACHE_TEXT_LIMIT = 8_000
+
+
+@lru_cache(maxsize=2048)
+def _render_cached(text: str, names: frozenset[str]) -> str:
+    return _render(text, names)
+
+
 def _render(text: str, names: frozenset[str]) -> str:
-    # Pure function of its arguments, so memos and comments re-read on every page render once per process.
     html = _md.render(text)
     if names:
         html = MENTION_RE.sub(lambda m: _mention(m, names), html)
