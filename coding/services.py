@@ -203,17 +203,12 @@ def code_merge(*, source: Code, target: Code, actor: Any, reason: str = "") -> C
         if ancestor.pk == source.pk:
             raise ValidationError({"target": f"“{target.name}” is inside “{source.name}”; merge it the other way round."})
         ancestor = ancestor.parent
-    with connection.cursor() as cur:
-        # Codings the target already has (same segment and coder) are kept once, not duplicated.
-        cur.execute(
-            """INSERT INTO coding_coding (segment_id, code_id, coder_id, interview_id, origin, note, created_at)
-               SELECT segment_id, %s, coder_id, interview_id, origin, note, created_at FROM coding_coding WHERE code_id = %s
-               ON CONFLICT (segment_id, code_id, coder_id) DO NOTHING""",
-            [target.pk, source.pk],
-        )
-        moved = cur.rowcount
-    total = Coding.objects.filter(code=source).count()
-    Coding.objects.filter(code=source).delete()
+    # Lock the source first: a second merge or split of it waits instead of interleaving.
+    Code.objects.select_for_update().filter(pk=source.pk).exists()
+    if connection.vendor != "postgresql":
+        total, moved = _merge_codings_portable(source, target)
+    else:
+        total, moved = _merge_codings(source, target)
     Code.objects.filter(parent=source).update(parent=target)
     source.archived = True
     source.merged_into = target
@@ -228,6 +223,38 @@ def code_merge(*, source: Code, target: Code, actor: Any, reason: str = "") -> C
                              reason=reason, data=data)
     target.refresh_from_db()
     return target
+
+
+def _merge_codings(source: Code, target: Code) -> tuple[int, int]:
+    """Move the source's codings to the target; (codings moved, of which new to the target)."""
+    with connection.cursor() as cur:
+        # ONE statement: a coding someone adds meanwhile is either moved or stays on the
+        # (archived) source, never deleted unmoved. Codings the target already has (same segment
+        # and coder) are kept once, not duplicated.
+        cur.execute(
+            """WITH moved AS (DELETE FROM coding_coding WHERE code_id = %s
+                              RETURNING segment_id, coder_id, interview_id, origin, note, created_at),
+                    added AS (INSERT INTO coding_coding (segment_id, code_id, coder_id, interview_id, origin, note, created_at)
+                              SELECT segment_id, %s, coder_id, interview_id, origin, note, created_at FROM moved
+                              ON CONFLICT (segment_id, code_id, coder_id) DO NOTHING RETURNING 1)
+               SELECT (SELECT count(*) FROM moved), (SELECT count(*) FROM added)""",
+            [source.pk, target.pk],
+        )
+        return cur.fetchone()
+
+
+def _merge_codings_portable(source: Code, target: Code) -> tuple[int, int]:
+    """The same on SQLite (the laptop quick start), which has no data-modifying CTEs and one writer at a time."""
+    with connection.cursor() as cur:
+        cur.execute(
+            """INSERT INTO coding_coding (segment_id, code_id, coder_id, interview_id, origin, note, created_at)
+               SELECT segment_id, %s, coder_id, interview_id, origin, note, created_at FROM coding_coding WHERE code_id = %s
+               ON CONFLICT (segment_id, code_id, coder_id) DO NOTHING""",
+            [target.pk, source.pk],
+        )
+        moved = cur.rowcount
+    total, _ = Coding.objects.filter(code=source).delete()
+    return total, moved
 
 
 @transaction.atomic
