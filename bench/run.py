@@ -43,7 +43,12 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sections, failed = [], []
     for name in names:
-        module = importlib.import_module(f"bench.phases.{name}")
+        try:
+            module = importlib.import_module(f"bench.phases.{name}")
+        except Exception:  # noqa: BLE001 - a phase that does not even import is reported, not fatal
+            failed.append(name)
+            sections.append((name, Section(f"{name}: FAILED to import", [], [], "```\n" + traceback.format_exc()[-3000:] + "```")))
+            continue
         if getattr(module, "PEERS_ONLY", False) and not ctx.peers:
             continue
         print(f"bench: {name} …", flush=True)
