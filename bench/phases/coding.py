@@ -238,10 +238,21 @@ def run(ctx: Context) -> Section:
         # Round trips of one apply, in-process: session, user, then the statement.
         client = Client()
         client.force_login(user)
+        prefs = client.session
+        prefs[f"coding:any_speaker:{project.uuid}"] = True  # like the HTTP session: every segment is codable
+        prefs.save()
         iv0, seg0 = work[-1]
         with CaptureQueriesContext(connection) as queries:
             client.post(f"/p/{project.uuid}/interviews/{iv0}/code/apply/", {"code": codes[0], "segments": seg0})
         round_trips = len(queries.captured_queries)
+        # The same request in-process (no HTTP, no client): what the server itself spends; min hints at an idle box.
+        inproc = []
+        for i, (iv, seg) in enumerate(work[n_seq + n_conc:n_seq + n_conc + (100 if ctx.quick else 400)]):
+            t0 = time.perf_counter()
+            r = client.post(f"/p/{project.uuid}/interviews/{iv}/code/apply/", {"code": codes[i % 10], "segments": seg})
+            inproc.append(time.perf_counter() - t0)
+            if r.status_code != 200:
+                raise RuntimeError(f"in-process apply answered {r.status_code}")
 
         # The heaviest interview (most codings) and a 10× interview coded at the same density.
         counts = {iv.pk: Coding.objects.filter(interview=iv).count() for iv in order}
@@ -324,6 +335,8 @@ def run(ctx: Context) -> Section:
          f"{peer(tg, 'c_highlight_concurrent', 'throughput_per_s')} / {peer(tg, 'c_highlight_concurrent', 'p95_ms')}" if tg else "92 / 110 (ref)",
          f"{peer(dc, 'c_highlight_concurrent', 'throughput_per_s')} / {peer(dc, 'c_highlight_concurrent', 'p95_ms')}" if dc else "165 / 92 (ref)"],
         ["8 clients: errors", len(errors), None, None],
+        ["apply in-process (Django test client, no HTTP): p50 / min ms", f"{_pct(inproc, 50) * 1000:.2f} / {min(inproc) * 1000:.2f}",
+         None, None],
         ["DB round trips per apply (session, user, one statement)", round_trips, None, None],
         [f"open heaviest interview ({heavy_segments} segments, {counts[heavy.pk]} codings): server ms (target ≤ 30)",
          f"{h_server:.1f}", None, None],
