@@ -1,59 +1,95 @@
 """The Celery worker SIGKILLed in the middle of an import, then restarted (as compose's restart
 policy does): the unacknowledged task is redelivered, the import lands whole and once, and the
 import page shows the state throughout. (interviews/tests/test_import_worker.py checks that the
-kill leaves nothing partial; this follows the job through to the restarted worker.)"""
+kill leaves nothing partial; this follows the job through to the restarted worker.)
+
+The web process and the workers use a private redis-server: redelivery restores *every*
+unacknowledged message on its broker, which must not touch other test runs' tasks.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import time
 
 import pytest
+from django.db import connection
 
 from interviews.models import ImportJob, Interview
-from interviews.services_import import ImportOptions, get_progress, importjob_create, importjob_queue
 from interviews.tests.test_import_worker import CONVERSATIONS, big_export
-from tests.faults import kill_worker, start_worker
+from tests.faults import ROOT, PrivateRedis, WebProcess, csrf_headers, kill_worker, logged_in_session
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def worker_env(monkeypatch, settings, tmp_path):
-    monkeypatch.setenv("MEDIA_ROOT", str(tmp_path))
-    monkeypatch.setenv("RTA_IMPORT_CHUNK_TURNS", "200")
-    settings.MEDIA_ROOT = tmp_path
+def _worker(db_url: str, redis_url: str, queue: str) -> subprocess.Popen:
+    env = {**os.environ, "DATABASE_URL": db_url, "REDIS_URL": redis_url, "CELERY_QUEUE": queue,
+           "DJANGO_SETTINGS_MODULE": "config.settings_test", "CELERY_TASK_ALWAYS_EAGER": "false",
+           # Redelivery after 3 s instead of 15 minutes, so the test can watch it happen.
+           "CELERY_VISIBILITY_TIMEOUT": "3", "RTA_IMPORT_CHUNK_TURNS": "200"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING", "-Q", queue,
+         "-n", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+        cwd=ROOT, env=env, start_new_session=True,
+    )
 
 
-def test_a_killed_import_is_redelivered_to_the_restarted_worker(worker_env, project, analyst, client_for):
-    # Redelivery after 3 s instead of 15 minutes, so the test can watch it happen.
-    worker = start_worker(CELERY_VISIBILITY_TIMEOUT="3")
+def _wait_for(job: ImportJob, statuses: set[str], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while True:
+        job.refresh_from_db()
+        if job.status in statuses:
+            return
+        assert time.monotonic() < deadline, f"the import stayed {job.status!r} for {seconds} s"
+        time.sleep(0.2)
+
+
+def test_a_killed_import_is_redelivered_to_the_restarted_worker(project, analyst, monkeypatch, tmp_path):
+    monkeypatch.setenv("MEDIA_ROOT", str(tmp_path))  # uploads shared by the web process and the workers
+    redis = PrivateRedis().start()
+    db = connection.settings_dict
+    db_url = f"postgres://{db['USER']}@127.0.0.1:{db['PORT'] or 5432}/{db['NAME']}"
+    queue = f"rta-killed-{redis.port}"
+    web = WebProcess(database_url=db_url, redis_url=redis.url, queue=queue)
+    worker = _worker(db_url, redis.url, queue)
     restarted = None
     try:
-        job = importjob_create(project=project, user=analyst, uploads=[big_export()])
-        importjob_queue(job=job, options=ImportOptions())
-        deadline = time.monotonic() + 120
-        while get_progress(job)["done"] == 0:
-            assert time.monotonic() < deadline, "the worker never reported progress"
-            time.sleep(0.05)
+        session = logged_in_session(analyst, web.url)
+        headers = csrf_headers(session, web.url)
+        export = big_export()
+        response = session.post(f"{web.url}/p/{project.uuid}/interviews/import/", data={"format": "auto"},
+                                files={"files": (export.name, export.read(), "application/json")},
+                                headers=headers, allow_redirects=False, timeout=120)
+        assert response.status_code == 302, response.text[:500]
+        job_url = web.url + response.headers["Location"]
+        job = ImportJob.objects.get(project=project)
+        _wait_for(job, {ImportJob.Status.UPLOADED}, 180)  # the preview (in the request or the worker)
+        keys = [c["key"] for f in job.preview["files"] for c in f["conversations"]]
+        assert len(keys) == CONVERSATIONS
+        response = session.post(f"{job_url}start/", data={"conversations": keys, "participant": "auto"},
+                                headers=headers, allow_redirects=False, timeout=60)
+        assert response.status_code == 302, response.text[:500]
+
+        _wait_for(job, {ImportJob.Status.RUNNING}, 120)
+        time.sleep(1.5)  # well inside the import (one transaction over 400 conversations)
         kill_worker(worker)
-        assert Interview.objects.filter(project=project).count() == 0
+        job.refresh_from_db()
+        assert job.status == ImportJob.Status.RUNNING, "the import finished before the kill; make it bigger"
+        assert Interview.objects.filter(project=project).count() == 0  # nothing partial
+        page = session.get(job_url, timeout=30).text
+        assert "Importing" in page  # the user sees it is not done
 
-        page = client_for(analyst).get(f"/p/{project.uuid}/interviews/import/{job.uuid}/")
-        assert page.status_code == 200 and "Importing" in page.content.decode()  # the user sees it is not done
-
-        restarted = start_worker(CELERY_VISIBILITY_TIMEOUT="3")
-        deadline = time.monotonic() + 180
-        while True:
-            job.refresh_from_db()
-            if job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED):
-                break
-            assert time.monotonic() < deadline, f"the import was not redelivered (status {job.status})"
-            time.sleep(0.5)
-        assert job.status == ImportJob.Status.DONE, job.errors
+        restarted = _worker(db_url, redis.url, queue)
+        _wait_for(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 420)
+        assert job.status == ImportJob.Status.DONE, json.dumps(job.errors)
         assert Interview.objects.filter(project=project).count() == CONVERSATIONS  # whole, and once
-        page = client_for(analyst).get(f"/p/{project.uuid}/interviews/import/{job.uuid}/").content.decode()
-        assert "Importing" not in page
+        assert "Importing" not in session.get(job_url, timeout=30).text
     finally:
+        web.stop()
         kill_worker(worker)
         if restarted is not None:
             kill_worker(restarted)
+        redis.cleanup()
