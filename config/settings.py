@@ -120,6 +120,9 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
 ]
 LOGIN_URL = "login"
+# Login lockout (projects/ratelimit.py): this many failures per username and address, then a pause.
+RTA_LOGIN_MAX_FAILURES = env_int("RTA_LOGIN_MAX_FAILURES", 5)
+RTA_LOGIN_LOCKOUT_SECONDS = env_int("RTA_LOGIN_LOCKOUT_SECONDS", 15 * 60)
 LOGIN_REDIRECT_URL = "projects:list"
 LOGOUT_REDIRECT_URL = "login"
 
