@@ -133,3 +133,18 @@ def test_notes_are_per_author_and_empty_text_deletes(interview, owner, analyst):
     assert Note.objects.get(turn=turn, author=owner).text == "Warm, careful tone"
     note_save(interview=interview, turn=turn, author=analyst, text="  ")
     assert Note.objects.filter(turn=turn).count() == 1 and Note.objects.filter(turn__isnull=True).count() == 1
+
+
+def test_csv_import_names_bad_headers_encoding_and_cycles(project, owner):
+    from coding.codebook_import import CodebookImportError, codebook_import, rows_from_csv
+
+    with pytest.raises(CodebookImportError, match=r"book.csv, line 1, column 2: unknown column “Colour code”"):
+        rows_from_csv(b"name,Colour code\nTrust,#fff\n", filename="book.csv")
+    with pytest.raises(CodebookImportError, match="not UTF-8"):
+        rows_from_csv("name\nCaf\u00e9\n".encode("latin-1"), filename="book.csv")
+    with pytest.raises(CodebookImportError, match="line 1: no “name” column"):
+        rows_from_csv(b"definition\nx\n", filename="book.csv")
+    rows = rows_from_csv(b"name;parent\nA;B\nB;A\n", filename="book.csv")  # semicolons (European Excel)
+    with pytest.raises(CodebookImportError, match="cycle"):
+        codebook_import(project=project, actor=owner, rows=rows, source="book.csv")
+    assert not Code.objects.exists()
