@@ -125,9 +125,13 @@ def code_update(*, code: Code, actor: Any, version: int, reason: str = "", **cha
     before = {f: getattr(code, f) for f in values}
     changed = {f: v for f, v in values.items() if before[f] != v}
     # The version check and the write are one statement: two editors can never both win.
-    updated = Code.objects.filter(pk=code.pk, version=version).update(
-        version=F("version") + 1, updated_at=timezone.now(), **changed
-    )
+    try:
+        with transaction.atomic():
+            updated = Code.objects.filter(pk=code.pk, version=version).update(
+                version=F("version") + 1, updated_at=timezone.now(), **changed
+            )
+    except IntegrityError as exc:  # another code took the name a moment ago
+        raise ValidationError({"name": f"There is already a code named “{changed.get('name', code.name)}” in this project."}) from exc
     if not updated:
         raise CodeConflict(Code.objects.get(pk=code.pk))
     code.refresh_from_db()
