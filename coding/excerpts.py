@@ -1,6 +1,6 @@
 """Reading coded text back as excerpts: contiguous coded segments of one turn read as one excerpt.
 
-Themes and reports reuse `excerpts_for_codes`; it runs one query whatever the number of codes.
+Themes reuse `excerpts_for_codes`; it runs at most two queries whatever the number of codes.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coding.models import Coding
+from interviews.models import Turn
 from projects.models import Project
 
 
@@ -25,14 +26,13 @@ class Excerpt:
     participant_label: str
     turn_id: int
     turn_position: int
+    start: int = 0
+    end: int = 0
     segment_ids: list[int] = field(default_factory=list)
     positions: list[int] = field(default_factory=list)
-    texts: list[str] = field(default_factory=list)
+    # The exact quote: turn.text[start:end], with whatever stood between the sentences.
+    text: str = ""
     coder_ids: set[int] = field(default_factory=set)
-
-    @property
-    def text(self) -> str:
-        return " ".join(self.texts)
 
     @property
     def first_segment_id(self) -> int:
@@ -40,11 +40,13 @@ class Excerpt:
 
 
 def excerpts_for_codes(project: Project, code_ids: Iterable[int], *, coder_ids: Iterable[int] | None = None,
-                       interview_ids: Iterable[int] | None = None) -> list[Excerpt]:
+                       interview_ids: Iterable[int] | None = None, quote: bool = True) -> list[Excerpt]:
     """All excerpts of the codes across the project's live interviews, ordered by code, participant, interview, position.
 
     Segments several coders coded are one excerpt (their coders are collected); `coder_ids`
-    limits to some coders' codings. One query.
+    limits to some coders' codings. Two queries: codings, then the texts of turns whose
+    excerpts span several segments (a single segment's text is already the exact quote);
+    callers that cut quotes themselves pass `quote=False` and skip the second.
     """
     qs = Coding.objects.filter(code_id__in=list(code_ids), interview__project=project, interview__deleted_at__isnull=True,
                                code__deleted_at__isnull=True)
@@ -57,11 +59,11 @@ def excerpts_for_codes(project: Project, code_ids: Iterable[int], *, coder_ids: 
     ).values_list(
         "code_id", "interview_id", "interview__uuid", "interview__title", "interview__participant_id",
         "interview__participant__label", "segment__turn_id", "segment__turn__position", "segment_id",
-        "segment__position", "segment__text", "coder_id",
+        "segment__position", "segment__text", "segment__start", "segment__end", "coder_id",
     )
     excerpts: list[Excerpt] = []
     last: Excerpt | None = None
-    for (code_id, iv_id, iv_uuid, title, p_id, p_label, turn_id, turn_pos, seg_id, pos, text, coder_id) in rows:
+    for (code_id, iv_id, iv_uuid, title, p_id, p_label, turn_id, turn_pos, seg_id, pos, text, start, end, coder_id) in rows:
         if last is not None and last.code_id == code_id and last.turn_id == turn_id:
             if last.segment_ids[-1] == seg_id:  # the same segment coded by another coder
                 last.coder_ids.add(coder_id)
@@ -69,14 +71,25 @@ def excerpts_for_codes(project: Project, code_ids: Iterable[int], *, coder_ids: 
             if pos == last.positions[-1] + 1:
                 last.segment_ids.append(seg_id)
                 last.positions.append(pos)
-                last.texts.append(text)
+                last.end = end
                 last.coder_ids.add(coder_id)
                 continue
         last = Excerpt(code_id=code_id, interview_id=iv_id, interview_uuid=iv_uuid, interview_title=title,
                        participant_id=p_id, participant_label=p_label, turn_id=turn_id, turn_position=turn_pos,
-                       segment_ids=[seg_id], positions=[pos], texts=[text], coder_ids={coder_id})
+                       start=start, end=end, segment_ids=[seg_id], positions=[pos], text=text, coder_ids={coder_id})
         excerpts.append(last)
+    if quote:
+        _quote_multi_segment_excerpts(excerpts)
     return excerpts
+
+
+def _quote_multi_segment_excerpts(excerpts: list[Excerpt]) -> None:
+    spanning = [e for e in excerpts if len(e.segment_ids) > 1]
+    if not spanning:
+        return
+    turn_texts = dict(Turn.objects.filter(id__in={e.turn_id for e in spanning}).values_list("id", "text"))
+    for excerpt in spanning:
+        excerpt.text = turn_texts[excerpt.turn_id][excerpt.start:excerpt.end]
 
 
 def excerpts_by_participant(excerpts: Iterable[Excerpt]) -> list[tuple[str, list[Excerpt]]]:

@@ -58,7 +58,7 @@ def theme_excerpts(theme: Theme) -> list[ModelGroup]:
     if not code_ids:
         return []
     segments: dict[int, dict] = {}
-    for ex in excerpts_for_codes(theme.project, code_ids):
+    for ex in excerpts_for_codes(theme.project, code_ids, quote=False):
         for seg_id, position in zip(ex.segment_ids, ex.positions, strict=True):
             entry = segments.setdefault(seg_id, {
                 "turn": ex.turn_id, "position": position, "label": ex.participant_label, "interview_id": ex.interview_id,

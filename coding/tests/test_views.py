@@ -134,8 +134,8 @@ def test_excerpts_and_search_and_compare_queries_do_not_grow(client_for, owner, 
     from interviews.models import Interview
 
     c = client_for(owner)
-    # session, user, membership, code, excerpts, members
-    with django_assert_num_queries(6):
+    # session, user, membership, code, excerpts, texts of the turns excerpts span, members
+    with django_assert_num_queries(7):
         r = c.get(reverse("coding:excerpts", args=[project.uuid, codes[-1].uuid]))
     assert r.status_code == 200
     # session, user, membership, search
@@ -205,7 +205,8 @@ def test_excerpts_merge_contiguous_segments_and_group_by_model(project, owner, a
     excerpts = excerpts_for_codes(project, [code.pk])
     texts = [e.text for e in excerpts]
     assert texts[0] == sb.text  # Claude sorts before GPT-4o
-    assert " ".join(s.text for s in sa[:3]) in texts
+    turn_text = sa[0].turn.text
+    assert turn_text[sa[0].start:sa[2].end] in texts  # the exact quote, separators kept
     assert sa[3].text in texts and sa[5].text in texts and len(excerpts) == 4
     assert [label for label, _ in excerpts_by_participant(excerpts)] == ["Claude", "GPT-4o"]
     merged = next(e for e in excerpts if len(e.segment_ids) == 3)
