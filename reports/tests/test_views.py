@@ -233,7 +233,8 @@ def test_frequency_exports(world, client_for, owner, fmt, tmp_path):
         rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
         assert rows[0][:3] == ["Code", "Claude n", "Claude %"] and rows[0][-1] == "ln(A/B)"
         by = {r[0]: r for r in rows}
-        assert by["Structure"][-1] == "inf" and by["AI self"][-1] == "-inf" and by["Unused"][-1] == ""
+        # Text a spreadsheet shows as it is: "+∞" would be read as a formula (#NAME?), "∞" is not.
+        assert by["Structure"][-1] == "∞" and by["AI self"][-1] == "\u2212∞" and by["Unused"][-1] == ""
         assert by["Feeling"][-1] == "0.0"
     elif fmt == "xlsx":
         values = {r[0].value: [c.value for c in r] for r in openpyxl.load_workbook(io.BytesIO(data)).active.iter_rows()}

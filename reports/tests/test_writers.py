@@ -15,7 +15,7 @@ import pytest
 
 from reports.tests.tables_world import NASTY
 from reports.writers import Table, iter_table, write_table
-from reports.writers.csv import BOM
+from reports.writers.csv import BOM, FORMULA_START
 from reports.writers.latex import latex_escape
 from reports.writers.markdown import md_escape
 
@@ -79,6 +79,13 @@ def test_csv_is_utf8_with_bom_and_formula_safe():
     assert got[1] == ROWS[0] and got[2] == ROWS[1] and got[4] == ROWS[3]
     assert got[3] == ["'=cmd|' /C calc'!A0", "'+1", "'-2", "'@SUM(1)"]
     assert "\r\n" in text  # Excel's row separator
+
+
+def test_csv_writes_infinity_as_text_no_spreadsheet_runs():
+    t = Table(caption="f", headers=["a", "b", "c", "d", "e"], rows=iter([[1, 2.5, float("inf"), float("-inf"), "+∞"]]))
+    got = list(csv.reader(io.StringIO(render("csv", t).decode("utf-8-sig"), newline="")))
+    assert got[1] == ["1", "2.5", "∞", "\u2212∞", "'+∞"]  # typed text "+∞" is still guarded
+    assert not any(cell.startswith(FORMULA_START) for cell in got[1][:4])
 
 
 def test_csv_streams_in_chunks():
