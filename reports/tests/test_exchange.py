@@ -18,7 +18,16 @@ from coding.models import Code, Coding
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.segment_store import segments_for_turns
 from projects.models import Project
-from refiqda.tests.helpers import CODEBOOK_XSD, PROJECT_XSD, QDPX_SAMPLES, G, codebook, make_zip, project_xml
+from refiqda.tests.helpers import (
+    CODEBOOK_XSD,
+    PROJECT_XSD,
+    QDPX_SAMPLES,
+    G,
+    codebook,
+    make_zip,
+    one_source_project,
+    project_xml,
+)
 from reports.exchange import (
     PLACEHOLDER_PREFIX,
     project_codebook_qdc,
@@ -262,6 +271,39 @@ def test_commands_give_clear_errors(demo_project, tmp_path):
         call_command("export_qdpx", "00000000-0000-0000-0000-000000000000", str(tmp_path / "o.qdpx"))
     with pytest.raises(CommandError, match="no such directory"):
         call_command("export_qdpx", str(demo_project.uuid), str(tmp_path / "nope" / "o.qdpx"))
+
+
+def test_import_command_turns_refusals_during_the_import_into_clear_errors(owner, tmp_path, monkeypatch):
+    import reports.exchange as exchange
+
+    many = tmp_path / "many.qdpx"
+    many.write_bytes(_nvivo_project())
+    monkeypatch.setattr(exchange, "MAX_PLACEHOLDERS", 0)  # the file names one coder besides the owner
+    before = (Project.objects.count(), get_user_model().objects.count())
+    with pytest.raises(CommandError, match=r"^many.qdpx: the file names more than 0 coders.*\. Nothing was imported\.$"):
+        call_command("import_qdpx", str(many), "--owner", owner.username)
+    off_the_end = tmp_path / "selection.qdpx"
+    off_the_end.write_bytes(one_source_project("Short text.", [(0, 99, None)]))
+    with pytest.raises(CommandError, match=r"^selection.qdpx.*no way of counting characters fits this file"):
+        call_command("import_qdpx", str(off_the_end), "--owner", owner.username)
+    assert (Project.objects.count(), get_user_model().objects.count()) == before
+
+
+def test_import_command_without_a_superuser_says_what_to_pass(make_user, tmp_path, capsys):
+    path = tmp_path / "nvivo.qdpx"
+    path.write_bytes(_nvivo_project())
+    with pytest.raises(CommandError, match="there are no users yet: create one with `python manage.py createsuperuser`"):
+        call_command("import_qdpx", str(path), "--project-name", "Pilot")
+    make_user("alice")
+    with pytest.raises(CommandError, match=r"no superuser to default to: pass --owner USERNAME \(existing users: alice\)"):
+        call_command("import_qdpx", str(path), "--project-name", "Pilot")
+    assert not Project.objects.exists()
+    call_command("import_qdpx", str(path), "--project-name", "Pilot", "--owner", "alice")
+    assert Project.objects.get(name="Pilot").memberships.get(role="owner").user.username == "alice"
+    admin = get_user_model().objects.create_superuser("root", "root@example.org", "x")
+    call_command("import_qdpx", str(path), "--project-name", "Pilot 2")  # the command exactly as the issue gives it
+    assert Project.objects.get(name="Pilot 2").memberships.get(role="owner").user == admin
+    assert "Imported “Pilot 2”" in capsys.readouterr().out
 
 
 def test_import_command_exits_non_zero_on_a_hostile_file(tmp_path):
