@@ -66,7 +66,7 @@ def test_a_viewer_applying_a_code_leaves_no_event(project, analyst, viewer):
 
 def test_themes_and_memos_are_audited(project, owner, analyst):
     theme = theme_create(project=project, actor=owner, name="Masks")
-    theme_update(theme=theme, actor=owner, definition="What the model hides.")
+    theme_update(theme=theme, actor=owner, base_version=theme.version, definition="What the model hides.")
     memo = memo_create(project=project, actor=analyst, title="Doubt", body="Am I projecting?", kind="reflexive", theme=theme)
     memo_update(memo=memo, actor=analyst, base_version=memo.version, title="Doubt", body="Yes, partly.", kind="reflexive")
     memo_delete(memo=memo, actor=analyst)

@@ -7,6 +7,7 @@ read but not write (403). Writes go through themes.services, like the pages.
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -43,10 +44,14 @@ class ThemeWriteSerializer(serializers.Serializer):
     definition = serializers.CharField(required=False, allow_blank=True)
     colour = serializers.RegexField(r"^#[0-9a-fA-F]{6}$", required=False)
     parent = serializers.UUIDField(required=False, allow_null=True)
+    version = serializers.IntegerField(required=False)  # the version an edit is based on (PATCH)
 
 
 class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Themes with their ordered codes; create, edit, change status, place codes, trash."""
+    """Themes with their ordered codes; create, edit, change status, place codes, trash.
+
+    PATCH must send the `version` it edited, and gets 409 with the theme as it is now if someone saved since.
+    """
 
     serializer_class = ThemeSerializer
     lookup_field = "uuid"
@@ -77,10 +82,17 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
         data = ThemeWriteSerializer(data=request.data, partial=True)
         data.is_valid(raise_exception=True)
         v = data.validated_data
+        if "version" not in v:
+            raise ValidationError({"version": "Send the version you edited (the theme's `version`), so a colleague's newer edit is never overwritten."})
         try:
-            services.theme_update(theme=theme, actor=request.user, name=v.get("name"), definition=v.get("definition"), colour=v.get("colour"))
-            if "parent" in v:
-                services.theme_set_parent(theme=theme, actor=request.user, parent=self._parent(v["parent"]))
+            with transaction.atomic():  # a refused parent must not leave the new name saved
+                services.theme_update(theme=theme, actor=request.user, base_version=v["version"], name=v.get("name"),
+                                      definition=v.get("definition"), colour=v.get("colour"))
+                if "parent" in v:
+                    services.theme_set_parent(theme=theme, actor=request.user, parent=self._parent(v["parent"]))
+        except services.ThemeConflict as exc:
+            return Response({"detail": str(exc), "current": ThemeSerializer(self.get_queryset().get(pk=exc.current.pk)).data},
+                            status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
             raise _drf(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)

@@ -1,4 +1,4 @@
-"""Markdown to sanitised HTML for memos, comments and meeting notes.
+"""Markdown to sanitised HTML for memos, comments and meeting notes; line diffs of edited texts.
 
 markdown-it-py renders with raw HTML switched off (typed tags come out escaped), and nh3
 then removes anything not on the allow-list, so a memo can never carry script, event
@@ -7,6 +7,7 @@ handlers or javascript: links into a colleague's browser.
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -66,3 +67,12 @@ def _mention(match: re.Match, names: set[str]) -> str:
 def mentioned_usernames(text: str) -> set[str]:
     """The @usernames written in a text (members or not; the caller filters)."""
     return {m.group(1).rstrip(".") for m in MENTION_RE.finditer(text or "")}
+
+
+def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[tuple[str, str]]:
+    """Unified diff lines tagged add/del/hunk/same for themes/_diff.html."""
+    lines = []
+    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="", n=3):
+        tag = "hunk" if line.startswith(("@@", "---", "+++")) else "add" if line.startswith("+") else "del" if line.startswith("-") else "same"
+        lines.append((tag, line))
+    return lines

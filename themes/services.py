@@ -61,10 +61,26 @@ def theme_create(*, project: Project, actor, name: str, definition: str = "", pa
     return theme
 
 
+class ThemeConflict(Exception):
+    """The theme was saved by someone else since the editor loaded it; carries the theme as it is now."""
+
+    def __init__(self, current: Theme):
+        super().__init__(f"Theme “{current.name}” was changed by someone else (now version {current.version}).")
+        self.current = current
+
+
 @transaction.atomic
-def theme_update(*, theme: Theme, actor, name: str | None = None, definition: str | None = None,
+def theme_update(*, theme: Theme, actor, base_version: int | None, name: str | None = None, definition: str | None = None,
                  colour: str | None = None, review: Review | None = None) -> Theme:
-    """Rename, redefine or recolour a theme."""
+    """Rename, redefine or recolour a theme; raises ThemeConflict if someone saved after `base_version`.
+
+    `base_version=None` skips the check; only for changes nobody typed over a text they saw (a meeting decision applied).
+    """
+    current = Theme.objects.select_for_update().get(pk=theme.pk)
+    if base_version is not None and base_version != current.version:
+        raise ThemeConflict(current)
+    # Compare with what is saved now, not with the caller's copy, which may be older.
+    theme.name, theme.definition, theme.colour, theme.version = current.name, current.definition, current.colour, current.version
     changed = []
     if name is not None and name.strip() and name.strip() != theme.name:
         changed.append(f"renamed from “{theme.name}” to “{name.strip()}”")
@@ -565,9 +581,9 @@ def decision_apply(*, decision: Decision, actor) -> Decision:
         raise ValidationError({"decision": f"Theme “{theme.name}” is in the trash; restore it first."})
     project = review.project
     if decision.kind == Decision.Kind.RENAME:
-        theme_update(theme=theme, actor=actor, name=data["name"], review=review)
+        theme_update(theme=theme, actor=actor, base_version=None, name=data["name"], review=review)
     elif decision.kind == Decision.Kind.REDEFINE:
-        theme_update(theme=theme, actor=actor, definition=data["definition"], review=review)
+        theme_update(theme=theme, actor=actor, base_version=None, definition=data["definition"], review=review)
     elif decision.kind == Decision.Kind.STATUS:
         theme_set_status(theme=theme, actor=actor, status=data["status"], reason=decision.note or f"decided in {review.title}", review=review)
     elif decision.kind == Decision.Kind.MERGE:

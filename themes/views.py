@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.db.models import Count, Max, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
@@ -18,7 +19,7 @@ from projects.permissions import member_or_404, writer_or_403
 from themes import queries, services
 from themes.excerpts import theme_excerpts
 from themes.models import Comment, Exemplar, Memo, Theme, ThreadRead
-from themes.rendering import render_markdown
+from themes.rendering import diff_lines, render_markdown
 
 
 def _theme(membership: Membership, theme_uuid) -> Theme:
@@ -129,25 +130,44 @@ def theme_status(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
 
 @login_required
 def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    """Edit from a known version; if a colleague saved since, show their text next to yours and keep yours in the form."""
     membership = writer_or_403(request, project_uuid)
     theme = _theme(membership, theme_uuid)
-    error = ""
+    form = {"name": theme.name, "definition": theme.definition, "colour": theme.colour,
+            "parent": str(theme.parent.uuid) if theme.parent else "", "version": theme.version}
+    error, conflict = "", None
     if request.method == "POST":
-        parent_uuid = request.POST.get("parent", "")
+        form = {field: request.POST.get(field, "") for field in ("name", "definition", "colour", "parent")}
+        form["version"] = _version(request.POST.get("version", ""))
         try:
-            services.theme_update(theme=theme, actor=request.user, name=request.POST.get("name", ""),
-                                  definition=request.POST.get("definition", ""), colour=request.POST.get("colour", ""))
-            parent = _theme(membership, parent_uuid) if parent_uuid else None
-            if parent != theme.parent:
-                services.theme_set_parent(theme=theme, actor=request.user, parent=parent)
+            with transaction.atomic():  # a refused parent must not leave the new name saved
+                services.theme_update(theme=theme, actor=request.user, base_version=form["version"], name=form["name"],
+                                      definition=form["definition"], colour=form["colour"])
+                parent = _theme(membership, form["parent"]) if form["parent"] else None
+                if parent != theme.parent:
+                    services.theme_set_parent(theme=theme, actor=request.user, parent=parent)
+        except services.ThemeConflict as exc:
+            conflict = {"current": exc.current,
+                        "diff": diff_lines(exc.current.definition, form["definition"], "their definition", "your definition")}
+            form["version"] = exc.current.version  # saving again means "I have seen theirs"
         except ValidationError as exc:
             error = _errors(exc)
         else:
             messages.success(request, f"Theme “{theme.name}” saved.")
             return redirect("themes:detail", project_uuid=membership.project.uuid, theme_uuid=theme.uuid)
     others = Theme.objects.for_project(membership.project).exclude(pk=theme.pk)
+    # As with memos, a conflict is a normal state of the editor (both texts shown): 200 here, 409 in the API.
     return render(request, "themes/theme_edit.html", {"project": membership.project, "membership": membership, "nav": "themes",
-                                                      "theme": theme, "others": others, "error": error}, status=400 if error else 200)
+                                                      "theme": theme, "form": form, "others": others, "error": error,
+                                                      "conflict": conflict}, status=400 if error else 200)
+
+
+def _version(value: str) -> int:
+    """The version an edit was based on; a missing or garbled one matches no version, so the edit is refused, never forced."""
+    try:
+        return int(value)
+    except ValueError:
+        return -1
 
 
 @login_required

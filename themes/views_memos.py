@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import uuid
 
 from django.contrib import messages
@@ -18,7 +17,7 @@ from projects.models import Membership
 from projects.permissions import member_or_404, writer_or_403
 from themes import services
 from themes.models import Memo, MemoRevision, Theme
-from themes.rendering import render_markdown
+from themes.rendering import diff_lines, render_markdown
 
 TARGETS = {"interview": Interview, "code": Code, "theme": Theme}
 
@@ -137,7 +136,7 @@ def memo_edit(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
             services.memo_update(memo=memo, actor=request.user, base_version=base,
                                  title=form["title"], body=form["body"], kind=form["kind"])
         except services.MemoConflict as exc:
-            conflict = {"latest": exc.latest, "diff": _diff(exc.latest.body, form["body"], "their revision", "your text")}
+            conflict = {"latest": exc.latest, "diff": diff_lines(exc.latest.body, form["body"], "their revision", "your text")}
             form["base_version"] = exc.latest.number  # saving again means "I have seen theirs"
         except ValidationError as exc:
             errors = exc.message_dict
@@ -147,15 +146,6 @@ def memo_edit(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
     # A conflict is a normal state of the editor (both texts shown), so the page itself is a 200; the API answers 409.
     status = 400 if errors else 200
     return render(request, "themes/memo_edit.html", _ctx(membership, memo=memo, form=form, conflict=conflict, errors=errors), status=status)
-
-
-def _diff(old: str, new: str, old_name: str, new_name: str) -> list[tuple[str, str]]:
-    """Unified diff lines tagged add/del/hunk/same for the template."""
-    lines = []
-    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="", n=3):
-        tag = "hunk" if line.startswith(("@@", "---", "+++")) else "add" if line.startswith("+") else "del" if line.startswith("-") else "same"
-        lines.append((tag, line))
-    return lines
 
 
 @login_required
@@ -169,7 +159,7 @@ def memo_revision(request: HttpRequest, project_uuid, memo_uuid, number: int) ->
     if revision is None:
         return redirect("themes:memo", project_uuid=membership.project.uuid, memo_uuid=memo.uuid)
     previous = revisions.get(number - 1)
-    diff = _diff(previous.body if previous else "", revision.body, f"revision {number - 1}" if previous else "(new)", f"revision {number}")
+    diff = diff_lines(previous.body if previous else "", revision.body, f"revision {number - 1}" if previous else "(new)", f"revision {number}")
     return render(request, "themes/memo_revision.html", _ctx(membership, memo=memo, revision=revision, previous=previous, diff=diff))
 
 

@@ -34,7 +34,7 @@ def theme(project, owner, make_code):
 
 WRITES = [
     ("post", "/themes/", {"name": "New"}),
-    ("patch", "/themes/{theme}/", {"name": "Renamed"}),
+    ("patch", "/themes/{theme}/", {"name": "Renamed", "version": 1}),
     ("post", "/themes/{theme}/status/", {"status": "reviewed"}),
     ("post", "/themes/{theme}/codes/", {"code": "{code}", "action": "remove"}),
     ("delete", "/themes/{theme}/", None),
@@ -68,6 +68,27 @@ def test_api_lists_themes_with_ordered_codes_for_viewers(project, theme, viewer,
     data = rows(api(viewer).get(base(project) + "/themes/"))
     assert data[0]["name"] == "Honesty" and data[0]["codes"][0]["name"] == "admits uncertainty"
     assert api(outsider).get(base(project) + "/themes/").status_code == 404
+
+
+def test_api_theme_edit_needs_the_version_and_a_stale_one_is_409_with_the_newer_text(project, theme, owner, analyst):
+    url = base(project) + f"/themes/{theme.uuid}/"
+    unversioned = api(owner).patch(url, {"definition": "mine"}, format="json")
+    assert unversioned.status_code == 400 and "Send the version you edited" in unversioned.json()["version"]
+    fresh = api(analyst).patch(url, {"definition": "theirs", "version": 1}, format="json")
+    assert fresh.status_code == 200 and fresh.json()["version"] == 2
+    stale = api(owner).patch(url, {"name": "Candour", "definition": "mine", "version": 1}, format="json")
+    assert stale.status_code == 409
+    assert stale.json()["current"]["definition"] == "theirs" and stale.json()["current"]["version"] == 2
+    theme.refresh_from_db()
+    assert (theme.name, theme.definition, theme.version) == ("Honesty", "theirs", 2)
+
+
+def test_api_theme_edit_with_a_refused_parent_saves_nothing(project, theme, owner):
+    child = services.theme_create(project=project, actor=owner, name="Child", parent=theme)
+    response = api(owner).patch(base(project) + f"/themes/{theme.uuid}/", {"name": "Renamed", "parent": str(child.uuid), "version": 1}, format="json")
+    assert response.status_code == 400 and "parent" in response.json()
+    theme.refresh_from_db()
+    assert (theme.name, theme.version) == ("Honesty", 1)
 
 
 def test_api_moves_codes_between_themes(project, theme, owner, analyst):

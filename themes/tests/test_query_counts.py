@@ -61,6 +61,7 @@ PAGES = {
     "board": lambda p, s: reverse("themes:board", args=[p.uuid]),
     "map data": lambda p, s: reverse("themes:map_data", args=[p.uuid]),
     "theme page": lambda p, s: reverse("themes:detail", args=[p.uuid, s["first"].uuid]),
+    "theme editor": lambda p, s: reverse("themes:edit", args=[p.uuid, s["first"].uuid]),
     "thread": lambda p, s: reverse("themes:thread", args=[p.uuid, s["first"].uuid]),
     "journal": lambda p, s: reverse("themes:journal", args=[p.uuid]),
     "mentions": lambda p, s: reverse("themes:mentions", args=[p.uuid]),

@@ -197,6 +197,30 @@ def test_memo_revisions_and_conflict(project, owner, analyst):
     assert list(memo.revisions.values_list("number", flat=True)) == [2, 1]
 
 
+def test_theme_edit_based_on_an_older_version_is_refused_and_overwrites_nothing(project, owner, analyst):
+    theme = services.theme_create(project=project, actor=owner, name="Masks", definition="What the model hides.")
+    services.theme_update(theme=Theme.objects.get(pk=theme.pk), actor=analyst, base_version=1, definition="What it hides, and why.")
+    with pytest.raises(services.ThemeConflict) as conflict:
+        services.theme_update(theme=theme, actor=owner, base_version=1, name="Masks and faces", definition="Mine.")
+    assert conflict.value.current.version == 2 and conflict.value.current.definition == "What it hides, and why."
+    theme.refresh_from_db()
+    assert (theme.name, theme.definition, theme.version) == ("Masks", "What it hides, and why.", 2)
+    # Based on the version now saved, the same edit goes through.
+    services.theme_update(theme=theme, actor=owner, base_version=2, name="Masks and faces", definition="Both.")
+    theme.refresh_from_db()
+    assert (theme.name, theme.definition, theme.version) == ("Masks and faces", "Both.", 3)
+
+
+def test_theme_update_compares_with_the_saved_text_not_a_stale_copy(project, owner, analyst):
+    theme = services.theme_create(project=project, actor=owner, name="Masks", definition="Old.")
+    stale = Theme.objects.get(pk=theme.pk)
+    services.theme_update(theme=theme, actor=analyst, base_version=1, definition="New.")
+    # A meeting decision (no base version) setting the old text back is a real change, not a no-op.
+    services.theme_update(theme=stale, actor=owner, base_version=None, definition="Old.")
+    theme.refresh_from_db()
+    assert (theme.definition, theme.version) == ("Old.", 3)
+
+
 def test_memo_has_one_target_in_the_same_project(project, owner, make_code, make_interview):
     interview, _ = make_interview()
     with pytest.raises(ValidationError):

@@ -79,7 +79,7 @@ def _writes(w) -> list[tuple[str, list, dict]]:
     return [
         ("create", [], {"name": "New theme"}),
         ("code_place", [], {"action": "add", "code": w["y"].uuid, "theme": w["a"].uuid}),
-        ("edit", [w["a"].uuid], {"name": "Honesty", "definition": "d", "colour": "#123456", "parent": ""}),
+        ("edit", [w["a"].uuid], {"name": "Honesty", "definition": "d", "colour": "#123456", "parent": "", "version": "1"}),
         ("status", [w["a"].uuid], {"status": "reviewed"}),
         ("reorder", [w["b"].uuid], {"direction": "left"}),
         ("exemplar_pin", [w["a"].uuid], {"segment": w["segments"][0].id}),
@@ -196,6 +196,50 @@ def test_memo_edit_conflict_shows_both_texts_and_keeps_the_newer_revision(world,
     assert ok.status_code == 302
     memo.refresh_from_db()
     assert memo.version == 3 and memo.body == "both lines"
+
+
+def test_theme_edit_conflict_shows_their_text_next_to_yours_and_keeps_yours_in_the_form(world, project, owner, analyst, client_for):
+    theme = world["a"]
+    services.theme_update(theme=theme, actor=analyst, base_version=1, definition="Admitting limits\nanalyst's boundary")
+    mine = {"name": "Honesty, owner's name", "definition": "Admitting limits\nowner's boundary", "colour": theme.colour,
+            "parent": "", "version": "1"}
+    response = client_for(owner).post(u("edit", project, theme.uuid), mine)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Someone saved this theme while you were editing" in html
+    their_text = html.split('class="their-text">')[1].split("</pre>")[0]
+    assert their_text == "Admitting limits\nanalyst&#x27;s boundary"
+    assert 'value="Honesty, owner&#x27;s name"' in html
+    assert ">Admitting limits\nowner&#x27;s boundary</textarea>" in html
+    assert 'name="version" value="2"' in html
+    assert '<span class="diff-add">+owner&#x27;s boundary</span>' in html
+    theme.refresh_from_db()
+    assert (theme.name, theme.version) == ("Honesty about limits", 2) and "analyst's boundary" in theme.definition
+    # Saving again from the conflict page (version 2) is a deliberate merge, not an overwrite.
+    ok = client_for(owner).post(u("edit", project, theme.uuid), {**mine, "definition": "both boundaries", "version": "2"})
+    assert ok.status_code == 302
+    theme.refresh_from_db()
+    assert (theme.name, theme.definition, theme.version) == ("Honesty, owner's name", "both boundaries", 3)
+
+
+def test_theme_edit_without_a_version_is_refused_not_forced(world, project, analyst, client_for):
+    theme = world["a"]
+    response = client_for(analyst).post(u("edit", project, theme.uuid), {"name": "Forced", "definition": "", "parent": ""})
+    assert "Someone saved this theme while you were editing" in response.content.decode()
+    theme.refresh_from_db()
+    assert theme.name == "Honesty about limits"
+
+
+def test_theme_edit_with_a_refused_parent_saves_nothing_and_keeps_the_typed_text(world, project, owner, analyst, client_for):
+    parent, child = world["a"], world["b"]
+    services.theme_set_parent(theme=child, actor=owner, parent=parent)
+    response = client_for(analyst).post(u("edit", project, parent.uuid), {"name": "Typed name", "definition": "Typed definition",
+                                                                          "colour": parent.colour, "parent": child.uuid, "version": "1"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "cannot sit under itself" in html and 'value="Typed name"' in html and ">Typed definition</textarea>" in html
+    parent.refresh_from_db()
+    assert (parent.name, parent.version, parent.parent_id) == ("Honesty about limits", 1, None)
 
 
 def test_memo_revision_diff(world, project, owner, client_for):
