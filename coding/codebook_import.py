@@ -14,6 +14,7 @@ import refiqda
 from coding.models import Code, CodeEvent
 from coding.services import COLOUR_RE, code_create
 from projects.models import Project
+from refiqda.conventions import parse_code_description
 
 MAX_BYTES = 5 * 1024 * 1024
 # Header aliases, lower-cased: researchers' spreadsheets say things differently.
@@ -107,14 +108,23 @@ def rows_from_qdc(data: bytes, *, filename: str = "codebook.qdc") -> list[Row]:
         raise CodebookImportError([str(exc)]) from exc
     rows = []
     for code, parent, _depth in book.iter_codes():
-        values = {"definition": code.description or ""}
+        # The Description packs definition, what counts, what does not, example and kind
+        # (refiqda.conventions); other tools' free text comes back whole as the definition.
+        # A code marked isCodable="false" (a folder) becomes an ordinary parent code, as in
+        # the .qdpx project import: here any code may group others.
+        values = parse_code_description(code.description or "")
         if code.color:
-            values["colour"] = code.color
-        rows.append(Row(where=f"{filename}, code {code.guid}", name=code.name, parent=parent.name if parent else "",
-                        values=values))
+            values["colour"] = _six_digit(code.color)
+        rows.append(Row(where=f"{filename}, code “{code.name}” ({code.guid})", name=code.name,
+                        parent=parent.name if parent else "", values=values))
     if not rows:
         raise CodebookImportError([f"{filename}: the codebook has no codes."])
     return rows
+
+
+def _six_digit(colour: str) -> str:
+    """#RGB (which REFI-QDA allows) widened to #RRGGBB, as the .qdpx import does."""
+    return colour if len(colour) != 4 else "#" + "".join(ch * 2 for ch in colour[1:])
 
 
 def _validate(project: Project, rows: list[Row]) -> list[str]:
