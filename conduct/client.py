@@ -4,14 +4,23 @@
 (the client's own retries are off) so every attempt is visible in provenance,
 and it never retries once text has arrived: a half answer is kept and marked,
 and the researcher decides whether to retry.
+
+Compatible servers differ from OpenAI's: some reject `stream_options`, some
+cannot stream, and newer OpenAI models want `max_completion_tokens`. When a
+400 says so, the request is adapted once and asked again; the adaptation is
+recorded in provenance and returned in `AnswerResult.learned` so the caller
+can remember it for the endpoint's next answers.
 """
 
 from __future__ import annotations
 
+import json
 import math
+import re
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import lru_cache
@@ -36,6 +45,28 @@ class FailureKind(StrEnum):
     CANCELLED = "cancelled"  # the researcher stopped it
 
 
+class Fallback(StrEnum):
+    """A change to the request after the endpoint refused (or ignored) part of it."""
+
+    OMIT_STREAM_OPTIONS = "omit_stream_options"
+    MAX_COMPLETION_TOKENS = "max_completion_tokens"
+    NON_STREAMING = "non_streaming"
+
+
+# What each fallback teaches about the endpoint, as Endpoint field values.
+LEARNED = {
+    Fallback.OMIT_STREAM_OPTIONS: {"send_stream_options": False},
+    Fallback.MAX_COMPLETION_TOKENS: {"max_tokens_param": "max_completion_tokens"},
+    Fallback.NON_STREAMING: {"can_stream": False},
+}
+
+# Request parameters a 400 may name, longest first so "max_tokens" is not found inside
+# "max_completion_tokens".
+REQUEST_PARAMETERS = (
+    "max_completion_tokens", "stream_options", "max_tokens", "temperature", "messages", "top_p", "stream", "model",
+    "seed",
+)
+
 RETRYABLE = {
     FailureKind.TIMEOUT,
     FailureKind.RATE_LIMITED,
@@ -57,6 +88,15 @@ class Endpoint:
     max_tokens: int | None = None
     timeout: float = 60.0  # seconds to connect and between streamed chunks
     total_timeout: float = 600.0  # a whole answer may not take longer than this
+    stream_answers: bool = True  # the participant's setting
+    # What earlier answers learned about this endpoint (see Fallback).
+    can_stream: bool = True
+    send_stream_options: bool = True
+    max_tokens_param: str = "max_tokens"
+
+    @property
+    def streams(self) -> bool:
+        return self.stream_answers and self.can_stream
 
     def parameters(self) -> dict[str, Any]:
         """The sampling parameters that are set, as sent in the request."""
@@ -64,9 +104,22 @@ class Endpoint:
             "temperature": self.temperature,
             "top_p": self.top_p,
             "seed": self.seed,
-            "max_tokens": self.max_tokens,
+            self.max_tokens_param: self.max_tokens,
         }
         return {key: value for key, value in params.items() if value is not None}
+
+    def adjustments(self) -> list[str]:
+        """How the request differs from OpenAI's usual one before anything is sent, and why."""
+        notes = []
+        if not self.stream_answers:
+            notes.append("non-streaming: the participant's “Stream answers” setting is off")
+        elif not self.can_stream:
+            notes.append("non-streaming: the endpoint could not stream on an earlier answer")
+        if self.streams and not self.send_stream_options:
+            notes.append("stream_options omitted: the endpoint rejected it on an earlier answer")
+        if self.max_tokens is not None and self.max_tokens_param != "max_tokens":
+            notes.append(f"{self.max_tokens_param} sent instead of max_tokens: the endpoint asked for it earlier")
+        return notes
 
 
 @dataclass
@@ -76,6 +129,7 @@ class Failure:
     status_code: int | None = None
     retry_after: float | None = None
     detail: str = ""  # the endpoint's own words
+    param: str | None = None  # the request parameter the endpoint complained about, when known
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +138,7 @@ class Failure:
             "status_code": self.status_code,
             "retry_after": self.retry_after,
             "detail": self.detail,
+            "param": self.param,
         }
 
 
@@ -92,6 +147,8 @@ class AnswerResult:
     text: str
     provenance: dict[str, Any]
     failure: Failure | None = None
+    # Endpoint field values this answer found out (e.g. {"can_stream": False}); remember them.
+    learned: dict[str, Any] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -120,6 +177,13 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
     except ValueError:
         return None  # an HTTP date; rare on these APIs, fall back to backoff
     return value if value is not None and math.isfinite(value) and value >= 0 else None
+
+
+def _error_param(exc: openai.APIStatusError) -> str | None:
+    body = exc.body
+    error = body.get("error", body) if isinstance(body, dict) else None
+    param = error.get("param") if isinstance(error, dict) else None
+    return str(param) if param else None
 
 
 def _endpoint_words(exc: openai.APIStatusError) -> str:
@@ -156,7 +220,7 @@ def classify(exc: BaseException, endpoint: Endpoint) -> Failure:
 
 
 def _classify_status(exc: openai.APIStatusError, endpoint: Endpoint) -> Failure:
-    status, words = exc.status_code, _endpoint_words(exc)
+    status, words, param = exc.status_code, _endpoint_words(exc), _error_param(exc)
     if status == 401 or status == 403:
         kind = FailureKind.AUTH
         message = (
@@ -180,13 +244,35 @@ def _classify_status(exc: openai.APIStatusError, endpoint: Endpoint) -> Failure:
         message = f"{endpoint.base_url} had an internal error ({status}). Retry later."
     else:
         kind = FailureKind.BAD_REQUEST
-        message = (
-            f"{endpoint.base_url} refused the request ({status}). Check the participant's "
-            "parameters (temperature, top_p, seed, max tokens) are supported by this model."
-        )
+        param = param or _parameter_named_in(words)
+        message = _bad_request_message(endpoint, status, words, param)
     return Failure(
-        kind, message, status_code=status, retry_after=_retry_after(exc), detail=words
+        kind, message, status_code=status, retry_after=_retry_after(exc), detail=words, param=param
     )
+
+
+def _parameter_named_in(words: str) -> str | None:
+    """The request parameter an error message mentions, for servers that leave the error's `param` empty."""
+    for name in REQUEST_PARAMETERS:
+        if re.search(rf"(?<![\w-]){name}(?![\w-])", words):
+            return name
+    return None
+
+
+def _bad_request_message(endpoint: Endpoint, status: int, words: str, param: str | None) -> str:
+    said = f"“{words}”" if words else "(no reason given)"
+    if param is None:
+        return (
+            f"{endpoint.base_url} refused the request ({status}) and said: {said}. Compare the participant's "
+            "endpoint settings with what this server accepts."
+        )
+    if param in {"stream", "stream_options"}:
+        fix = "Turn off “Stream answers” in the participant's endpoint settings."
+    elif param in {"temperature", "top_p", "seed", "max_tokens", "max_completion_tokens"}:
+        fix = "Change or clear it in the participant's endpoint settings."
+    else:
+        fix = "Check the participant's endpoint settings."
+    return f"{endpoint.base_url} refused the parameter '{param}' ({status}) and said: {said}. {fix}"
 
 
 def backoff_seconds(failure: Failure, attempt: int, base: float) -> float:
@@ -198,7 +284,7 @@ def backoff_seconds(failure: Failure, attempt: int, base: float) -> float:
 
 @dataclass
 class _Stream:
-    """What arrived over one streamed attempt."""
+    """What arrived over one attempt: streamed chunks, or one whole response body."""
 
     text: str = ""
     chunk_count: int = 0
@@ -211,6 +297,7 @@ class _Stream:
     first_token_at: float | None = None
     first_chunk: dict[str, Any] | None = None
     last_chunk: dict[str, Any] | None = None
+    whole: dict[str, Any] | None = None  # the response body, when the answer came in one piece
 
     def take(self, chunk: Any, now: float) -> bool:
         """Fold one chunk in; returns True when it added text."""
@@ -237,8 +324,24 @@ class _Stream:
                 added = True
         return added
 
+    def take_whole(self, body: Any) -> None:
+        """Fold in a non-streamed chat.completion body, kept as it came for provenance."""
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+            raise ValueError("the response body is not a chat completion")
+        self.whole = body
+        self.response_id = body.get("id")
+        self.model = body.get("model")
+        self.system_fingerprint = body.get("system_fingerprint")
+        self.created = body.get("created")
+        self.usage = body.get("usage")
+        choice = body["choices"][0] if body["choices"] else {}
+        self.finish_reason = choice.get("finish_reason")
+        self.text = (choice.get("message") or {}).get("content") or ""
+
     def assembled(self) -> dict[str, Any]:
-        """The stream folded back into the shape of a non-streamed response."""
+        """The response as received, or the stream folded back into that shape."""
+        if self.whole is not None:
+            return self.whole
         return {
             "id": self.response_id,
             "object": "chat.completion",
@@ -269,13 +372,45 @@ def _client(base_url: str, api_key: str, timeout: float) -> OpenAI:
 
 
 def _request(endpoint: Endpoint, messages: list[dict[str, str]]) -> dict[str, Any]:
-    return {
-        "model": endpoint.model,
-        "messages": messages,
-        **endpoint.parameters(),
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
+    request = {"model": endpoint.model, "messages": messages, **endpoint.parameters()}
+    if endpoint.streams:
+        request["stream"] = True
+        if endpoint.send_stream_options:
+            request["stream_options"] = {"include_usage": True}
+    return request
+
+
+# "Streaming is not supported", "'stream' is unsupported", "this model does not support streaming".
+_STREAMING_REFUSED = re.compile(
+    r"(?<![\w-])stream(ing)?(?![\w-]).{0,60}(not supported|unsupported|not available|not allowed|not enabled)"
+    r"|(does not|doesn't|cannot|can't|not) support(s)? stream(ing)?(?![\w-])"
+)
+
+
+def _fallback_for(failure: Failure, request: dict[str, Any]) -> Fallback | None:
+    """The change to the request that answers this refusal, if the endpoint said what it refused."""
+    if failure.kind != FailureKind.BAD_REQUEST:
+        return None
+    words = failure.detail.lower()
+    if "stream_options" in request and (failure.param == "stream_options" or "stream_options" in words):
+        return Fallback.OMIT_STREAM_OPTIONS
+    if "max_tokens" in request and "max_completion_tokens" in words:
+        return Fallback.MAX_COMPLETION_TOKENS
+    if request.get("stream") and (failure.param == "stream" or _STREAMING_REFUSED.search(words)):
+        return Fallback.NON_STREAMING
+    return None
+
+
+def _adapted(request: dict[str, Any], fallback: Fallback) -> dict[str, Any]:
+    changed = dict(request)
+    if fallback == Fallback.OMIT_STREAM_OPTIONS:
+        del changed["stream_options"]
+    elif fallback == Fallback.MAX_COMPLETION_TOKENS:
+        changed["max_completion_tokens"] = changed.pop("max_tokens")
+    else:
+        changed.pop("stream", None)
+        changed.pop("stream_options", None)  # OpenAI refuses stream_options without stream
+    return changed
 
 
 def stream_answer(
@@ -290,47 +425,59 @@ def stream_answer(
     backoff_base: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
 ) -> AnswerResult:
-    """Ask for one answer, streaming; calls on_text(accumulated) at most every `interval` s.
+    """Ask for one answer, streaming unless the endpoint cannot; calls on_text(accumulated) at most every `interval` s.
 
     on_retry(failure, wait_seconds, next_attempt) is called before each backoff wait,
     so a person can see why nothing arrives yet.
 
     Retries timeouts, 429 and 5xx with backoff, but only while no text has
-    arrived. Never raises for endpoint trouble: the result carries a Failure.
+    arrived. A 400 that names a part of the request this endpoint does not take
+    (stream_options, max_tokens, streaming) is asked again at once without it,
+    once per kind; those retries do not count against `max_attempts`. Never
+    raises for endpoint trouble: the result carries a Failure.
     """
     request = _request(endpoint, messages)
     client = _client(endpoint.base_url, endpoint.api_key or "missing-key", endpoint.timeout)
     attempts: list[dict[str, Any]] = []
+    fallbacks: list[dict[str, Any]] = []
     started_at, started = _now(), time.monotonic()
     stream, failure = _Stream(), None
-    for attempt in range(1, max_attempts + 1):
+    counted = 0  # attempts that count against max_attempts
+    while True:
+        counted += 1
+        record: dict[str, Any] = {"attempt": len(attempts) + 1, "started_at": _now()}
         attempt_started = time.monotonic()
-        stream, failure = _one_attempt(
-            client, endpoint, request, on_text, should_stop, interval
-        )
-        record: dict[str, Any] = {
-            "attempt": attempt,
-            "started_at": _now(),
-            "ok": failure is None,
-        }
+        stream, failure = _one_attempt(client, endpoint, request, on_text, should_stop, interval)
+        record["ok"] = failure is None
         attempts.append(record)
+        if request.get("stream") and stream.whole is not None:
+            record["fallback"] = str(Fallback.NON_STREAMING)
+            fallbacks.append(_fallback_note(Fallback.NON_STREAMING, record, _PLAIN_JSON_REPLY))
         if failure is None:
             break
         record["failure"] = failure.as_dict()
         record["seconds"] = round(time.monotonic() - attempt_started, 3)
-        if stream.text or failure.kind not in RETRYABLE or attempt == max_attempts:
+        fallback = None if stream.text else _fallback_for(failure, request)
+        if fallback is not None and fallback not in {note["fallback"] for note in fallbacks}:
+            record["fallback"] = str(fallback)
+            fallbacks.append(_fallback_note(fallback, record, failure.detail))
+            request = _adapted(request, fallback)
+            counted -= 1
+            continue
+        if stream.text or failure.kind not in RETRYABLE or counted >= max_attempts:
             break
-        wait = backoff_seconds(failure, attempt, backoff_base)
+        wait = backoff_seconds(failure, counted, backoff_base)
         if time.monotonic() - started + wait > endpoint.total_timeout:
             break
         record["waited_before_retry"] = wait
         if on_retry is not None:
-            on_retry(failure, wait, attempt + 1)
+            on_retry(failure, wait, len(attempts) + 1)
         if not _wait_unless_stopped(wait, sleep, should_stop):
             failure = Failure(FailureKind.CANCELLED, "Stopped by the interviewer while waiting to retry.")
             record["stopped_while_waiting"] = True
             break
     finished = time.monotonic()
+    streamed = bool(request.get("stream")) and stream.whole is None
     provenance = {
         "provider": "openai-compatible",
         "base_url": endpoint.base_url,
@@ -340,7 +487,11 @@ def stream_answer(
         "response_id": stream.response_id,
         "system_fingerprint": stream.system_fingerprint,
         "usage": stream.usage,
+        "usage_note": _usage_note(request, stream, streamed),
         "finish_reason": stream.finish_reason,
+        "mode": "streaming" if streamed else "non-streaming",
+        "adjustments": endpoint.adjustments(),
+        "fallbacks": fallbacks,
         "started_at": started_at,
         "finished_at": _now(),
         "latency_ms": round((finished - started) * 1000),
@@ -355,7 +506,24 @@ def stream_answer(
     }
     if failure is not None:
         provenance["failure"] = failure.as_dict()
-    return AnswerResult(text=stream.text, provenance=provenance, failure=failure)
+    learned = {key: value for note in fallbacks for key, value in LEARNED[Fallback(note["fallback"])].items()}
+    return AnswerResult(text=stream.text, provenance=provenance, failure=failure, learned=learned)
+
+
+_PLAIN_JSON_REPLY = "The endpoint answered the streaming request with one plain JSON body; that body is the answer."
+
+
+def _fallback_note(fallback: Fallback, record: dict[str, Any], because: str) -> dict[str, Any]:
+    return {"fallback": str(fallback), "after_attempt": record["attempt"], "because": because}
+
+
+def _usage_note(request: dict[str, Any], stream: _Stream, streamed: bool) -> str | None:
+    """Why usage may be missing: without stream_options, a stream need not report it."""
+    if not streamed or "stream_options" in request:
+        return None
+    if stream.usage:
+        return "stream_options was not sent (this endpoint rejects it); usage is what the final chunk carried."
+    return "stream_options was not sent (this endpoint rejects it) and no chunk carried usage, so it is not known."
 
 
 def _wait_unless_stopped(seconds: float, sleep: Callable[[float], None], should_stop: Callable[[], bool] | None) -> bool:
@@ -379,12 +547,17 @@ def _one_attempt(
     should_stop: Callable[[], bool] | None,
     interval: float,
 ) -> tuple[_Stream, Failure | None]:
+    if not request.get("stream"):
+        return _ask_whole(client, endpoint, request, on_text, should_stop, interval)
     stream = _Stream()
     started = time.monotonic()
     last_push = last_check = 0.0
     try:
         response = client.chat.completions.create(**request)
         with response:
+            if _is_plain_json(response.response.headers.get("content-type", "")):
+                stream.take_whole(json.loads(response.response.read()))
+                return _finish(stream, on_text), None
             for chunk in response:
                 now = time.monotonic()
                 if stream.take(chunk, now) and on_text and now - last_push >= interval:
@@ -409,6 +582,51 @@ def _one_attempt(
             "The text received so far is kept; retry to ask again.",
         )
         return _finish(stream, on_text), failure
+    return _finish(stream, on_text), None
+
+
+def _is_plain_json(content_type: str) -> bool:
+    return "json" in content_type.lower() and "event-stream" not in content_type.lower()
+
+
+def _ask_whole(
+    client: OpenAI,
+    endpoint: Endpoint,
+    request: dict[str, Any],
+    on_text: Callable[[str], None] | None,
+    should_stop: Callable[[], bool] | None,
+    interval: float,
+) -> tuple[_Stream, Failure | None]:
+    """One non-streamed request, waited for in a thread so the interviewer can still stop it."""
+    # Nothing arrives until the last word does, so the whole answer gets the total timeout.
+    waits = replace(endpoint, timeout=endpoint.total_timeout)
+    outcome: dict[str, Any] = {}
+
+    def ask() -> None:
+        try:
+            raw = client.chat.completions.with_raw_response.create(
+                **request, timeout=openai.Timeout(endpoint.total_timeout, connect=endpoint.timeout)
+            )
+            outcome["body"] = json.loads(raw.text)
+        except Exception as exc:  # noqa: BLE001 - handed to the waiting thread
+            outcome["error"] = exc
+
+    asking = threading.Thread(target=ask, daemon=True)
+    asking.start()
+    while asking.is_alive():
+        asking.join(interval)
+        if asking.is_alive() and should_stop is not None and should_stop():
+            # The abandoned request ends when the server answers or its timeout passes.
+            return _Stream(), Failure(
+                FailureKind.CANCELLED, "Stopped by the interviewer before the whole answer arrived."
+            )
+    stream = _Stream()
+    try:
+        if "error" in outcome:
+            raise outcome["error"]
+        stream.take_whole(outcome["body"])
+    except Exception as exc:  # noqa: BLE001 - every endpoint failure becomes a Failure
+        return stream, classify(exc, waits)
     return _finish(stream, on_text), None
 
 

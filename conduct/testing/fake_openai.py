@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 AnswerSource = str | list[str] | Callable[[dict[str, Any]], str]
 
@@ -43,17 +43,29 @@ DEMO_ANSWER = (
 class Script:
     """How the server answers one model name.
 
-    answer: fixed text, a list consumed one per request (the last repeats), or
-      a function of the request body.
+    answer: fixed text, a list consumed one per answered request (the last
+      repeats), or a function of the request body.
     chunk_chars: characters per streamed delta.
     delay / first_delay: seconds between chunks / before the first chunk.
-    status: return this HTTP error instead of answering (401, 404, 429, 500...).
+    status: return this HTTP error instead of answering (400, 401, 404, 429, 500...).
+    error_message / error_param: the error's message and `param` field, instead of
+      the usual wording for `status`.
     fail_times: only the first N requests fail with `status`, then answer.
     retry_after: value of the Retry-After header on errors.
     die_after_chunks: close the connection mid-stream after N content chunks.
     hang: sleep this long before sending any header (for timeout tests).
     model_id: model id reported back (e.g. a dated snapshot); defaults to the name.
     finish_reason: "stop", "length", ...
+    usage_in_final_chunk: send usage in the chunk carrying finish_reason even
+      without stream_options, as some servers (llama.cpp) do.
+
+    Ways compatible servers differ from OpenAI's (each answers with a 400 in
+    the server's own words, like the real ones do):
+    rejects_stream_options: refuse any request carrying `stream_options`.
+    rejects_max_tokens: refuse `max_tokens` and ask for `max_completion_tokens`,
+      in OpenAI's wording for its reasoning models.
+    cannot_stream: "json" answers a streaming request with one plain JSON body;
+      "error" refuses it, saying streaming is not supported.
     """
 
     answer: AnswerSource | None = None
@@ -68,7 +80,14 @@ class Script:
     model_id: str | None = None
     system_fingerprint: str = "fp_fake_0001"
     finish_reason: str = "stop"
+    error_message: str | None = None
+    error_param: str | None = None
+    usage_in_final_chunk: bool = False
+    rejects_stream_options: bool = False
+    rejects_max_tokens: bool = False
+    cannot_stream: Literal["json", "error"] | None = None
     calls: int = field(default=0, init=False)
+    answered: int = field(default=0, init=False)
 
 
 @dataclass
@@ -196,10 +215,13 @@ class FakeOpenAIServer:
         self, script: Script | None, model: str, body: dict[str, Any]
     ) -> str:
         source = script.answer if script else None
+        if script is not None:
+            with self._lock:
+                script.answered += 1
         if callable(source):
             return source(body)
         if isinstance(source, list):
-            index = min((script.calls if script else 1) - 1, len(source) - 1)
+            index = min((script.answered if script else 1) - 1, len(source) - 1)
             return source[index]
         if isinstance(source, str):
             return source
@@ -292,6 +314,7 @@ class FakeOpenAIServer:
                 message: str,
                 kind: str,
                 headers: dict[str, str] | None = None,
+                param: str | None = None,
             ) -> None:
                 code = {
                     401: "invalid_api_key",
@@ -302,7 +325,7 @@ class FakeOpenAIServer:
                     "error": {
                         "message": message,
                         "type": kind,
-                        "param": None,
+                        "param": param,
                         "code": code,
                     }
                 }
@@ -329,11 +352,40 @@ class FakeOpenAIServer:
                 ):
                     self._scripted_error(script, model)
                     return
+                if script and self._refused(script, body):
+                    return
                 text = server._answer_text(script, model, body)
-                if body.get("stream"):
+                if body.get("stream") and not (script and script.cannot_stream == "json"):
                     self._stream(body, script or Script(), model, text)
                 else:
                     self._complete(body, script or Script(), model, text)
+
+            def _refused(self, script: Script, body: dict[str, Any]) -> bool:
+                """Refuse the parts of a request this scripted server does not take, in real servers' words."""
+                if "stream_options" in body and not body.get("stream"):
+                    # OpenAI's own check, so a non-streaming fallback must drop stream_options too.
+                    self._bad_param(
+                        "The 'stream_options' parameter is only allowed when 'stream' is enabled.", "stream_options"
+                    )
+                elif script.rejects_stream_options and "stream_options" in body:
+                    # Azure OpenAI's wording on older API versions; it leaves `param` empty.
+                    self._bad_param("Unrecognized request argument supplied: stream_options", None)
+                elif script.rejects_max_tokens and "max_tokens" in body:
+                    self._bad_param(
+                        "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                        "Use 'max_completion_tokens' instead.",
+                        "max_tokens",
+                        code="unsupported_parameter",
+                    )
+                elif script.cannot_stream == "error" and body.get("stream"):
+                    self._bad_param("Streaming is not supported by this server.", "stream")
+                else:
+                    return False
+                return True
+
+            def _bad_param(self, message: str, param: str | None, code: str | None = None) -> None:
+                payload = {"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}}
+                self._json(400, payload, {"x-should-retry": "false"})
 
             def _model_missing(self, model: str) -> None:
                 message = f"The model `{model}` does not exist or you do not have access to it."
@@ -350,7 +402,7 @@ class FakeOpenAIServer:
                 if status == 404:
                     self._model_missing(model)
                     return
-                message = {
+                message = script.error_message or {
                     401: "Incorrect API key provided.",
                     429: "Rate limit reached. Please try again later.",
                     500: "The server had an error while processing your request.",
@@ -361,6 +413,7 @@ class FakeOpenAIServer:
                     message,
                     "server_error" if status >= 500 else "invalid_request_error",
                     headers,
+                    param=script.error_param,
                 )
 
             def _base(self, script: Script, model: str) -> dict[str, Any]:
@@ -456,7 +509,10 @@ class FakeOpenAIServer:
                         return
                     if not server._sleep(script.delay):
                         return
-                self._event(choice({}, script.finish_reason))
+                last = choice({}, script.finish_reason)
+                if script.usage_in_final_chunk:
+                    last["usage"] = self._usage(body, text)
+                self._event(last)
                 if include_usage:
                     self._event(
                         base | {"choices": [], "usage": self._usage(body, text)}
@@ -493,6 +549,10 @@ def _demo_server(port: int) -> FakeOpenAIServer:
     server.script(
         "demo-ratelimited", status=429, retry_after=1, fail_times=1, delay=0.03
     )
+    # Servers unlike OpenAI's: each first refusal is answered by a fallback in conduct.client.
+    server.script("demo-no-stream-options", rejects_stream_options=True, delay=0.02)
+    server.script("demo-reasoning", rejects_max_tokens=True, delay=0.02)
+    server.script("demo-no-streaming", cannot_stream="error", first_delay=1.0)
     return server
 
 
