@@ -4,8 +4,16 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.expressions import RawSQL
 
 from projects.models import Project
+
+
+class ParticipantQuerySet(models.QuerySet):
+    def with_interview_counts(self) -> ParticipantQuerySet:
+        """Each participant with `interview_count`: its interviews not in the trash."""
+        alive = models.Q(interviews__deleted_at__isnull=True)
+        return self.annotate(interview_count=models.Count("interviews", filter=alive))
 
 
 class Participant(models.Model):
@@ -32,6 +40,8 @@ class Participant(models.Model):
     max_tokens = models.PositiveIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    objects = ParticipantQuerySet.as_manager()
 
     class Meta:
         ordering = ["label"]
@@ -85,6 +95,26 @@ class InterviewQuerySet(models.QuerySet):
     def for_project(self, project: Project) -> InterviewQuerySet:
         """The project's interviews (trash excluded) with their participant."""
         return self.alive().filter(project=project).select_related("participant")
+
+    def rerun_family(self, interview: Interview) -> InterviewQuerySet:
+        """The root original of `interview` (rerun_of followed all the way up) and every re-run below it."""
+        return self.filter(pk__in=RawSQL(_RERUN_FAMILY_SQL, [interview.pk]))
+
+
+# One recursive query, however long the chain of re-runs of re-runs. UNION (not UNION ALL)
+# stops at rows already seen, so even a cycle of rerun_of links ends.
+_RERUN_FAMILY_SQL = """
+WITH RECURSIVE up (id, rerun_of_id) AS (
+    SELECT id, rerun_of_id FROM interviews_interview WHERE id = %s
+    UNION
+    SELECT parent.id, parent.rerun_of_id FROM interviews_interview parent JOIN up ON parent.id = up.rerun_of_id
+), down (id) AS (
+    SELECT id FROM up WHERE rerun_of_id IS NULL
+    UNION
+    SELECT child.id FROM interviews_interview child JOIN down ON child.rerun_of_id = down.id
+)
+SELECT id FROM down
+"""
 
 
 class Interview(models.Model):

@@ -1,23 +1,27 @@
-"""Reading pages: one interview's transcript with provenance, and the project's interview statistics.
+"""Reading pages: one interview's transcript with provenance, its details form, and the interview statistics.
 
-Import pages live in interviews/views_import.py.
+Import pages live in interviews/views_import.py, participant pages in interviews/views_participants.py.
 """
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.db.models import Count, F, IntegerField, OuterRef, Subquery
+from django.core.exceptions import ValidationError
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from interviews.forms import InterviewForm, add_service_errors
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.provenance import interview_provenance, turn_provenance
 from interviews.rendering import render_turns
+from interviews.services import interview_update
 from interviews.statistics import DEPTH_CHOICES, project_statistics, statistics_csv, statistics_xlsx
-from projects.permissions import member_or_404
+from projects.permissions import member_or_404, writer_or_403
 
 VIEWS = ("read", "segments")
 
@@ -73,8 +77,9 @@ def interview_list(request: HttpRequest, project_uuid) -> HttpResponse:
     return render(request, "interviews/interview_list.html", context)
 
 
-def _interview_or_404(membership, interview_uuid) -> Interview:
-    interview = Interview.objects.for_project(membership.project).filter(uuid=interview_uuid).first()
+def _interview_or_404(membership, interview_uuid, interviews=None) -> Interview:
+    interviews = Interview.objects.for_project(membership.project) if interviews is None else interviews
+    interview = interviews.filter(uuid=interview_uuid).first()
     if interview is None:
         raise Http404("No such interview in this project.")
     return interview
@@ -84,7 +89,10 @@ def _interview_or_404(membership, interview_uuid) -> Interview:
 def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> HttpResponse:
     """The transcript, turn by turn, as rendered Markdown or as its coding segments."""
     membership = member_or_404(request, project_uuid)
-    interview = _interview_or_404(membership, interview_uuid)
+    # The original it re-runs and whether it has re-runs come with the interview: no extra query.
+    interviews = Interview.objects.for_project(membership.project).select_related("rerun_of").annotate(
+        has_reruns=Exists(Interview.objects.alive().filter(rerun_of=OuterRef("pk"))))
+    interview = _interview_or_404(membership, interview_uuid, interviews)
     view = request.GET.get("view", "read")
     view = view if view in VIEWS else "read"
     turns = list(
@@ -109,15 +117,37 @@ def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> Http
     for turn in turns:
         turn.provenance = turn_provenance(turn)
         turn.anchor = f"turn-{turn.position}"  # a str: ints go through number formatting in templates
+    original = interview.rerun_of if interview.rerun_of and interview.rerun_of.deleted_at is None else None
     context = {
         "project": membership.project, "membership": membership, "nav": "interviews",
         "interview": interview, "participant": interview.participant, "turns": turns, "view": view,
+        "original": original, "comparable": bool(original or interview.has_reruns),
         "provenance": interview_provenance(interview, turns),
         "segment_total": sum(t.segment_count for t in turns),
     }
     if _wants_fragment(request):
         return render(request, "interviews/interview_detail.html#transcript", context)
     return render(request, "interviews/interview_detail.html", context)
+
+
+@login_required
+def interview_edit(request: HttpRequest, project_uuid, interview_uuid) -> HttpResponse:
+    """Correct an interview's title, date, depth, notes or participant after it came in."""
+    membership = writer_or_403(request, project_uuid)
+    interview = _interview_or_404(membership, interview_uuid)
+    form = InterviewForm(request.POST or None, initial=InterviewForm.initial_from(interview), project=membership.project)
+    if request.method == "POST" and form.is_valid():
+        try:
+            interview_update(interview=interview, actor=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            interview.refresh_from_db()  # the service set the rejected values before it refused them
+            add_service_errors(form, exc)
+        else:
+            messages.success(request, f"Details of “{interview.title}” saved.")
+            return redirect("interviews:interview_detail", project_uuid=project_uuid, interview_uuid=interview.uuid)
+    context = {"project": membership.project, "membership": membership, "nav": "interviews", "interview": interview,
+               "form": form}
+    return render(request, "interviews/interview_form.html", context, status=400 if form.errors else 200)
 
 
 KIND_LABELS = dict(Segment.Kind.choices)

@@ -1,0 +1,119 @@
+"""Edits of interviews and participants after they came in (imports live in services_import.py).
+
+Keyword-only, atomic, audited. Views and the API call these and nothing else to write.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from interviews.models import Interview, Participant
+from projects.audit import audit_record
+from projects.models import AuditEvent
+
+LABEL_TAKEN = "Another participant in this project is already called “{label}”; participant labels must be unique."
+
+
+def _shown(value: Any) -> str:
+    """A field value as the audit summary shows it."""
+    if value is None or value == "":
+        return "(empty)"
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value)
+
+
+def _recorded(value: Any) -> Any:
+    """A field value as the audit event's data keeps it (JSON)."""
+    if isinstance(value, (dt.date, dt.datetime)):
+        return value.isoformat()
+    if isinstance(value, Participant):
+        return {"uuid": str(value.uuid), "label": value.label}
+    return value
+
+
+def _apply(obj: Any, values: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """Set the values that differ on obj; {field: (old, new)} for each one changed."""
+    changes = {}
+    for field, new in values.items():
+        old = getattr(obj, field)
+        if old != new:
+            changes[field] = (old, new)
+            setattr(obj, field, new)
+    return changes
+
+
+@transaction.atomic
+def interview_update(*, interview: Interview, actor: Any, title: str, conducted_at: dt.datetime | None, depth: str,
+                     notes: str, participant: Participant) -> Interview:
+    """Correct an interview's details (title, date, depth, notes, participant) and record what changed."""
+    title = (title or "").strip()
+    errors = {}
+    if not title:
+        errors["title"] = "Give the interview a title."
+    if depth not in Interview.Depth.values:
+        errors["depth"] = f"“{depth}” is not a depth; choose one of {', '.join(Interview.Depth.values)}."
+    if participant.project_id != interview.project_id:
+        errors["participant"] = "Choose a participant of this project."
+    if errors:
+        raise ValidationError(errors)
+    changes = _apply(interview, {"title": title, "conducted_at": conducted_at, "depth": depth, "notes": notes,
+                                 "participant": participant})
+    if not changes:
+        return interview
+    interview.full_clean(exclude=["guide_version", "rerun_of", "created_by"], validate_constraints=False)
+    interview.save(update_fields=[*changes, "updated_at"])
+    said = [f"notes {'edited' if old else 'added'}" if field == "notes" else
+            f"{field.replace('_', ' ')} {_shown(old)} → {_shown(new)}" for field, (old, new) in changes.items()]
+    audit_record(project=interview.project, actor=actor, action=AuditEvent.Action.CHANGED, target=interview,
+                 summary=f"Interview “{interview.title}”: {'; '.join(said)}",
+                 data={"changes": {field: [_recorded(old), _recorded(new)] for field, (old, new) in changes.items()}})
+    return interview
+
+
+@transaction.atomic
+def participant_update(*, participant: Participant, actor: Any, label: str, provider: str, model_id: str,
+                       interface: str, snapshot_date: dt.date | None, attributes: dict[str, Any]) -> Participant:
+    """Correct how a participant is described (label, provider, model, interface, snapshot, case attributes)."""
+    label = (label or "").strip()
+    errors = {}
+    if not label:
+        errors["label"] = "Give the participant a label."
+    elif Participant.objects.filter(project_id=participant.project_id, label=label).exclude(pk=participant.pk).exists():
+        errors["label"] = LABEL_TAKEN.format(label=label)
+    if interface not in Participant.Interface.values:
+        errors["interface"] = f"“{interface}” is not an interface; choose one of {', '.join(Participant.Interface.values)}."
+    if not isinstance(attributes, dict) or not all(isinstance(k, str) and k.strip() for k in attributes):
+        errors["attributes"] = "Case attributes must be a mapping from non-empty names to values."
+    if errors:
+        raise ValidationError(errors)
+    changes = _apply(participant, {"label": label, "provider": (provider or "").strip(), "model_id": (model_id or "").strip(),
+                                   "interface": interface, "snapshot_date": snapshot_date, "attributes": attributes})
+    if not changes:
+        return participant
+    participant.full_clean(exclude=["project"], validate_constraints=False)
+    try:
+        with transaction.atomic():
+            participant.save(update_fields=[*changes, "updated_at"])
+    except IntegrityError:
+        # Someone took the label between the check above and this save.
+        raise ValidationError({"label": LABEL_TAKEN.format(label=label)}) from None
+    said = [_attributes_said(old, new) if field == "attributes" else
+            f"{field.replace('_', ' ')} {_shown(old)} → {_shown(new)}" for field, (old, new) in changes.items()]
+    audit_record(project=participant.project, actor=actor, action=AuditEvent.Action.CHANGED, target=participant,
+                 summary=f"Participant “{participant.label}”: {'; '.join(said)}",
+                 data={"changes": {field: [_recorded(old), _recorded(new)] for field, (old, new) in changes.items()}})
+    return participant
+
+
+def _attributes_said(old: dict[str, Any], new: dict[str, Any]) -> str:
+    old = old if isinstance(old, dict) else {}
+    parts = [f"+{k}" for k in new if k not in old] + [f"-{k}" for k in old if k not in new]
+    parts += [f"{k} changed" for k in new if k in old and old[k] != new[k]]
+    return f"attributes {', '.join(parts)}"
