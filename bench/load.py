@@ -88,6 +88,7 @@ def setup_django(database_url: str, redis_url: str) -> None:
     os.environ["DATABASE_URL"] = database_url
     os.environ["REDIS_URL"] = redis_url
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings_test"
+    os.environ["RTA_TEST_CACHED_AUTH"] = "true"  # sessions and users from Redis, as in production
     sys.path.insert(0, str(REPO))
     import django
 

@@ -116,6 +116,9 @@ def _setup_django(ctx: Context) -> None:
     if ctx.django_ready:
         return
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings_test")
+    # Sessions and users read from Redis, as in production (config/settings_test.py keeps them in
+    # the database for the test suite's query counts); web processes started by phases inherit it.
+    os.environ["RTA_TEST_CACHED_AUTH"] = "true"
     os.environ["TEST_DATABASE_NAME"] = os.environ.get("BENCH_DATABASE_NAME") or f"test_rta_bench_{os.getpid()}"
     import django
     from django.db import connection

@@ -53,7 +53,7 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
     parsed = urlparse(url)
     if parsed.scheme in {"postgres", "postgresql", "pgsql"}:
         return {
-            "ENGINE": "django.db.backends.postgresql",
+            "ENGINE": "config.postgresql",  # Django's, with a cheaper health check
             "NAME": unquote(parsed.path.lstrip("/")),
             "USER": unquote(parsed.username or ""),
             "PASSWORD": unquote(parsed.password or ""),

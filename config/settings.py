@@ -95,6 +95,11 @@ if REDIS_URL:
         "BACKEND": "projects.cache.ResilientRedisCache", "LOCATION": REDIS_URL,
         "OPTIONS": {"socket_connect_timeout": 0.5, "socket_timeout": 1.0},
     }}
+    # The session and the user are read on every request; with Redis they come from there
+    # (projects/auth_cache.py). Without it a per-process cache could not be invalidated, so
+    # both stay in the database.
+    SESSION_ENGINE = "projects.auth_cache"
+    AUTHENTICATION_BACKENDS = ["projects.auth_cache.CachedModelBackend"]
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

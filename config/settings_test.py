@@ -18,3 +18,14 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("CELERY_QUEUE"):
     CELERY_TASK_DEFAULT_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-{os.environ['PYTEST_XDIST_WORKER']}"  # noqa: F405
 WHITENOISE_USE_FINDERS = True
+
+# The suite's query-count tests count the session and user reads, so tests keep both in the
+# database; the Redis-cached copies production uses (projects/auth_cache.py) have tests of their
+# own. Benchmarks measure what production runs: they set RTA_TEST_CACHED_AUTH.
+if not env_bool("RTA_TEST_CACHED_AUTH", default=False):  # noqa: F405
+    SESSION_ENGINE = "django.contrib.sessions.backends.db"
+    AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
+# Cached values must not outlive a run nor cross xdist workers: their test databases reuse ids.
+# Exported so web and worker processes started by tests share the prefix.
+CACHES["default"]["KEY_PREFIX"] = os.environ.setdefault(  # noqa: F405
+    "RTA_TEST_CACHE_PREFIX", f"test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}")

@@ -6,3 +6,13 @@ from django.apps import AppConfig
 class ProjectsConfig(AppConfig):
     name = "projects"
     verbose_name = "Projects"
+
+    def ready(self) -> None:
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import post_delete, post_save
+
+        from projects.auth_cache import forget_user
+
+        user_model = get_user_model()
+        post_save.connect(forget_user, sender=user_model, dispatch_uid="rta-forget-cached-user-on-save")
+        post_delete.connect(forget_user, sender=user_model, dispatch_uid="rta-forget-cached-user-on-delete")
