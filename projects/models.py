@@ -1,9 +1,11 @@
 from __future__ import annotations
 
+import hashlib
 import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Role(models.TextChoices):
@@ -73,6 +75,73 @@ class Membership(models.Model):
     @property
     def is_owner(self) -> bool:
         return self.role == Role.OWNER
+
+
+class InvitationQuerySet(models.QuerySet):
+    def pending(self) -> InvitationQuerySet:
+        """Invitations neither accepted nor revoked (expired ones included: they can be re-sent)."""
+        return self.filter(accepted_at__isnull=True, revoked_at__isnull=True)
+
+    def pending_for(self, project: Project) -> InvitationQuerySet:
+        """The project's pending invitations with their inviters, newest first."""
+        return self.pending().filter(project=project).select_related("created_by").order_by("-created_at", "-id")
+
+    def by_token(self, token: str) -> Invitation | None:
+        """The invitation whose link carries `token`, in any state, or None."""
+        return self.select_related("project", "created_by").filter(token_hash=Invitation.hash_token(token)).first()
+
+
+class Invitation(models.Model):
+    """An owner's invitation for an email address to join a project with a role.
+
+    Only a hash of the token is stored: the link is shown (and emailed) once, and a
+    leaked database does not hand out working links.
+    """
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    email = models.EmailField()
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.ANALYST)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = InvitationQuerySet.as_manager()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "email"], condition=models.Q(accepted_at__isnull=True, revoked_at__isnull=True),
+                name="unique_pending_invitation",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.email} ({self.role}) to {self.project}"
+
+    @staticmethod
+    def hash_token(token: str) -> str:
+        # A 256-bit random token needs no salt or slow hash; lookup by hash keeps comparison out of Python.
+        return hashlib.sha256(token.encode()).hexdigest()
+
+    @property
+    def is_expired(self) -> bool:
+        return self.expires_at <= timezone.now()
+
+    @property
+    def unusable_reason(self) -> str:
+        """Why the link no longer works, or "" while it does."""
+        if self.accepted_at:
+            return "This invitation has already been used."
+        if self.revoked_at:
+            return "This invitation was withdrawn by the project's owners."
+        if self.is_expired:
+            return "This invitation has expired."
+        return ""
 
 
 class AuditEventQuerySet(models.QuerySet):
