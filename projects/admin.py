@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from projects.models import AuditEvent, Membership, Project
+from projects.models import AuditEvent, Invitation, Membership, Project
 
 
 class MembershipInline(admin.TabularInline):
@@ -20,3 +20,13 @@ class ProjectAdmin(admin.ModelAdmin):
 class AuditEventAdmin(admin.ModelAdmin):
     list_display = ["project", "actor", "action", "target_type", "summary", "created_at"]
     list_filter = ["action", "target_type"]
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["email", "project", "role", "created_at", "expires_at", "accepted_at", "revoked_at"]
+    exclude = ["token_hash"]
+
+    def has_add_permission(self, request) -> bool:
+        # Invitations are issued from the project's members page, which shows the link once.
+        return False

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django import forms
+from django.contrib.auth import password_validation
 
 from projects.models import Membership, Project, Role
 
@@ -24,8 +25,27 @@ class ProjectSettingsForm(forms.ModelForm):
 
 
 class MemberAddForm(forms.Form):
-    user = forms.CharField(label="Username or email", max_length=254)
+    user = forms.CharField(
+        label="Username or email", max_length=254,
+        help_text="Someone without an account yet gets an invitation link (by email, and shown here to copy).",
+    )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.ANALYST)
+
+
+class InvitationSignupForm(forms.Form):
+    """A new account for an invited person; the services check the username and the password rules."""
+
+    username = forms.CharField(max_length=150, help_text="Letters, digits and @ . + - _ only.",
+                               widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True}))
+    password1 = forms.CharField(label="Password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
+                                help_text=" ".join(password_validation.password_validators_help_texts()))
+    password2 = forms.CharField(label="Password again", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}))
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("password1") and cleaned.get("password2") and cleaned["password1"] != cleaned["password2"]:
+            self.add_error("password2", "The two passwords differ: type the same password twice.")
+        return cleaned
 
 
 class MemberRoleForm(forms.Form):

@@ -11,8 +11,9 @@ from django.views.decorators.http import require_GET, require_POST
 from config.celery import app as celery_app
 from projects import services
 from projects.forms import MemberAddForm, MemberRoleForm, PositionalityForm, ProjectForm, ProjectSettingsForm
-from projects.models import Membership, Role
+from projects.models import Invitation, Membership, Role
 from projects.permissions import member_or_404, owner_or_403
+from projects.views_invitations import invitation_link_pop, invitation_link_share
 
 
 @login_required
@@ -59,6 +60,9 @@ def member_list(request: HttpRequest, project_uuid) -> HttpResponse:
 def _render_members(request: HttpRequest, membership: Membership, add_form: MemberAddForm, status: int = 200) -> HttpResponse:
     members = Membership.objects.filter(project=membership.project).select_related("user").order_by("user__username")
     context = {"project": membership.project, "membership": membership, "members": members, "add_form": add_form, "roles": Role.choices, "nav": "members"}
+    if membership.is_owner:
+        context["invitations"] = Invitation.objects.pending_for(membership.project)
+        context["new_invitation"] = invitation_link_pop(request)
     return render(request, "projects/members.html", context, status=status)
 
 
@@ -69,14 +73,17 @@ def member_add(request: HttpRequest, project_uuid) -> HttpResponse:
     form = MemberAddForm(request.POST)
     if form.is_valid():
         try:
-            added = services.membership_add(
+            added = services.membership_invite(
                 project=membership.project, actor=request.user,
                 username_or_email=form.cleaned_data["user"], role=form.cleaned_data["role"],
             )
         except ValidationError as exc:
             form.add_error("user", exc.message_dict.get("user", exc.messages))
         else:
-            messages.success(request, f"{added.user.username} added as {added.get_role_display().lower()}.")
+            if isinstance(added, services.IssuedInvitation):
+                invitation_link_share(request, added)
+            else:
+                messages.success(request, f"{added.user.username} added as {added.get_role_display().lower()}.")
             return redirect("projects:members", project_uuid=project_uuid)
     return _render_members(request, membership, form, status=400)
 

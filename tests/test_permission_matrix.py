@@ -35,6 +35,8 @@ PUBLIC = {
     "healthz": "Load balancer health check; tells nothing about projects.",
     "api-schema": "The API's shape is not confidential; data stays behind authentication.",
     "api-docs": "Interactive docs for the public schema.",
+    "projects:invitation_accept": "Public by token: the link alone admits its holder (an account is created on the way); "
+    "unknown tokens get 404 without naming any project and are rate-limited per address.",
 }
 # Views any member may POST to (they change only the member's own data).
 MEMBER_WRITES = {

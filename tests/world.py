@@ -42,6 +42,7 @@ SCALARS: dict[str, object] = {
     "number": 1,  # a memo revision number
     "index": 0,  # position in a review's agenda
     "fmt": "csv",  # a download format
+    "token": "not-an-invitation-token",  # invitation links are public by token; an unknown one is a 404
 }
 
 TRANSCRIPT = "I think identity is negotiated. It shifts with every conversation."

@@ -80,7 +80,7 @@ class TestMembers:
     def test_adding_an_unknown_user_says_so(self, client_for, project, owner):
         response = client_for(owner).post(self.url(project, "member_add"), {"user": "nobody", "role": "viewer"})
         assert response.status_code == 400
-        assert "No account with the username or email “nobody”" in response.content.decode()
+        assert "No account with the username or email “nobody”. To invite someone new, enter their email address." in response.content.decode()
 
     @pytest.mark.parametrize("role_user", ["analyst", "viewer"])
     def test_non_owners_cannot_add_members(self, request, client_for, project, outsider, role_user):
@@ -117,8 +117,8 @@ class TestMembers:
         for i in range(6):
             Membership.objects.create(project=project, user=make_user(f"extra{i}"), role=Role.VIEWER)
         c = client_for(owner)
-        # session, user, membership+project, members with users
-        with django_assert_num_queries(4):
+        # session, user, membership+project, members with users, pending invitations with inviters
+        with django_assert_num_queries(5):
             assert c.get(self.url(project, "members")).status_code == 200
 
     def test_viewers_write_their_own_positionality(self, client_for, project, viewer):
