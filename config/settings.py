@@ -131,6 +131,22 @@ RTA_LOGIN_LOCKOUT_SECONDS = env_int("RTA_LOGIN_LOCKOUT_SECONDS", 15 * 60)
 LOGIN_REDIRECT_URL = "projects:list"
 LOGOUT_REDIRECT_URL = "login"
 
+# Invitation emails (projects/services.py). Development prints them to the console; production
+# sends through SMTP (when that fails, the owner still sees the link to pass on).
+_MAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend" if DEBUG
+                        else "django.core.mail.backends.smtp.EmailBackend")
+MAILERS = {"default": {"BACKEND": _MAIL_BACKEND, "OPTIONS": {
+    "host": env_str("EMAIL_HOST", "localhost"),
+    "port": env_int("EMAIL_PORT", 25),
+    "username": env_str("EMAIL_HOST_USER", ""),
+    "password": env_str("EMAIL_HOST_PASSWORD", ""),
+    "use_tls": env_bool("EMAIL_USE_TLS", default=False),
+    "timeout": env_int("EMAIL_TIMEOUT", 10),
+} if _MAIL_BACKEND.endswith("smtp.EmailBackend") else {}}}
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "RTA Studio <noreply@localhost>")
+# Unknown invitation links opened per client address and hour before the accept page refuses (429).
+RTA_INVITATION_MAX_MISSES = env_int("RTA_INVITATION_MAX_MISSES", 20)
+
 LANGUAGE_CODE = "en-gb"
 TIME_ZONE = "UTC"
 USE_I18N = True
