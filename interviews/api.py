@@ -6,7 +6,9 @@ get 404, viewers may read but not write (403).
 
 from __future__ import annotations
 
-from django.db.models import Count, Prefetch, Q
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Count, Prefetch
+from drf_spectacular.utils import extend_schema
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -14,6 +16,7 @@ from rest_framework.response import Response
 
 from interviews.models import ImportJob, Interview, Participant, Segment, Turn
 from interviews.parsers import FORMATS, ParseError
+from interviews.services import interview_update, participant_update
 from interviews.services_import import ImportOptions, ImportOptionsError, get_progress, importjob_create, importjob_queue
 from projects.api_permissions import ProjectScopedMixin
 
@@ -41,6 +44,27 @@ class ParticipantSerializer(serializers.ModelSerializer):
         if clash.exists():
             raise serializers.ValidationError("This project already has a participant with this label.")
         return value
+
+
+class InterviewWriteSerializer(serializers.Serializer):
+    """The details of an interview that can be corrected after it came in; PATCH sends any of them."""
+
+    title = serializers.CharField(max_length=300)
+    conducted_at = serializers.DateTimeField(allow_null=True)
+    depth = serializers.ChoiceField(choices=Interview.Depth.choices)
+    notes = serializers.CharField(allow_blank=True)
+    participant = serializers.SlugRelatedField(slug_field="uuid", queryset=Participant.objects.none(),
+                                               help_text="The uuid of one of the project's participants.")
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        project = self.context.get("project")
+        if project is not None:
+            self.fields["participant"].queryset = Participant.objects.filter(project=project)
+
+
+def _drf_error(exc: DjangoValidationError) -> serializers.ValidationError:
+    return serializers.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
 
 
 class SegmentSerializer(serializers.ModelSerializer):
@@ -111,9 +135,7 @@ class ParticipantViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retri
     lookup_field = "uuid"
 
     def get_queryset(self):
-        alive = Q(interviews__deleted_at__isnull=True)
-        return (Participant.objects.filter(project=self.project)
-                .annotate(interview_count=Count("interviews", filter=alive)).order_by("label"))
+        return Participant.objects.filter(project=self.project).with_interview_counts().order_by("label")
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "project": self.project}
@@ -121,14 +143,45 @@ class ParticipantViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retri
     def perform_create(self, serializer):
         serializer.save(project=self.project)
 
+    def perform_update(self, serializer):
+        # Through the service, so the edit is audited like the page's.
+        participant, d = serializer.instance, serializer.validated_data
+        fields = ("label", "provider", "model_id", "interface", "snapshot_date", "attributes")
+        try:
+            participant_update(participant=participant, actor=self.request.user,
+                               **{f: d.get(f, getattr(participant, f)) for f in fields})
+        except DjangoValidationError as exc:
+            raise _drf_error(exc) from None
+
 
 class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
-    """Interviews; the detail includes every turn with its segments (a constant number of queries)."""
+    """Interviews; the detail includes every turn with its segments (a constant number of queries).
+
+    PATCH corrects the details (title, conducted_at, depth, notes, participant); the transcript stays as it came in.
+    """
 
     lookup_field = "uuid"
 
     def get_serializer_class(self):
+        if self.action == "partial_update":
+            return InterviewWriteSerializer
         return InterviewDetailSerializer if self.action == "retrieve" else InterviewSerializer
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "project": self.project}
+
+    @extend_schema(request=InterviewWriteSerializer, responses=InterviewSerializer)
+    def partial_update(self, request: Request, *args, **kwargs) -> Response:
+        interview = self.get_object()
+        data = InterviewWriteSerializer(data=request.data, partial=True, context=self.get_serializer_context())
+        data.is_valid(raise_exception=True)
+        fields = ("title", "conducted_at", "depth", "notes", "participant")
+        try:
+            interview_update(interview=interview, actor=request.user,
+                             **{f: data.validated_data.get(f, getattr(interview, f)) for f in fields})
+        except DjangoValidationError as exc:
+            raise _drf_error(exc) from None
+        return Response(InterviewSerializer(self.get_queryset().get(pk=interview.pk)).data)
 
     def get_queryset(self):
         qs = Interview.objects.for_project(self.project).annotate(turn_count=Count("turns"))

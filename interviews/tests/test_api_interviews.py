@@ -123,3 +123,70 @@ def test_import_of_a_large_upload_is_read_and_imported_by_the_worker(
     job = client.get(api(project, f"imports/{response.json()['uuid']}/")).json()
     assert job["status"] == "done" and len(job["summary"]["interviews"]) == 3
     assert job["progress"] == {"done": 3, "total": 3}
+
+
+@pytest.fixture
+def small_interview(project):
+    from interviews.tests.factories import make_interview, make_participant
+
+    return make_interview(project, make_participant(project, label="GPT-4o"), [("participant", "Hello.")], title="Identity")
+
+
+def test_interview_patch_corrects_details_and_audits_them(client_for, project, analyst, small_interview):
+    from interviews.tests.factories import make_participant
+    from projects.models import AuditEvent
+
+    claude = make_participant(project, label="Claude")
+    response = client_for(analyst).patch(api(project, f"interviews/{small_interview.uuid}/"), {
+        "title": "Identity, pilot", "depth": "brief", "conducted_at": "2025-11-03T14:30:00Z", "participant": str(claude.uuid),
+    }, content_type="application/json")
+    assert response.status_code == 200, response.content
+    data = response.json()
+    assert (data["title"], data["depth"], data["participant"], data["participant_label"], data["turn_count"]) == (
+        "Identity, pilot", "brief", str(claude.uuid), "Claude", 1)
+    assert data["conducted_at"].startswith("2025-11-03T14:30:00")
+    small_interview.refresh_from_db()
+    assert small_interview.notes == "" and small_interview.participant == claude  # fields not sent stay as they were
+    event = AuditEvent.objects.get(target_id=str(small_interview.uuid))
+    assert "title Identity → Identity, pilot" in event.summary and event.actor == analyst
+
+
+def test_interview_patch_names_the_bad_field(client_for, project, owner, small_interview):
+    client = client_for(owner)
+    url = api(project, f"interviews/{small_interview.uuid}/")
+    bad_depth = client.patch(url, {"depth": "medium"}, content_type="application/json")
+    assert bad_depth.status_code == 400 and "depth" in bad_depth.json()
+    blank = client.patch(url, {"title": "   "}, content_type="application/json")
+    assert blank.status_code == 400 and "title" in blank.json()
+    stranger = client.patch(url, {"participant": "00000000-0000-0000-0000-000000000000"}, content_type="application/json")
+    assert stranger.status_code == 400 and "participant" in stranger.json()
+    small_interview.refresh_from_db()
+    assert (small_interview.title, small_interview.depth) == ("Identity", "comprehensive")
+
+
+def test_interview_patch_by_viewer_403_outsider_404(client_for, project, viewer, outsider, small_interview):
+    url = api(project, f"interviews/{small_interview.uuid}/")
+    assert client_for(viewer).patch(url, {"title": "X"}, content_type="application/json").status_code == 403
+    assert client_for(outsider).patch(url, {"title": "X"}, content_type="application/json").status_code == 404
+    assert Interview.objects.get(pk=small_interview.pk).title == "Identity"
+
+
+def test_interview_put_and_delete_are_not_offered(client_for, project, owner, small_interview):
+    url = api(project, f"interviews/{small_interview.uuid}/")
+    assert client_for(owner).put(url, {"title": "X"}, content_type="application/json").status_code == 405
+    assert client_for(owner).delete(url).status_code == 405
+
+
+def test_participant_patch_is_audited_and_refuses_a_taken_label(client_for, project, analyst):
+    from projects.models import AuditEvent
+
+    client = client_for(analyst)
+    gpt = client.post(api(project, "participants/"), {"label": "GPT-4o"}, content_type="application/json").json()
+    client.post(api(project, "participants/"), {"label": "Claude"}, content_type="application/json")
+    renamed = client.patch(api(project, f"participants/{gpt['uuid']}/"), {"label": "GPT-4o (Aug)", "attributes": {"n": 1}},
+                           content_type="application/json")
+    assert renamed.status_code == 200 and renamed.json()["label"] == "GPT-4o (Aug)"
+    assert "label GPT-4o → GPT-4o (Aug)" in AuditEvent.objects.get(target_id=gpt["uuid"]).summary
+    clash = client.patch(api(project, f"participants/{gpt['uuid']}/"), {"label": "Claude"}, content_type="application/json")
+    assert clash.status_code == 400 and "label" in clash.json()
+    assert Participant.objects.get(uuid=gpt["uuid"]).label == "GPT-4o (Aug)"
