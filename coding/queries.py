@@ -238,15 +238,24 @@ def interview_progress(project: Project) -> list[dict[str, Any]]:
     ]
 
 
-def interview_codings_state(interview: Interview) -> tuple[list[tuple[int, int, int]], dict[int, list[str]]]:
-    """([segment, code, coder] of every coding, {code id: [name, colour, kind]}) for the interview; one query."""
-    codings, codes = [], {}
-    for seg, code, coder, name, colour, kind in (
+def interview_codings_state(interview: Interview) -> tuple[list[tuple[int, int, int]], dict[int, list]]:
+    """([segment, code, coder] of every coding, {code id: [name, colour, kind, archived]}) for the interview.
+
+    The codes are every live code of the project (a colleague's new code becomes usable without a
+    reload) plus those of the interview's codings. Two queries.
+    """
+    codes: dict[int, list] = {
+        pk: [name, colour, kind, archived] for pk, name, colour, kind, archived in
+        Code.objects.filter(project_id=interview.project_id, deleted_at__isnull=True)
+        .values_list("pk", "name", "colour", "kind", "archived")
+    }
+    codings = []
+    for seg, code, coder, name, colour, kind, archived in (
         Coding.objects.filter(interview=interview).order_by("segment_id", "code__position", "code__name", "coder_id")
-        .values_list("segment_id", "code_id", "coder_id", "code__name", "code__colour", "code__kind")
+        .values_list("segment_id", "code_id", "coder_id", "code__name", "code__colour", "code__kind", "code__archived")
     ):
         codings.append((seg, code, coder))
-        codes[code] = [name, colour, kind]
+        codes.setdefault(code, [name, colour, kind, archived])
     return codings, codes
 
 

@@ -127,3 +127,26 @@ def test_a_second_coder_sees_the_first_coders_work_without_reloading(page, login
     expect(page.locator(f"#chips-{s[2].pk} .chip")).to_have_count(1, timeout=5000)
     assert _chips(page, s[2]) == ["Late arrivalOO"]
     assert page.locator("#progress-interview").inner_text() == f"1 / {len(s)}"
+    assert page.locator("#progress-project").inner_text() == f"1 / {len(s)}"
+
+
+def test_a_colleagues_new_code_is_usable_without_reloading_and_project_progress_follows(
+        page, login, live_server, project, analyst, interview, participant_segments, make_code):
+    s = participant_segments
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{project.uuid}/interviews/{interview.uuid}/code/?poll=1")
+    page.wait_for_selector("#transcript")
+    assert page.locator("#progress-project").inner_text() == f"0 / {len(s)}"
+    fresh = make_code("Quiet dissent", colour="#117733")  # created by a colleague on the codebook page
+    Code.objects.filter(pk=make_code("Retired idea").pk).update(archived=True)
+    expect(page.locator(f"#filter-code option[value='{fresh.pk}']")).to_have_count(1, timeout=5000)
+
+    page.keyboard.press("j")
+    page.keyboard.press("c")
+    page.keyboard.type("quiet")
+    assert page.locator("#picker-list li.active").inner_text().startswith("Quiet dissent")
+    assert "Retired idea" not in page.locator("#picker-list").inner_text()
+    page.keyboard.press("Enter")
+    expect(page.locator(f"#chips-{s[0].pk} .chip")).to_have_count(1)
+    assert Coding.objects.filter(code=fresh, segment=s[0], coder=analyst).exists()
+    expect(page.locator("#progress-project")).to_have_text(f"1 / {len(s)}")

@@ -313,10 +313,14 @@ def test_polling_state_is_constant_queries_and_members_only(client_for, owner, a
     url = reverse("coding:state", args=[project.uuid, interview.uuid])
     assert client_for(outsider).get(url).status_code == 404
     c = client_for(analyst)
-    # session, user, membership, interview, codings with their codes
-    with django_assert_num_queries(5):
+    # session, user, membership, interview, the project's codes, codings with their codes
+    with django_assert_num_queries(6):
         data = c.get(url).json()
-    assert len(data["codings"]) == 2 * (n + 1) and set(data["codes"]) == {str(Code.objects.get(name=f"Code {n - 1}").pk)}
+    assert len(data["codings"]) == 2 * (n + 1)
+    live = Code.objects.filter(project=project, deleted_at__isnull=True)
+    assert set(data["codes"]) == {str(pk) for pk in live.values_list("pk", flat=True)}  # unused codes too
+    used = Code.objects.get(name=f"Code {n - 1}")
+    assert data["codes"][str(used.pk)] == [used.name, used.colour, used.kind, False]
 
 
 @pytest.mark.parametrize("n", [1, 5])

@@ -124,15 +124,33 @@
       send(cfg.create, { name: name, kind: kind, segments: selectedIds().join(",") });
     }
 
+    // A code created here or by a colleague (seen by polling): usable at once unless archived.
+    function addCode(code) {
+      kindOf[code.id] = code.kind;
+      if (!allCodes.some(function (c) { return c.id === code.id; })) allCodes.push(code);
+      if (code.archived) return;
+      codes.push(code);
+      var opt = document.createElement("option");
+      opt.value = code.id; opt.textContent = code.name;
+      document.getElementById("filter-code").appendChild(opt);
+    }
+
+    // The codebook panel's row for a code seen by polling (an inline-created code's row comes with its response).
+    function addPanelRow(code, uses) {
+      var li = document.createElement("li"), button = document.createElement("button");
+      var swatch = document.createElement("span"), kind = document.createElement("small"), count = document.createElement("span");
+      button.type = "button"; button.className = "code-row"; button.dataset.code = code.id;
+      swatch.className = "sw"; swatch.style.setProperty("--c", code.colour);
+      kind.className = "muted"; kind.textContent = code.kind;
+      count.id = "uses-" + code.id; count.className = "uses"; count.title = "Uses in this interview"; count.textContent = uses;
+      button.append(swatch, code.name, kind, count);
+      li.appendChild(button);
+      document.getElementById("code-list-panel").appendChild(li);
+    }
+
     document.body.addEventListener("coding-changed", function (e) {
       var d = e.detail || {};
-      if (d.newCode && !codeById(d.newCode.id)) {
-        codes.push(d.newCode);
-        kindOf[d.newCode.id] = d.newCode.kind;
-        var opt = document.createElement("option");
-        opt.value = d.newCode.id; opt.textContent = d.newCode.name;
-        document.getElementById("filter-code").appendChild(opt);
-      }
+      if (d.newCode && !codeById(d.newCode.id)) addCode(d.newCode);
       if (d.action === "apply" || d.action === "remove") {
         var c = codeById(d.code), n = (d.segments || []).length;
         if (d.action === "apply") pushRecent(d.code);
@@ -391,7 +409,24 @@
       var all = transcript.querySelectorAll(".seg:not(.other)").length;
       var coded = transcript.querySelectorAll(".seg.coded:not(.other)").length;
       document.getElementById("progress-interview").textContent = coded + " / " + all;
+      syncProjectProgress();
     }
+    // The project's figure moves by whatever this interview's coded count moved by (own codings,
+    // and colleagues' seen by polling); changes in other interviews show on the next page load.
+    function codedIn(id) {
+      var el = document.getElementById(id);
+      return el ? Number(el.textContent.split("/")[0]) : NaN;
+    }
+    var interviewCoded = codedIn("progress-interview");
+    function syncProjectProgress() {
+      var now = codedIn("progress-interview"), project = document.getElementById("progress-project");
+      if (project && !isNaN(now) && !isNaN(interviewCoded) && now !== interviewCoded) {
+        var parts = project.textContent.split("/");
+        project.textContent = (Number(parts[0]) + now - interviewCoded) + " / " + parts[1].trim();
+      }
+      interviewCoded = now;
+    }
+    document.body.addEventListener("htmx:afterSettle", syncProjectProgress);
     function poll() {
       if (document.hidden || inFlight) return;
       var seen = changes;
@@ -401,10 +436,11 @@
           // A change of our own since the poll started is newer than this answer: wait for the next poll.
           if (!data || inFlight || seen !== changes) return;
           Object.keys(data.codes).forEach(function (id) {
-            if (!(id in kindOf)) {
-              kindOf[id] = data.codes[id][2];
-              allCodes.push({ id: Number(id), name: data.codes[id][0], colour: data.codes[id][1], kind: data.codes[id][2], archived: true });
-            }
+            if (id in kindOf) return;
+            var code = { id: Number(id), name: data.codes[id][0], colour: data.codes[id][1], kind: data.codes[id][2],
+                         archived: data.codes[id][3] };
+            addCode(code);
+            if (!code.archived) addPanelRow(code, data.codings.filter(function (r) { return r[1] === code.id; }).length);
           });
           var want = {};
           data.codings.forEach(function (row) { (want[row[0]] = want[row[0]] || []).push(row); });
