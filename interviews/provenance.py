@@ -19,7 +19,7 @@ Item = tuple[str, str]
 # Request parameters worth showing; messages are the transcript itself.
 REQUEST_PARAMS = ("model", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort")
 # Keys of an imported turn's metadata that other fields already show or that are bulky.
-SKIP_IMPORTED = {"model", "created_at", "provenance", "failure", "previous_attempts", "raw", "content"}
+SKIP_IMPORTED = {"model", "created_at", "provenance", "failure", "previous_attempts", "raw", "content", "branch"}
 
 
 def when(value: dt.datetime) -> str:
@@ -52,10 +52,28 @@ def turn_provenance(turn: Turn) -> list[Item]:
         items.append(("Failure", f"{failure.get('kind', '')}: {failure.get('message', '')}".strip(": ")))
     if isinstance(meta.get("previous_attempts"), list) and meta["previous_attempts"]:
         items.append(("Earlier attempts", str(len(meta["previous_attempts"]))))
+    branch = _branch(meta.get("branch"), turn.speaker)
+    if branch:
+        items.append(("Branch", branch))
     for key, value in meta.items():
         if key not in SKIP_IMPORTED and _scalar(value):
             items.append((key.replace("_", " ").capitalize(), str(value)))
     return items
+
+
+def _branch(value: Any, speaker: str) -> str:
+    """Where a turn sits among the regenerated or edited alternatives of its export, e.g. "answer 2 of 3".
+
+    The parsers store ``{"index": 0-based, "alternatives": n}``; anything else an export
+    put under the key is left to the full JSON record.
+    """
+    branch = _dict(value)
+    index, total = branch.get("index"), branch.get("alternatives")
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in (index, total)) or not 0 <= index < total:
+        return ""
+    # An interviewer turn with siblings is an edited question; a participant's, a regenerated answer.
+    kind = {"participant": "answer", "interviewer": "question version"}.get(speaker, "version")
+    return f"{kind} {index + 1} of {total}"
 
 
 def _live_items(p: dict[str, Any]) -> list[Item]:

@@ -214,3 +214,53 @@ def test_history_restore_gets_the_whole_page(client_for, analyst, project, inter
     headers = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
     html = client_for(analyst).get(url(project, interview, view="segments"), headers=headers).content.decode()
     assert "<html" in html and 'id="transcript"' in html
+
+
+def test_branch_info_shows_which_answer_of_how_many(client_for, analyst, project) -> None:
+    interview = make_interview(project, make_participant(project), [
+        {"speaker": "interviewer", "text": "Edited question?", "metadata": {"branch": {"index": 0, "alternatives": 2}}},
+        {"speaker": "participant", "text": "Regenerated.", "metadata": {"branch": {"index": 1, "alternatives": 3}}},
+        {"speaker": "participant", "text": "Odd.", "metadata": {"branch": {"index": 5, "alternatives": 3}}},
+        {"speaker": "participant", "text": "Odder.", "metadata": {"branch": "second"}},
+    ])
+    html = client_for(analyst).get(url(project, interview)).content.decode()
+    turns = html.split('class="turn turn-')[1:]
+    assert "<dt>Branch</dt><dd>question version 1 of 2</dd>" in turns[0]
+    assert "<dt>Branch</dt><dd>answer 2 of 3</dd>" in turns[1]
+    # A branch record the parsers would never write is left to the full JSON record.
+    assert "Branch" not in turns[2] and "Branch" not in turns[3]
+
+
+def test_a_rerun_links_to_its_original_and_to_the_comparison(client_for, viewer, project, interview) -> None:
+    rerun = make_interview(project, interview.participant, [("participant", "Again.")], title="Family, re-run",
+                           rerun_of=interview)
+    compare = reverse("conduct:compare", args=[project.uuid, rerun.uuid])
+    html = client_for(viewer).get(url(project, rerun)).content.decode()
+    assert f'Re-run of <a href="{url(project, interview)}">Family and tradition</a>' in html
+    assert f'href="{compare}"' in html and "Compare with the original side by side" in html
+    original = client_for(viewer).get(url(project, interview)).content.decode()
+    assert f'href="{reverse("conduct:compare", args=[project.uuid, interview.uuid])}"' in original
+    assert "Compare with its re-runs side by side" in original and "Re-run of" not in original
+
+
+def test_an_interview_without_reruns_offers_no_comparison(client_for, viewer, project, interview) -> None:
+    html = client_for(viewer).get(url(project, interview)).content.decode()
+    assert "/compare/" not in html and "Re-run of" not in html
+
+
+def test_a_trashed_rerun_or_original_is_not_linked(client_for, viewer, project, interview) -> None:
+    rerun = make_interview(project, interview.participant, [("participant", "Again.")], title="Re-run", rerun_of=interview)
+    Interview.objects.filter(pk=rerun.pk).update(deleted_at=dt.datetime.now(dt.UTC))
+    assert "/compare/" not in client_for(viewer).get(url(project, interview)).content.decode()
+    Interview.objects.filter(pk=rerun.pk).update(deleted_at=None)
+    Interview.objects.filter(pk=interview.pk).update(deleted_at=dt.datetime.now(dt.UTC))
+    assert "Re-run of" not in client_for(viewer).get(url(project, rerun)).content.decode()
+
+
+def test_a_rerun_page_uses_the_same_queries_as_any_other(client_for, viewer, project, interview, django_assert_num_queries) -> None:
+    rerun = make_interview(project, interview.participant, [("participant", "Again.")], title="Re-run", rerun_of=interview)
+    client = client_for(viewer)
+    client.get(url(project, rerun))
+    # session, user, membership (+project), interview (+participant, original, has re-runs), turns, segment counts
+    with django_assert_num_queries(6):
+        assert client.get(url(project, rerun)).status_code == 200
