@@ -55,6 +55,8 @@ def answer_run(turn_id: int) -> str:
     finally:
         stop.set()
         beat.join(timeout=2)
+    if result.learned:
+        _remember(turn.interview.participant, result.learned)
     status = _status_for(result.failure, result.text)
     _finish(turn, token, result.text, {"provenance": result.provenance, **_failure_meta(result.failure)}, status)
     if status == Turn.Status.COMPLETE:
@@ -62,6 +64,11 @@ def answer_run(turn_id: int) -> str:
 
         replay_next(interview=turn.interview)
     return str(status)
+
+
+def _remember(participant: Participant, learned: dict[str, Any]) -> None:
+    """Keep what this answer found out about the endpoint, so the next one asks in a way it takes."""
+    LiveEndpoint.objects.update_or_create(participant=participant, defaults=learned)
 
 
 def _status_for(failure: Failure | None, text: str) -> Turn.Status:
@@ -176,6 +183,10 @@ def endpoint_for(participant: Participant) -> Endpoint:
         seed=participant.seed,
         max_tokens=participant.max_tokens,
         timeout=live.timeout_seconds if live else 60.0,
+        stream_answers=live.stream_answers if live else True,
+        can_stream=live.can_stream if live else True,
+        send_stream_options=live.send_stream_options if live else True,
+        max_tokens_param=live.max_tokens_param if live else "max_tokens",
     )
 
 

@@ -42,12 +42,13 @@ class EndpointKeySerializer(serializers.ModelSerializer):
 
 class LiveEndpointSerializer(serializers.ModelSerializer):
     timeout_seconds = serializers.FloatField(source="live_endpoint.timeout_seconds", default=60.0, read_only=True)
+    stream_answers = serializers.BooleanField(source="live_endpoint.stream_answers", default=True, read_only=True)
     api_key = serializers.SerializerMethodField()
 
     class Meta:
         model = Participant
         fields = ["uuid", "label", "provider", "model_id", "base_url", "temperature", "top_p", "seed", "max_tokens",
-                  "timeout_seconds", "api_key"]
+                  "timeout_seconds", "stream_answers", "api_key"]
 
     def get_api_key(self, participant: Participant) -> dict[str, str] | None:
         key = getattr(getattr(participant, "live_endpoint", None), "api_key", None)

@@ -111,6 +111,13 @@ class LiveParticipantForm(forms.Form):
         label="API key",
         empty_label="Deployment key (OPENAI_API_KEY)",
     )
+    stream_answers = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Stream answers",
+        help_text="Show each answer as it is written. Turn off for servers that cannot stream: "
+        "the whole answer then appears at once, with the same provenance.",
+    )
 
     def __init__(self, *args: Any, project: Project, participant: Participant | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -67,9 +67,31 @@ class LiveEndpoint(models.Model):
         help_text="Empty means the deployment's OPENAI_API_KEY.",
     )
     timeout_seconds = models.FloatField(default=60.0, help_text="Seconds to wait for the first and each next chunk.")
+    stream_answers = models.BooleanField(
+        default=True, help_text="Off: ask for each answer whole, for servers that cannot stream."
+    )
+    # Learned from the endpoint's refusals (conduct.client.Fallback), so later answers
+    # do not repeat a request it rejects; reset when the base URL or model changes.
+    can_stream = models.BooleanField(default=True)
+    send_stream_options = models.BooleanField(default=True)
+    max_tokens_param = models.CharField(max_length=32, default="max_tokens")
+
+    LEARNED_DEFAULTS = {"can_stream": True, "send_stream_options": True, "max_tokens_param": "max_tokens"}
 
     def __str__(self) -> str:
         return f"endpoint of {self.participant}"
+
+    @property
+    def learned_notes(self) -> list[str]:
+        """What earlier answers found this endpoint does not take, in words."""
+        notes = []
+        if not self.can_stream:
+            notes.append("it cannot stream, so answers are asked for whole")
+        if not self.send_stream_options:
+            notes.append("it rejects stream_options, so token usage may be missing")
+        if self.max_tokens_param != "max_tokens":
+            notes.append(f"it wants {self.max_tokens_param} instead of max_tokens")
+        return notes
 
 
 class ConductSessionQuerySet(models.QuerySet):

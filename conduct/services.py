@@ -125,11 +125,16 @@ def live_participant_save(
     max_tokens: int | None,
     timeout_seconds: float,
     api_key: EndpointKey | None,
+    stream_answers: bool = True,
 ) -> Participant:
-    """Create or update a live participant and its endpoint settings."""
+    """Create or update a live participant and its endpoint settings.
+
+    What earlier answers learned about the endpoint is forgotten when its base URL or model changes.
+    """
     if api_key is not None and api_key.project_id != project.pk:
         raise ValidationError({"api_key": "That key belongs to another project."})
     participant = participant or Participant(project=project)
+    same_endpoint = (participant.base_url, participant.model_id) == (base_url.strip(), model_id.strip())
     for field, value in {
         "label": label.strip(),
         "provider": provider.strip(),
@@ -145,9 +150,10 @@ def live_participant_save(
     participant.interface = Participant.Interface.API
     participant.full_clean()
     participant.save()
-    LiveEndpoint.objects.update_or_create(
-        participant=participant, defaults={"api_key": api_key, "timeout_seconds": timeout_seconds}
-    )
+    endpoint_fields = {"api_key": api_key, "timeout_seconds": timeout_seconds, "stream_answers": stream_answers}
+    if not same_endpoint:
+        endpoint_fields |= LiveEndpoint.LEARNED_DEFAULTS
+    LiveEndpoint.objects.update_or_create(participant=participant, defaults=endpoint_fields)
     return participant
 
 

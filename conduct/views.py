@@ -181,6 +181,7 @@ def _participant_initial(participant: Participant) -> dict[str, Any]:
     initial = {field: getattr(participant, field) for field in fields}
     initial["timeout_seconds"] = live.timeout_seconds if live else 60
     initial["api_key"] = live.api_key_id if live else None
+    initial["stream_answers"] = live.stream_answers if live else True
     return initial
 
 

@@ -66,3 +66,10 @@ def test_guides_come_with_their_versions(project, owner, viewer, guide):
     body = api(viewer).get(f"/api/projects/{project.uuid}/guides/").json()["results"]
     assert [v["number"] for v in body[0]["versions"]] == [2, 1]
     assert json.dumps(body[0]["versions"][1]["planned_questions"]).count("probes") == 2
+
+
+def test_live_endpoints_say_whether_answers_stream(project, viewer, live):
+    live("Streams", "a")
+    live("Whole", "b", stream_answers=False)
+    body = api(viewer).get(f"/api/projects/{project.uuid}/live-endpoints/").json()["results"]
+    assert {row["label"]: row["stream_answers"] for row in body} == {"Streams": True, "Whole": False}

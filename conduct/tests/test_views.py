@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.urls import reverse
@@ -116,6 +117,26 @@ def test_member_configures_a_live_participant(project, analyst, client_for):
     assert participant.top_p is None and participant.temperature == 0.7
     endpoint = LiveEndpoint.objects.get(participant=participant)
     assert endpoint.api_key == key and endpoint.timeout_seconds == 90
+
+
+STREAM_CHECKBOX_TICKED = re.compile(r'<input type="checkbox" name="stream_answers"[^>]* checked>')
+
+
+def test_member_turns_streaming_off_and_sees_what_the_endpoint_refused(project, analyst, live, client_for):
+    participant = live("Batch", "batch")
+    data = {"label": "Batch", "model_id": "batch", "base_url": participant.base_url, "timeout_seconds": "60"}
+    client = client_for(analyst)
+    page = client.get(url("participant_edit", project, participant_uuid=participant.uuid)).content.decode()
+    assert STREAM_CHECKBOX_TICKED.search(page) and "Learned from" not in page
+
+    assert client.post(url("participant_edit", project, participant_uuid=participant.uuid), data).status_code == 302
+
+    endpoint = LiveEndpoint.objects.get(participant=participant)
+    assert endpoint.stream_answers is False
+    LiveEndpoint.objects.filter(pk=endpoint.pk).update(send_stream_options=False)
+    page = client.get(url("participant_edit", project, participant_uuid=participant.uuid)).content.decode()
+    assert 'name="stream_answers"' in page and not STREAM_CHECKBOX_TICKED.search(page)
+    assert "it rejects stream_options" in page
 
 
 def test_bad_endpoint_settings_get_inline_errors(project, analyst, client_for):
@@ -317,6 +338,36 @@ def test_provenance_panel_shows_request_and_response_but_no_key(
     assert "never-show-me" not in body
     answer = Turn.objects.get(speaker="participant")
     assert "never-show-me" not in json.dumps(answer.metadata)
+
+
+def test_provenance_panel_shows_the_mode_and_fallbacks_taken(
+    project, analyst, guide, live, fake_openai, inline_answers, client_for, django_capture_on_commit_callbacks
+):
+    fake_openai.script("old", answer="Hello.", rejects_stream_options=True)
+    fake_openai.script("batch", answer="Whole.")
+    with django_capture_on_commit_callbacks(execute=True):
+        session = services.session_start(
+            project=project, user=analyst, guide_version=guide.versions.get(),
+            participants=[live("Old", "old"), live("Batch", "batch", stream_answers=False)],
+        )
+    body = client_for(analyst).get(url("session", project, session_uuid=session.uuid)).content.decode()
+    assert "fallback after attempt 1: omit_stream_options" in body
+    assert "Unrecognized request argument supplied: stream_options" in body
+    assert "no chunk carried usage" in body
+    assert "(whole answer at once)" in body and "Stream answers” setting is off" in body
+
+
+def test_a_refused_parameter_is_quoted_once_on_the_failed_turn(
+    project, analyst, guide, live, fake_openai, inline_answers, client_for, django_capture_on_commit_callbacks
+):
+    fake_openai.script("o", status=400, error_message="'seed' is not supported here.", error_param="seed")
+    with django_capture_on_commit_callbacks(execute=True):
+        session = services.session_start(
+            project=project, user=analyst, guide_version=guide.versions.get(), participants=[live("O", "o", seed=1)]
+        )
+    body = client_for(analyst).get(url("session", project, session_uuid=session.uuid)).content.decode()
+    assert "refused the parameter &#x27;seed&#x27;" in body
+    assert body.count("is not supported here.") == 1
 
 
 def test_ending_through_the_page_segments_the_interviews(

@@ -1,6 +1,6 @@
 """Serve the local fake chat-completions endpoint for demos, and point demo participants at it.
 
-    python manage.py fake_llm --setup            # demo user's projects get three live demo models
+    python manage.py fake_llm --setup            # demo user's projects get the live demo models
     python manage.py fake_llm --port 8765        # just the server
 """
 
@@ -23,6 +23,8 @@ DEMO_MODELS = {
     "Demo slow": "demo-slow",
     "Demo flaky (stream breaks)": "demo-flaky",
     "Demo rate-limited once": "demo-ratelimited",
+    "Demo without stream_options": "demo-no-stream-options",
+    "Demo that cannot stream": "demo-no-streaming",
 }
 
 
