@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Prefetch, Q
+from django.db.models import Count, Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
@@ -451,16 +451,14 @@ def _back_to_interview(interview: Interview) -> HttpResponse:
 @login_required
 @require_GET
 def interview_compare(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
-    """An interview next to its re-runs (or its original), question by question."""
+    """The root original of an interview next to all its re-runs (of re-runs too), question by question."""
     membership = member_or_404(request, project_uuid)
     alive = Interview.objects.for_project(membership.project)
     interview = get_object_or_404(alive, uuid=interview_uuid)
-    original_id = interview.rerun_of_id or interview.pk
     compared = sorted(
-        alive.filter(Q(pk=original_id) | Q(rerun_of_id=original_id)).prefetch_related(
-            Prefetch("turns", queryset=Turn.objects.order_by("position"))
-        ),
-        key=lambda iv: (iv.pk != original_id, iv.created_at),
+        alive.rerun_family(interview).prefetch_related(Prefetch("turns", queryset=Turn.objects.order_by("position"))),
+        # The root original first; a re-run is always created after the interview it re-runs.
+        key=lambda iv: (iv.rerun_of_id is not None, iv.created_at),
     )
     rows = list(zip_longest(*[_exchanges(iv) for iv in compared]))
     context = {

@@ -407,6 +407,50 @@ def test_compare_shows_original_and_rerun_question_by_question(
     assert "Old answer." in body and "New answer." in body and "original" in body
 
 
+def test_compare_from_a_rerun_of_a_rerun_starts_at_the_root_original(project, viewer, client_for, django_assert_num_queries):
+    from interviews.tests.factories import make_interview, make_participant
+
+    model = make_participant(project, label="M")
+
+    def interview(title: str, rerun_of=None):
+        return make_interview(project, model, [("interviewer", "Why?"), ("participant", f"{title} says so.")],
+                              title=title, rerun_of=rerun_of)
+
+    root = interview("Root")
+    middle = interview("Middle", rerun_of=root)
+    leaf = interview("Leaf", rerun_of=middle)
+    sibling = interview("Sibling", rerun_of=root)
+    interview("Unrelated")
+    client = client_for(viewer)
+    family = ["Root", "Middle", "Leaf", "Sibling"]  # the root original first, then the re-runs in the order they ran
+    for start in (leaf, middle, root, sibling):
+        # session, user, membership+project, interview, the whole family (one recursive query), their turns
+        with django_assert_num_queries(6):
+            response = client.get(url("compare", project, interview_uuid=start.uuid))
+        assert [iv.title for iv in response.context["interviews"]] == family, start.title
+    body = response.content.decode()
+    assert body.count('<span class="badge">original</span>') == 1 and "Root says so." in body and "Leaf says so." in body
+
+
+def test_compare_leaves_out_trashed_interviews_and_other_projects(project, owner, viewer, client_for):
+    import datetime as dt
+
+    from interviews.models import Interview
+    from interviews.tests.factories import make_interview, make_participant
+    from projects.models import Membership, Project, Role
+
+    model = make_participant(project, label="M")
+    root = make_interview(project, model, [("interviewer", "Why?")], title="Root")
+    middle = make_interview(project, model, [("interviewer", "Why?")], title="Middle", rerun_of=root)
+    leaf = make_interview(project, model, [("interviewer", "Why?")], title="Leaf", rerun_of=middle)
+    Interview.objects.filter(pk=middle.pk).update(deleted_at=dt.datetime.now(dt.UTC))
+    response = client_for(viewer).get(url("compare", project, interview_uuid=leaf.uuid))
+    assert [iv.title for iv in response.context["interviews"]] == ["Root", "Leaf"]
+    other = Project.objects.create(name="Other", created_by=owner)
+    Membership.objects.create(project=other, user=viewer, role=Role.VIEWER)
+    assert client_for(viewer).get(url("compare", other, interview_uuid=leaf.uuid)).status_code == 404
+
+
 def test_conduct_home_queries_do_not_grow_with_sessions(project, owner, viewer, guide, live, client_for, django_assert_num_queries):
     participants = [live("A", "a"), live("B", "b")]
     for _ in range(4):
