@@ -11,6 +11,10 @@ Trashing never deletes what hangs off an object (codings, theme codes, memos, tu
 restoring clears `deleted_at` and everything attached is visible again. Objects trashed
 in the same operation (a theme and its sub-themes) share one `deleted_at` and are
 restored together.
+
+Some rows have `deleted_at` set without being trash: a theme merged into another stays
+so that old links lead to its target. `not_trash` names them; they are never listed,
+restored or purged here.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ class TrashKind:
     title_field: str
     # A field unique among live rows (a code's name): restoring renames on a clash.
     unique_field: str = ""
+    # Lookups matching rows that have deleted_at set but are not trash ({"merged_into__isnull": False}).
+    not_trash: tuple[tuple[str, Any], ...] = ()
 
     @property
     def model(self) -> type[models.Model]:
@@ -45,15 +51,18 @@ class TrashKind:
         return str(getattr(obj, self.title_field) or f"untitled {self.name}")
 
     def trashed(self, project: Project) -> models.QuerySet:
-        return self.model._default_manager.filter(project=project, deleted_at__isnull=False)
+        rows = self.model._default_manager.filter(project=project, deleted_at__isnull=False)
+        return rows.exclude(**dict(self.not_trash)) if self.not_trash else rows
 
 
 _registry: dict[str, TrashKind] = {}
 
 
-def trash_register(name: str, model_label: str, *, title_field: str, unique_field: str = "") -> None:
+def trash_register(name: str, model_label: str, *, title_field: str, unique_field: str = "",
+                   not_trash: dict[str, Any] | None = None) -> None:
     """Make a model with `project` and `deleted_at` fields restorable from the project trash."""
-    _registry[name] = TrashKind(name=name, model_label=model_label, title_field=title_field, unique_field=unique_field)
+    _registry[name] = TrashKind(name=name, model_label=model_label, title_field=title_field, unique_field=unique_field,
+                                not_trash=tuple((not_trash or {}).items()))
 
 
 def trash_kinds() -> list[TrashKind]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from coding.models import Code, Coding
@@ -10,9 +11,19 @@ from coding.services import code_create, coding_apply
 from interviews.models import Interview, Segment
 from interviews.tests.factories import make_interview, make_participant
 from projects.models import AuditEvent
-from projects.trash import trash_items, trash_move, trash_restore
-from themes.models import Memo, Theme, ThemeCode
-from themes.services import memo_create, memo_delete, theme_add_code, theme_create, theme_delete
+from projects.trash import trash_items, trash_move, trash_purge, trash_restore
+from themes.models import AgendaItem, Decision, Memo, Theme, ThemeCode
+from themes.services import (
+    decision_apply,
+    decision_record,
+    memo_create,
+    memo_delete,
+    review_create,
+    review_update,
+    theme_add_code,
+    theme_create,
+    theme_delete,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -170,3 +181,87 @@ def test_restoring_something_not_in_the_trash_says_so(project, owner, coded, cli
     assert "not in this project" in response.content.decode()
     response = client_for(owner).post(reverse("projects:trash_restore", args=[project.uuid]), {"kind": "participant", "uuid": coded["code"].uuid})
     assert "is not something the trash holds" in response.content.decode()
+
+
+@pytest.fixture
+def merged_in_meeting(project, owner, coded):
+    """A meeting decided to merge "Masks" into the coded theme and applied it; "Masks" was renamed first."""
+    target = coded["theme"]
+    masks = theme_create(project=project, actor=owner, name="Masks")
+    review = review_create(project=project, actor=owner, title="Round 1", date="2026-11-22", attendees=[owner], themes=[masks, target])
+    rename = decision_record(review=review, theme=masks, actor=owner, kind="rename", payload={"name": "Masks and faces"})
+    merge = decision_record(review=review, theme=masks, actor=owner, kind="merge", payload={"into": str(target.uuid)})
+    decision_apply(decision=rename, actor=owner)
+    decision_apply(decision=merge, actor=owner)
+    masks.refresh_from_db()
+    assert masks.deleted_at is not None and masks.merged_into_id == target.pk
+    return {"review": review, "source": masks, "target": target}
+
+
+def _review_page(client, project, review) -> str:
+    return client.get(reverse("themes:review", args=[project.uuid, review.uuid])).content.decode()
+
+
+def test_a_merged_theme_is_not_trash(project, owner, merged_in_meeting, client_for):
+    source = merged_in_meeting["source"]
+    assert not [i for i in trash_items(project) if i.obj.pk == source.pk]
+    assert "Masks and faces" not in _page(client_for(owner), project).content.decode()
+    with pytest.raises(ValidationError, match="not in this project's trash"):
+        trash_restore(project=project, actor=owner, kind="theme", uuid=source.uuid)
+    with pytest.raises(ValidationError, match="not in this project's trash"):
+        trash_purge(project=project, actor=owner, kind="theme", uuid=source.uuid)
+
+
+def test_emptying_the_trash_keeps_the_meeting_record_and_the_merge_redirect(project, owner, analyst, merged_in_meeting, client_for):
+    review, source, target = merged_in_meeting["review"], merged_in_meeting["source"], merged_in_meeting["target"]
+    trash_move(obj=theme_create(project=project, actor=owner, name="Unrelated"), actor=owner)
+    client = client_for(owner)
+    assert client.post(reverse("projects:trash_empty", args=[project.uuid]), {"confirm": "on"}).status_code == 302
+
+    assert Theme.objects.filter(pk=source.pk).exists()
+    decisions = list(Decision.objects.filter(review=review).order_by("created_at", "id"))
+    assert [(d.kind, d.theme_id, d.applied_at is not None) for d in decisions] == [("rename", source.pk, True), ("merge", source.pk, True)]
+    assert AgendaItem.objects.filter(review=review).count() == 2
+    html = _review_page(client_for(analyst), project, review)
+    assert html.count("<strong>Masks and faces</strong>") == 2
+    target_url = reverse("themes:detail", args=[project.uuid, target.uuid])
+    assert f'Merged into <a href="{target_url}">{target.name}</a>' in html
+    old = client.get(reverse("themes:detail", args=[project.uuid, source.uuid]))
+    assert old.status_code == 302 and old["Location"] == target_url
+
+
+def test_purging_a_theme_keeps_its_meeting_decisions_and_agenda_by_name(project, owner, analyst, coded, client_for):
+    theme = coded["theme"]
+    review = review_create(project=project, actor=owner, title="Round 2", date="2026-11-29", attendees=[owner], themes=[theme])
+    decision_record(review=review, theme=theme, actor=owner, kind="status", payload={"status": "reviewed"}, note="Needs quotes")
+    theme_delete(theme=theme, actor=owner)
+    trash_purge(project=project, actor=owner, kind="theme", uuid=theme.uuid)
+
+    assert not Theme.objects.filter(pk=theme.pk).exists()
+    decision = Decision.objects.get(review=review)
+    assert decision.theme is None and decision.theme_label == "Identity as performance"
+    assert AgendaItem.objects.get(review=review).theme_label == "Identity as performance"
+    html = _review_page(client_for(analyst), project, review)
+    assert "<strong>Identity as performance</strong> <span class=\"muted\">(deleted for good)</span>" in html
+    assert "can no longer be applied" in html
+    with pytest.raises(ValidationError, match="deleted for good"):
+        decision_apply(decision=decision, actor=owner)
+    presenter = client_for(analyst).get(reverse("themes:present", args=[project.uuid, review.uuid, 0]))
+    assert presenter.status_code == 302  # nothing left to present
+    api = client_for(analyst).get(f"/api/projects/{project.uuid}/reviews/{review.uuid}/").json()
+    assert api["agenda"] == [None] and api["decisions"][0]["theme_name"] == "Identity as performance"
+
+
+def test_purging_a_merge_target_takes_the_merged_theme_along_and_keeps_the_decisions(project, owner, merged_in_meeting):
+    review, source, target = merged_in_meeting["review"], merged_in_meeting["source"], merged_in_meeting["target"]
+    theme_delete(theme=target, actor=owner)
+    trash_purge(project=project, actor=owner, kind="theme", uuid=target.uuid)
+    assert not Theme.objects.filter(pk__in=[source.pk, target.pk]).exists()
+    assert [d.theme_label for d in Decision.objects.filter(review=review)] == ["Masks", "Masks"]
+    assert not trash_items(project)
+
+
+def test_editing_a_meeting_keeps_agenda_items_of_merged_themes(project, owner, merged_in_meeting):
+    review, target = merged_in_meeting["review"], merged_in_meeting["target"]
+    review_update(review=review, actor=owner, title=review.title, date=review.date, attendees=[owner], themes=[target])
+    assert set(AgendaItem.objects.filter(review=review).values_list("theme_id", flat=True)) == {merged_in_meeting["source"].pk, target.pk}

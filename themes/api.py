@@ -265,11 +265,12 @@ class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
 
 
 class DecisionSerializer(serializers.ModelSerializer):
-    theme = serializers.SlugRelatedField(slug_field="uuid", read_only=True)
+    theme = serializers.SlugRelatedField(slug_field="uuid", read_only=True, allow_null=True)  # null once deleted from the trash
+    theme_name = serializers.CharField(source="theme_label", read_only=True)
 
     class Meta:
         model = Decision
-        fields = ["uuid", "theme", "kind", "payload", "note", "created_at", "applied_at"]
+        fields = ["uuid", "theme", "theme_name", "kind", "payload", "note", "created_at", "applied_at"]
 
 
 class ReviewSerializer(serializers.ModelSerializer):
@@ -282,8 +283,9 @@ class ReviewSerializer(serializers.ModelSerializer):
         fields = ["uuid", "title", "date", "status", "notes", "attendees", "agenda", "decisions", "created_at", "closed_at"]
         read_only_fields = ["uuid", "status", "created_at", "closed_at"]
 
-    def get_agenda(self, review: Review) -> list[str]:
-        return [str(item.theme.uuid) for item in review.agenda.all()]
+    def get_agenda(self, review: Review) -> list[str | None]:
+        """Theme uuids in agenda order; null for a theme since deleted from the trash."""
+        return [str(item.theme.uuid) if item.theme is not None else None for item in review.agenda.all()]
 
 
 class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):

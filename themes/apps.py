@@ -11,5 +11,6 @@ class ThemesConfig(AppConfig):
         # Deleted themes and memos go to the project trash (projects/trash.py).
         from projects.trash import trash_register
 
-        trash_register("theme", "themes.Theme", title_field="name")
+        # A merged theme keeps deleted_at but is no trash: it redirects to its target and holds meeting records.
+        trash_register("theme", "themes.Theme", title_field="name", not_trash={"merged_into__isnull": False})
         trash_register("memo", "themes.Memo", title_field="title")

@@ -16,6 +16,17 @@ class ThemeQuerySet(models.QuerySet):
     def for_project(self, project: Project) -> ThemeQuerySet:
         return self.alive().filter(project=project)
 
+    def merge_destination(self, project: Project, theme_uuid) -> Theme | None:
+        """The live theme a merged-away theme became part of (following later merges of its target too), or None."""
+        theme = self.filter(project=project, uuid=theme_uuid, merged_into__isnull=False).select_related("merged_into").first()
+        seen: set[int] = set()
+        while theme is not None and theme.merged_into is not None and theme.pk not in seen:
+            seen.add(theme.pk)
+            theme = theme.merged_into
+            if theme.deleted_at is None:
+                return theme
+        return None
+
 
 class Theme(models.Model):
     class Status(models.TextChoices):
@@ -39,7 +50,8 @@ class Theme(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     deleted_at = models.DateTimeField(null=True, blank=True, help_text="Set when moved to the trash.")
-    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # A merged theme is not trash: it stays (deleted_at set) so old links redirect to its target, and goes when the target does.
+    merged_into = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
 
     objects = ThemeQuerySet.as_manager()
 
@@ -267,9 +279,21 @@ class Review(models.Model):
         return self.title
 
 
-class AgendaItem(models.Model):
+class ThemeOnRecord:
+    """Meeting records outlive their themes: once a theme is deleted for good, the name it had is shown."""
+
+    theme: Theme | None
+    theme_name: str
+
+    @property
+    def theme_label(self) -> str:
+        return self.theme.name if self.theme is not None else (self.theme_name or "a deleted theme")
+
+
+class AgendaItem(ThemeOnRecord, models.Model):
     review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="agenda")
-    theme = models.ForeignKey(Theme, on_delete=models.CASCADE, related_name="+")
+    theme = models.ForeignKey(Theme, null=True, on_delete=models.SET_NULL, related_name="+")
+    theme_name = models.CharField(max_length=200, blank=True, help_text="The theme's name when it was put on the agenda.")
     position = models.PositiveIntegerField(default=0)
 
     class Meta:
@@ -277,7 +301,7 @@ class AgendaItem(models.Model):
         constraints = [models.UniqueConstraint(fields=["review", "theme"], name="unique_agenda_theme")]
 
 
-class Decision(models.Model):
+class Decision(ThemeOnRecord, models.Model):
     """What the meeting decided about one theme; applied to the themes with one click."""
 
     class Kind(models.TextChoices):
@@ -290,7 +314,8 @@ class Decision(models.Model):
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     review = models.ForeignKey(Review, on_delete=models.CASCADE, related_name="decisions")
-    theme = models.ForeignKey(Theme, on_delete=models.CASCADE, related_name="+")
+    theme = models.ForeignKey(Theme, null=True, on_delete=models.SET_NULL, related_name="+")
+    theme_name = models.CharField(max_length=200, blank=True, help_text="The theme's name when the decision was recorded.")
     kind = models.CharField(max_length=12, choices=Kind.choices)
     # rename {name}; merge {into}; split {name, codes}; redefine {definition}; status {status}; move_codes {codes, to}
     payload = models.JSONField(default=dict)

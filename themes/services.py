@@ -478,7 +478,7 @@ def review_create(*, project: Project, actor, title: str, date: datetime.date, a
     review.save()
     review.attendees.set(list(attendees))
     for position, theme in enumerate(themes):
-        AgendaItem.objects.create(review=review, theme=theme, position=position)
+        AgendaItem.objects.create(review=review, theme=theme, theme_name=theme.name, position=position)
     snapshot_take(project=project, actor=actor, label=f"{review.title}: before", review=review)
     audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=review, summary=f"Review meeting “{review.title}” scheduled")
     return review
@@ -491,10 +491,12 @@ def review_update(*, review: Review, actor, title: str, date: datetime.date, att
     review.full_clean()
     review.save(update_fields=["title", "date"])
     review.attendees.set(list(attendees))
-    AgendaItem.objects.filter(review=review).exclude(theme__in=list(themes)).delete()
+    # The form lists live themes only: items about merged, trashed or deleted themes are meeting history and stay.
+    live_items = AgendaItem.objects.filter(review=review, theme__isnull=False, theme__deleted_at__isnull=True)
+    live_items.exclude(theme__in=list(themes)).delete()
     existing = {a.theme_id: a for a in AgendaItem.objects.filter(review=review)}
     for position, theme in enumerate(themes):
-        item = existing.get(theme.id) or AgendaItem(review=review, theme=theme)
+        item = existing.get(theme.id) or AgendaItem(review=review, theme=theme, theme_name=theme.name)
         item.position = position
         item.save()
     audit_record(project=review.project, actor=actor, action=AuditEvent.Action.CHANGED, target=review,
@@ -567,18 +569,21 @@ def decision_record(*, review: Review, theme: Theme, actor, kind: str, payload: 
     if theme.project_id != review.project_id:
         raise ValidationError({"theme": "The theme belongs to another project."})
     clean = decision_validate(review=review, theme=theme, kind=kind, payload=payload)
-    return Decision.objects.create(review=review, theme=theme, kind=kind, payload=clean, note=note, created_by=actor)
+    return Decision.objects.create(review=review, theme=theme, theme_name=theme.name, kind=kind, payload=clean, note=note, created_by=actor)
 
 
 @transaction.atomic
 def decision_apply(*, decision: Decision, actor) -> Decision:
     """Carry out a recorded decision on the themes, all or nothing."""
-    decision = Decision.objects.select_for_update().select_related("review__project", "theme").get(pk=decision.pk)
+    decision = Decision.objects.select_for_update(of=("self",)).select_related("review__project", "theme").get(pk=decision.pk)
     if decision.applied_at is not None:
         raise ValidationError({"decision": "This decision has already been applied."})
     theme, review, data = decision.theme, decision.review, decision.payload
+    if theme is None:
+        raise ValidationError({"decision": f"Theme “{decision.theme_label}” was deleted for good; this decision can no longer be applied."})
     if theme.deleted_at is not None:
-        raise ValidationError({"decision": f"Theme “{theme.name}” is in the trash; restore it first."})
+        state = "was merged into another theme" if theme.merged_into_id else "is in the trash; restore it first"
+        raise ValidationError({"decision": f"Theme “{theme.name}” {state}."})
     project = review.project
     if decision.kind == Decision.Kind.RENAME:
         theme_update(theme=theme, actor=actor, base_version=None, name=data["name"], review=review)

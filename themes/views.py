@@ -202,12 +202,11 @@ def map_data(request: HttpRequest, project_uuid) -> JsonResponse:
 @require_GET
 def theme_detail(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
-    merged = Theme.objects.filter(project=membership.project, uuid=theme_uuid, deleted_at__isnull=False,
-                                  merged_into__deleted_at__isnull=True).select_related("merged_into").first()
-    if merged is not None and merged.merged_into is not None:
+    destination = Theme.objects.merge_destination(membership.project, theme_uuid)
+    if destination is not None:
         # Old links (memos, meeting notes) to a merged theme lead to the theme it became part of.
-        messages.info(request, f"“{merged.name}” was merged into “{merged.merged_into.name}”.")
-        return redirect("themes:detail", project_uuid=membership.project.uuid, theme_uuid=merged.merged_into.uuid)
+        messages.info(request, f"That theme was merged into “{destination.name}”.")
+        return redirect("themes:detail", project_uuid=membership.project.uuid, theme_uuid=destination.uuid)
     theme = _theme(membership, theme_uuid)
     context = theme_page_context(request, membership, theme)
     # Markers were computed above; from now on these comments count as read.

@@ -87,9 +87,11 @@ def review_detail(request: HttpRequest, project_uuid, review_uuid) -> HttpRespon
 def _review_context(review: Review, *, errors: dict | None = None) -> dict:
     """Agenda with each theme's codes, decisions, snapshots (fixed number of queries)."""
     project = review.project
-    agenda = list(AgendaItem.objects.filter(review=review, theme__deleted_at__isnull=True).select_related("theme"))
+    # Items about themes merged, trashed or deleted for good stay on the agenda, marked as such: they are meeting history.
+    agenda = list(AgendaItem.objects.filter(review=review).select_related("theme__merged_into"))
+    live = [a for a in agenda if a.theme is not None and a.theme.deleted_at is None]
     codes_by_theme: dict[int, list[Code]] = {}
-    for tc in ThemeCode.objects.filter(theme__in=[a.theme_id for a in agenda], code__deleted_at__isnull=True).select_related("code").order_by("position"):
+    for tc in ThemeCode.objects.filter(theme__in=[a.theme_id for a in live], code__deleted_at__isnull=True).select_related("code").order_by("position"):
         codes_by_theme.setdefault(tc.theme_id, []).append(tc.code)
     for item in agenda:
         item.codes = codes_by_theme.get(item.theme_id, [])
@@ -101,7 +103,7 @@ def _review_context(review: Review, *, errors: dict | None = None) -> dict:
         "themes": list(Theme.objects.for_project(project)), "statuses": Theme.Status.choices, "kinds": Decision.Kind.choices,
         "snapshots": list(Snapshot.objects.filter(review=review).defer("data")),
         "members": list(Membership.objects.filter(project=project).select_related("user")),
-        "agenda_theme_ids": {a.theme_id for a in agenda}, "attendee_ids": {u.id for u in attendees},
+        "agenda_theme_ids": {a.theme_id for a in live}, "presentable": any(a.theme_id for a in agenda), "attendee_ids": {u.id for u in attendees},
     }
 
 
@@ -186,8 +188,9 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
     """Presenter mode: one agenda theme at a time (definition, codes, excerpts by model, open threads)."""
     membership = member_or_404(request, project_uuid)
     review = _review(membership, review_uuid)
-    # Themes merged or trashed during the meeting stay on the agenda (shown as such), so the walk does not jump.
-    agenda = list(AgendaItem.objects.filter(review=review).select_related("theme__merged_into"))
+    # Themes merged or trashed during the meeting stay on the agenda (shown as such), so the walk does not jump;
+    # a theme deleted for good has nothing left to present.
+    agenda = list(AgendaItem.objects.filter(review=review, theme__isnull=False).select_related("theme__merged_into"))
     if not agenda:
         messages.error(request, "The agenda is empty.")
         return redirect("themes:review", project_uuid=membership.project.uuid, review_uuid=review.uuid)
@@ -203,7 +206,7 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
         membership, review=review, theme=theme, index=index, count=len(agenda), codes=codes, groups=theme_excerpts(theme),
         threads=threads, themes=Theme.objects.for_project(membership.project).exclude(pk=theme.pk), statuses=Theme.Status.choices,
         kinds=Decision.Kind.choices,
-        decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("applied_by")),
+        decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("theme", "applied_by")),
         prev_index=index - 1 if index > 0 else None, next_index=index + 1 if index + 1 < len(agenda) else None,
     ))
 

@@ -178,3 +178,36 @@ def test_memo_conflict_is_shown_not_lost(page, browser, login, live_server, proj
     expect(page.locator(".diff-add")).to_have_text("+Olivia's addition.")
     memo.refresh_from_db()
     assert memo.version == 3
+
+
+def test_theme_edit_conflict_is_shown_not_lost(page, browser, login, live_server, project, owner, analyst):
+    theme = services.theme_create(project=project, actor=owner, name="Masks", definition="What the model hides.")
+    login(page, owner)
+    page.goto(f"/p/{project.uuid}/themes/t/{theme.uuid}/edit/")
+
+    # A colleague opens the same theme in another browser and saves first.
+    other = browser.new_context(base_url=live_server.url)
+    colleague = other.new_page()
+    login(colleague, analyst)
+    colleague.goto(f"/p/{project.uuid}/themes/t/{theme.uuid}/edit/")
+    colleague.get_by_label("Definition").fill("What the model hides.\nArjun's boundary.")
+    colleague.get_by_role("button", name="Save").click()
+    expect(colleague.locator(".messages")).to_contain_text("Theme “Masks” saved.")
+    other.close()
+
+    page.get_by_label("Name").fill("Masks and faces")
+    page.get_by_label("Definition").fill("What the model hides.\nOlivia's boundary.")
+    page.get_by_role("button", name="Save").click()
+    conflict = page.get_by_role("alert")
+    expect(conflict).to_contain_text("Someone saved this theme while you were editing")
+    expect(conflict.locator(".their-text")).to_contain_text("Arjun's boundary.")
+    expect(conflict.locator(".your-text")).to_contain_text("Olivia's boundary.")
+    expect(page.get_by_label("Name")).to_have_value("Masks and faces")
+    theme.refresh_from_db()
+    assert (theme.name, theme.version) == ("Masks", 2) and "Arjun's boundary." in theme.definition
+
+    page.get_by_label("Definition").fill("What the model hides.\nArjun's boundary.\nOlivia's boundary.")
+    page.get_by_role("button", name="Save my combined text").click()
+    expect(page.locator(".messages")).to_contain_text("Theme “Masks and faces” saved.")
+    theme.refresh_from_db()
+    assert theme.version == 3 and theme.definition.endswith("Olivia's boundary.")

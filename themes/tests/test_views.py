@@ -334,6 +334,17 @@ def test_meeting_merge_decision_applied_from_presenter_and_snapshots_compared(wo
     assert Review.objects.get(pk=review.pk).status == "closed"
 
 
+def test_a_theme_merged_twice_leads_to_where_it_ended_up(world, project, owner, client_for):
+    a, b = world["a"], world["b"]
+    c = services.theme_create(project=project, actor=owner, name="Candour")
+    services.theme_merge(source=a, target=b, actor=owner)
+    services.theme_merge(source=b, target=c, actor=owner)
+    old_page = client_for(owner).get(u("detail", project, a.uuid))
+    assert old_page.status_code == 302 and old_page["Location"] == u("detail", project, c.uuid)
+    services.theme_delete(theme=c, actor=owner)
+    assert client_for(owner).get(u("detail", project, a.uuid)).status_code == 404
+
+
 def test_next_never_redirects_off_site(world, project, owner, client_for):
     response = client_for(owner).post(u("review_notes", project, world["review"].uuid), {"notes": "x", "next": "https://evil.example/"})
     assert response["Location"] == u("review", project, world["review"].uuid)
