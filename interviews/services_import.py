@@ -278,7 +278,12 @@ def importjob_preview(*, job_id: int) -> ImportJob:
         _finish(job, ImportJob.Status.FAILED, errors=[str(e)])
         shutil.rmtree(job_dir(job), ignore_errors=True)
         return job
-    job.save(update_fields=["preview", "progress_total", "status"])
+    # The API may queue the import while the upload is still being read: then the job stays queued
+    # (the import task runs next) and only the preview is added.
+    if not ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.ANALYSING).update(
+            preview=job.preview, progress_total=job.progress_total, status=job.status):
+        ImportJob.objects.filter(pk=job.pk).update(preview=job.preview)
+        job.refresh_from_db()
     return job
 
 

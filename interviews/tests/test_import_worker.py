@@ -46,12 +46,12 @@ def test_killed_worker_leaves_no_partial_interview(worker_env, celery_worker, pr
     job = importjob_create(project=project, user=analyst, uploads=[big_export()])
     importjob_queue(job=job, options=ImportOptions())  # no atomic block here: sent at once
     deadline = time.monotonic() + 120
-    while get_progress(job)["done"] == 0:
+    # The worker first reads the upload (a preview, with progress of its own), then imports.
+    while job.status != ImportJob.Status.RUNNING or get_progress(job)["done"] == 0:
         assert time.monotonic() < deadline, "the worker never reported progress"
         assert celery_worker.poll() is None, "the worker died on its own"
         time.sleep(0.05)
-    job.refresh_from_db()
-    assert job.status == ImportJob.Status.RUNNING
+        job.refresh_from_db()
     assert 0 < get_progress(job)["done"] < CONVERSATIONS  # really in the middle
     os.killpg(celery_worker.pid, signal.SIGKILL)
     celery_worker.wait(timeout=10)

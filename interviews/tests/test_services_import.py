@@ -215,3 +215,30 @@ def test_a_job_is_queued_once(project, analyst, settings, tmp_path):
     with pytest.raises(ImportOptionsError, match="already been started"):
         importjob_queue(job=stale, options=ImportOptions(allow_duplicates=True))
     assert ImportJob.objects.get(pk=job.pk).options["allow_duplicates"] is False
+
+
+def test_an_import_queued_while_the_upload_is_being_read_stays_queued(project, analyst, settings, tmp_path, monkeypatch,
+                                                                      django_capture_on_commit_callbacks):
+    """The API queues at once; the worker's preview, finishing after that, must not undo it."""
+    from interviews import services_import
+
+    settings.MEDIA_ROOT = tmp_path
+    settings.RTA_IMPORT_INLINE_PREVIEW_BYTES = 100
+    with django_capture_on_commit_callbacks() as preview_task:
+        job = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE)])
+    assert job.status == ImportJob.Status.ANALYSING
+    read = services_import.preview_files
+
+    def read_while_the_api_queues(**kwargs):
+        preview = read(**kwargs)
+        importjob_queue(job=ImportJob.objects.get(pk=job.pk), options=ImportOptions())  # another request, meanwhile
+        return preview
+
+    monkeypatch.setattr(services_import, "preview_files", read_while_the_api_queues)
+    for run_preview in preview_task:
+        run_preview()
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.QUEUED and len(job.preview["files"][0]["conversations"]) == 3
+    importjob_run(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.DONE and Interview.objects.filter(project=project).count() == 3
