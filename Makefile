@@ -49,6 +49,7 @@ lint: dev-venv
 # Benchmarks (bench/README.md); PEERS=1 also runs Taguette and doccano side by side.
 bench: dev-venv
 	@scripts/ensure-services
+	@scripts/ensure-wrk
 	$(PY) -m pip install --quiet -r bench/requirements.txt
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) PEERS=$(PEERS) $(PY) bench/run.py
 

@@ -8,6 +8,7 @@ Owned by the coding issue (coding/services.py coding_apply, coding/render.py). S
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -150,6 +151,54 @@ def _clone(s):
     c.cookies.update(s.cookies)
     c.headers.update(s.headers)
     return c
+
+
+_WRK_SCRIPT = r"""
+local items = {%(items)s}
+local n = 0
+local headers = {["Content-Type"] = "application/x-www-form-urlencoded", ["Cookie"] = "%(cookie)s",
+                 ["X-CSRFToken"] = "%(csrf)s", ["HX-Request"] = "true"}
+request = function()
+  n = n + 1
+  local item = items[(n - 1) %% #items + 1]
+  return wrk.format("POST", item[1], headers, item[2])
+end
+done = function(summary, latency, requests)
+  io.write(string.format("WRK %%d %%f %%d %%d %%f %%f %%f\n", summary.requests, summary.duration / 1e6,
+    summary.errors.status, summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout,
+    latency:percentile(50) / 1000, latency:percentile(95) / 1000, latency:percentile(99) / 1000))
+end
+"""
+
+
+def _wrk_apply(base: str, session, project_uuid: str, items: list[tuple[str, int]], codes: list[int],
+               seconds: int) -> dict | None:
+    """8 connections from wrk (a C client: the load costs the 2 cores almost nothing), every request a
+    fresh (segment, code) pair. None when wrk is not installed (scripts/ensure-wrk installs it)."""
+    if not shutil.which("wrk"):
+        return None
+    # At most 12,000 pairs: a Lua chunk holds at most 65,536 constants. Past them the list repeats
+    # (a duplicate is answered like a new coding, by the same statement).
+    pairs = [(f"/p/{project_uuid}/interviews/{iv}/code/apply/", f"code={code}&segments={seg}")
+             for code in codes for iv, seg in items][:12000]
+    lua = _WRK_SCRIPT % {
+        "items": ",".join(f'{{"{path}","{body}"}}' for path, body in pairs),
+        "cookie": "; ".join(f"{k}={v}" for k, v in session.cookies.items()),
+        "csrf": session.cookies["csrftoken"],
+    }
+    with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
+        script.write(lua)
+    try:
+        out = subprocess.run(["wrk", "-t2", "-c8", f"-d{seconds}s", "--timeout", "5s", "-s", script.name, base],
+                             capture_output=True, text=True, timeout=seconds + 60, check=True)
+    finally:
+        os.unlink(script.name)
+    summary = [line[4:] for line in out.stdout.splitlines() if line.startswith("WRK ")]
+    if not summary:
+        raise RuntimeError(f"wrk printed no summary: {out.stdout[-1000:]} {out.stderr[-1000:]}")
+    requests_done, seconds_taken, non2xx, errors, p50, p95, p99 = (float(v) for v in summary[0].split())
+    return {"rate": requests_done / seconds_taken, "non2xx": int(non2xx), "errors": int(errors),
+            "p50": p50, "p95": p95, "p99": p99}
 
 
 def run(ctx: Context) -> Section:
@@ -307,6 +356,9 @@ def run(ctx: Context) -> Section:
         h_server, h_http, h_queries, h_bytes, _ = open_page(heavy, reps)
         b_server, b_http, b_queries, b_bytes, _ = open_page(big, max(3, reps // 2))
         rss_end, hwm_end = _worker_memory_mb(proc.pid)
+        # Last, so its codings do not change the pages above: segments nobody coded yet, any code.
+        wrk = _wrk_apply(base, session, str(project.uuid), work[n_seq + n_conc + 400:], codes, 5 if ctx.quick else 15)
+        _, hwm_wrk = _worker_memory_mb(proc.pid)
         heavy_segments = Segment.objects.filter(interview=heavy).count()
         big_codings = Coding.objects.filter(interview=big).count()
     finally:
@@ -336,6 +388,9 @@ def run(ctx: Context) -> Section:
          f"{peer(tg, 'c_highlight_concurrent', 'throughput_per_s')} / {peer(tg, 'c_highlight_concurrent', 'p95_ms')}" if tg else "92 / 110 (ref)",
          f"{peer(dc, 'c_highlight_concurrent', 'throughput_per_s')} / {peer(dc, 'c_highlight_concurrent', 'p95_ms')}" if dc else "165 / 92 (ref)"],
         ["8 clients: errors", len(errors), None, None],
+        ["8 connections from wrk (C client, as in the prototype note): codings/s / p50 / p95 ms",
+         f"{wrk['rate']:.0f} / {wrk['p50']:.1f} / {wrk['p95']:.1f}" if wrk else "wrk not installed", None, None],
+        ["… wrk: errors / non-2xx answers", f"{wrk['errors']} / {wrk['non2xx']}" if wrk else "–", None, None],
         ["apply in-process (Django test client, no HTTP): p50 / min ms", f"{_pct(inproc, 50) * 1000:.2f} / {min(inproc) * 1000:.2f}",
          None, None],
         ["database queries per apply (session and user come from Redis)", round_trips, None, None],
@@ -353,7 +408,7 @@ def run(ctx: Context) -> Section:
         ["… queries / KB of HTML", f"{b_queries} / {b_bytes // 1024}", None, None],
         ["… of which the transcript HTML, ms", f"{b_render:.2f}", None, None],
         ["load average at the end of the phase (2 cores)", " / ".join(f"{x:.1f}" for x in os.getloadavg()), None, None],
-        ["web worker RSS MB: idle / after load / peak (target ≤ 150)", f"{rss_idle:.0f} / {rss_load:.0f} / {max(hwm_load, hwm_end):.0f}",
+        ["web worker RSS MB: idle / after load / peak (target ≤ 150)", f"{rss_idle:.0f} / {rss_load:.0f} / {max(hwm_load, hwm_end, hwm_wrk):.0f}",
          f"{peer(tg, 'rss_peak_vmhwm_mb')} (one process)" if tg else "105 (ref, whole server)", per_worker(dc) or "789 (ref, 5 workers)"],
     ]
     return Section(
