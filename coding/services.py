@@ -446,6 +446,43 @@ def coding_remove(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_
     return _orm_change(params, remove=True)
 
 
+UNDO_CREATE_REASON = "Created while coding and undone at once"
+
+
+@transaction.atomic
+def coding_undo_inline_create(*, code: Code, interview: Interview, actor: Any,
+                              segment_ids: Iterable[int]) -> tuple[CodingResult, str]:
+    """Undo "create a code and apply it": remove the actor's codings, then archive the code if nothing else uses it.
+
+    Returns the removal's result and why the code was kept ("" when it was archived).
+    """
+    result = coding_remove(project_uuid=interview.project.uuid, interview_uuid=interview.uuid, user_id=actor.pk,
+                           code_id=code.pk, segment_ids=segment_ids)
+    kept_because = code_in_use_reason(code, actor=actor)
+    if not kept_because:
+        code_archive(code=code, actor=actor, reason=UNDO_CREATE_REASON)
+    return result, kept_because
+
+
+def code_in_use_reason(code: Code, *, actor: Any) -> str:
+    """Why `code` must outlive undoing its creation by `actor` ("" when nobody has used it)."""
+    code.refresh_from_db(fields=["archived", "version", "created_by"])
+    if code.archived:
+        return "it is already archived"
+    if code.created_by_id != actor.pk:
+        return "someone else created it"
+    uses = code.codings.count()
+    if uses:
+        return f"it is still applied to {uses} segment{'s' if uses != 1 else ''}"
+    if code.version > 1:
+        return "it was edited after it was created"
+    if code.children.exists() or code.merged_from.exists():
+        return "other codes sit under it or were merged into it"
+    if code.theme_codes.exists() or code.memos.exists():
+        return "a theme or a memo uses it"
+    return ""
+
+
 @transaction.atomic
 def _orm_change(p: dict[str, Any], *, remove: bool) -> CodingResult:
     from interviews.models import Segment, Speaker

@@ -23,6 +23,7 @@ urlpatterns: list = [
     path("interviews/<uuid:interview_uuid>/code/apply/", views.apply, name="apply"),
     path("interviews/<uuid:interview_uuid>/code/remove/", views.remove, name="remove"),
     path("interviews/<uuid:interview_uuid>/code/create-code/", views.create_inline, name="create_inline"),
+    path("interviews/<uuid:interview_uuid>/code/create-code/undo/", views.undo_create_inline, name="undo_create_inline"),
     path("interviews/<uuid:interview_uuid>/code/notes/", views.notes, name="notes"),
     path("interviews/<uuid:interview_uuid>/code/state/", views.chips_state, name="state"),
     path("interviews/<uuid:interview_uuid>/code/speakers/", views.speaker_toggle, name="speaker_toggle"),

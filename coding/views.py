@@ -33,6 +33,7 @@ from coding.services import (
     code_update,
     coding_apply,
     coding_remove,
+    coding_undo_inline_create,
     note_save,
 )
 from interviews.models import Interview, Speaker, Turn
@@ -310,6 +311,7 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
         "config": {"apply": reverse("coding:apply", args=[project_uuid, interview_uuid]),
                    "remove": reverse("coding:remove", args=[project_uuid, interview_uuid]),
                    "create": reverse("coding:create_inline", args=[project_uuid, interview_uuid]),
+                   "undoCreate": reverse("coding:undo_create_inline", args=[project_uuid, interview_uuid]),
                    "notes": reverse("coding:notes", args=[project_uuid, interview_uuid]),
                    "state": reverse("coding:state", args=[project_uuid, interview_uuid]),
                    "me": request.user.pk, "project": str(project_uuid), "canWrite": membership.can_write,
@@ -415,6 +417,27 @@ def create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID
                                                                 "newCode": new}})
         return response
     return _coding_response(request, result, action="apply", code_id=code.pk, extra_trigger={"newCode": new}, extra_html=row)
+
+
+@login_required
+@require_POST
+def undo_create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    """Undo "create a code and apply it": the codings go, and the new code is archived unless something uses it."""
+    membership = writer_or_403(request, project_uuid)
+    interview = _interview(membership, interview_uuid)
+    code_id = _int(request.POST.get("code"))
+    try:
+        segments = _segment_ids(request)
+    except ValidationError:
+        return HttpResponseBadRequest("Segment ids must be numbers.")
+    if code_id is None or not segments:
+        return HttpResponseBadRequest("Choose a code and at least one segment.")
+    code = Code.objects.for_project(membership.project).filter(pk=code_id).first()
+    if code is None:
+        return HttpResponseBadRequest("That code does not exist in this project.")
+    result, kept_because = coding_undo_inline_create(code=code, interview=interview, actor=request.user, segment_ids=segments)
+    undone = {"code": code.pk, "name": code.name, "archived": not kept_because, "keptBecause": kept_because}
+    return _coding_response(request, result, action="remove", code_id=code.pk, extra_trigger={"undoneCreate": undone})
 
 
 @login_required

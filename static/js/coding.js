@@ -123,6 +123,21 @@
     function createAndApply(name, kind) {
       send(cfg.create, { name: name, kind: kind, segments: selectedIds().join(",") });
     }
+    // Undoing "create and apply" also archives the new code on the server, unless something already uses it.
+    function undoCreate(codeId, ids) {
+      send(cfg.undoCreate, { code: codeId, segments: ids.join(",") });
+    }
+    // A code archived here: it leaves the picker, the panel, the filter and the recent list; its chips keep their look.
+    function retireCode(id) {
+      id = Number(id);
+      codes = codes.filter(function (c) { return c.id !== id; });
+      allCodes.forEach(function (c) { if (c.id === id) c.archived = true; });
+      var opt = document.querySelector("#filter-code option[value='" + id + "']");
+      if (opt) opt.remove();
+      var row = document.querySelector("#code-list-panel .code-row[data-code='" + id + "']");
+      if (row) row.parentElement.hidden = true;
+      paintRecent();
+    }
 
     // A code created here or by a colleague (seen by polling): usable at once unless archived.
     function addCode(code) {
@@ -154,9 +169,18 @@
       if (d.action === "apply" || d.action === "remove") {
         var c = codeById(d.code), n = (d.segments || []).length;
         if (d.action === "apply") pushRecent(d.code);
-        if (!undoing && n) undoStack.push({ action: d.action, code: d.code, segments: d.segments.map(String) });
-        say((undoing ? "Undone: " : "") + (d.action === "apply" ? "Applied " : "Removed ") + (c ? "“" + c.name + "”" : "code") +
-            (n ? " on " + n + " segment" + (n > 1 ? "s" : "") : " (nothing changed)") + ".");
+        if (!undoing && n) undoStack.push({ action: d.action, code: d.code, segments: d.segments.map(String), created: !!d.newCode });
+        var what = (d.action === "apply" ? "Applied " : "Removed ") + (c ? "“" + c.name + "”" : "code") +
+            (n ? " on " + n + " segment" + (n > 1 ? "s" : "") : " (nothing changed)");
+        var u = d.undoneCreate;
+        if (u && u.archived) {
+          retireCode(u.code);
+          say("Undone: " + what + ", and archived the new code “" + u.name + "” (nobody had used it).");
+        } else if (u) {
+          say("Undone: " + what + "; the new code “" + u.name + "” stays in the codebook because " + u.keptBecause + ".");
+        } else {
+          say((undoing ? "Undone: " : "") + what + ".");
+        }
       }
       undoing = false;
     });
@@ -181,7 +205,8 @@
       var last = undoStack.pop();
       if (!last) { say("Nothing to undo."); return; }
       undoing = true;
-      if (last.action === "apply") removeCode(last.code, last.segments);
+      if (last.action === "apply" && last.created) undoCreate(last.code, last.segments);
+      else if (last.action === "apply") removeCode(last.code, last.segments);
       else apply(last.code, last.segments);
     }
 
@@ -211,10 +236,34 @@
       }
       return score - text.length * 0.01;
     }
+    // Where in a code's definition every word of the query occurs (-1: somewhere they don't).
+    function definitionHit(query, definition) {
+      var words = query.toLowerCase().split(/\s+/).filter(Boolean), text = (definition || "").toLowerCase();
+      if (!words.length) return -1;
+      var first = Infinity;
+      for (var i = 0; i < words.length; i++) {
+        var at = text.indexOf(words[i]);
+        if (at < 0) return -1;
+        first = Math.min(first, at);
+      }
+      return first;
+    }
+    // Name matches rank above every definition-only match; -1: neither matches.
+    var NAME_RANK = 1000;
+    function codeMatch(query, code) {
+      var byName = fuzzy(query, code.name);
+      if (byName >= 0) return { s: NAME_RANK + byName, inDefinition: -1 };
+      var at = definitionHit(query, code.definition);
+      return at < 0 ? { s: -1, inDefinition: -1 } : { s: NAME_RANK - 1 - at * 0.001, inDefinition: at };
+    }
+    function definitionExcerpt(definition, at) {
+      var start = Math.max(0, at - 20), text = definition.slice(start, start + 70);
+      return (start > 0 ? "…" : "") + text + (start + 70 < definition.length ? "…" : "");
+    }
     function renderPicker() {
       var q = pickerInput.value.trim();
       var pool = pickerMode === "remove" ? codes.filter(function (c) { return pickerOnly.indexOf(c.id) >= 0; }) : codes;
-      pickerItems = pool.map(function (c) { return { code: c, s: fuzzy(q, c.name) }; })
+      pickerItems = pool.map(function (c) { var m = codeMatch(q, c); return { code: c, s: m.s, inDefinition: m.inDefinition }; })
         .filter(function (x) { return x.s >= 0; })
         .sort(function (a, b) { return b.s - a.s; }).slice(0, 30);
       var exact = codes.some(function (c) { return c.name.toLowerCase() === q.toLowerCase(); });
@@ -234,6 +283,11 @@
           var sw = document.createElement("span"); sw.className = "sw"; sw.style.setProperty("--c", item.code.colour);
           var k = document.createElement("small"); k.className = "muted"; k.textContent = " " + item.code.kind;
           li.append(sw, item.code.name, k);
+          if (item.inDefinition >= 0) {
+            var hit = document.createElement("small"); hit.className = "pick-definition muted";
+            hit.textContent = "definition: " + definitionExcerpt(item.code.definition, item.inDefinition);
+            li.appendChild(hit);
+          }
           if (item.code.definition) li.title = item.code.definition;
         }
         pickerList.appendChild(li);
@@ -291,7 +345,7 @@
       var q = e.target.value;
       document.querySelectorAll("#code-list-panel .code-row").forEach(function (b) {
         var c = codeById(b.dataset.code);
-        b.parentElement.hidden = !c || !!(q && fuzzy(q, c.name) < 0);
+        b.parentElement.hidden = !c || !!(q.trim() && codeMatch(q.trim(), c).s < 0);
       });
     });
 
@@ -332,14 +386,27 @@
       });
     });
 
+    // "Uncoded" means uncoded by the coders the coder filter shows (everyone, me, or one colleague).
+    function shownCodersChips() {
+      if (filters.coder === "mine") return ".chip.mine";
+      if (filters.coder) return ".chip[data-u='" + filters.coder + "']";
+      return ".chip";
+    }
+    function uncodedAt(i) {
+      var el = segs[i];
+      return !el.classList.contains("other") && !el.querySelector(shownCodersChips());
+    }
     function nextUncoded() {
       for (var i = cursor + 1; i < segs.length; i++) {
-        var el = segs[i];
-        if (el.classList.contains("other")) continue;
-        var visible = el.querySelectorAll(filters.coder === "mine" ? ".chip.mine" : ".chip").length;
-        if (!visible) { moveTo(i, false); return; }
+        if (uncodedAt(i)) { moveTo(i, false); say(""); return; }
       }
-      say("No uncoded participant segment after this one.");
+      // Past the last one: start again from the top (the current segment included, last).
+      for (var w = 0; w <= cursor && w < segs.length; w++) {
+        if (uncodedAt(w)) { moveTo(w, false); say("Wrapped around to the top: no uncoded participant segment below."); return; }
+      }
+      var coderSelect = document.getElementById("filter-coder");
+      var by = filters.coder ? " by " + coderSelect.options[coderSelect.selectedIndex].textContent.replace("only mine", "you") : "";
+      say("Every participant segment is coded" + by + ".");
     }
     document.getElementById("next-uncoded").addEventListener("click", nextUncoded);
     document.getElementById("show-help").addEventListener("click", function () { helpDialog.showModal(); });
