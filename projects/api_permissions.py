@@ -15,11 +15,13 @@ from projects.permissions import get_membership
 
 
 class IsProjectMember(permissions.BasePermission):
-    """Any member may read; analysts and owners may write."""
+    """Any member may read (owners only where the view sets `read_level`); analysts and owners may write."""
 
     def has_permission(self, request, view) -> bool:
         membership = view.get_membership()
         if request.method in permissions.SAFE_METHODS:
+            if not membership.has_level(getattr(view, "read_level", Role.VIEWER)):
+                raise PermissionDenied("Only the project's owners can see this.")
             return True
         if not membership.has_level(getattr(view, "write_level", Role.ANALYST)):
             raise PermissionDenied("Your role in this project does not allow this change.")
