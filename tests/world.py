@@ -207,6 +207,13 @@ def _decision(world: World):
     return world.autofill(apps.get_model("themes.Decision"), kind="rename", payload={"name": "Identity, renamed"})
 
 
+def _exemplar(world: World):
+    # A real quote of the world's segment: trimming re-reads the pinned spans of the turn.
+    segment = world.get(apps.get_model("interviews.Segment"))
+    return world.autofill(apps.get_model("themes.Exemplar"), turn=segment.turn, segment=segment,
+                          spans=[[segment.start, segment.end]], quote=segment.text)
+
+
 def _export_job(world: World):
     from django.core.files.base import ContentFile
 
@@ -229,4 +236,5 @@ BUILDERS: dict[str, Callable[[World], models.Model]] = {
     "interviews.Participant": _participant,
     "themes.Decision": _decision,
     "reports.ExportJob": _export_job,
+    "themes.Exemplar": _exemplar,
 }

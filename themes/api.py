@@ -9,6 +9,8 @@ from __future__ import annotations
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
@@ -16,10 +18,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coding.models import Code
-from interviews.models import Interview
+from interviews.models import Interview, Segment
+from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 from themes import services, snapshots
-from themes.models import Comment, Decision, Memo, Review, Snapshot, Theme, ThemeCode
+from themes.models import Comment, Decision, Exemplar, Memo, Review, Snapshot, Theme, ThemeCode
 
 
 def _drf(exc: DjangoValidationError) -> ValidationError:
@@ -133,6 +136,112 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
 
 
+class ExemplarSerializer(serializers.ModelSerializer):
+    theme = serializers.SlugRelatedField(slug_field="uuid", read_only=True)
+    interview = serializers.UUIDField(source="turn.interview.uuid", read_only=True)
+    turn = serializers.SlugRelatedField(slug_field="uuid", read_only=True)
+    segment = serializers.IntegerField(source="segment_id", read_only=True, allow_null=True,
+                                       help_text="The segment it was pinned from (null once re-segmented).")
+    spans = serializers.ListField(child=serializers.ListField(child=serializers.IntegerField(), min_length=2, max_length=2),
+                                  read_only=True, help_text="[start, end) offsets of each piece in the turn's text.")
+    verified = serializers.BooleanField(source="verify", read_only=True, help_text="The quote still matches the transcript.")
+    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)
+
+    class Meta:
+        model = Exemplar
+        fields = ["uuid", "theme", "interview", "turn", "segment", "quote", "spans", "verified", "note", "position",
+                  "created_by", "created_at"]
+        read_only_fields = fields
+
+
+class ExemplarPinSerializer(serializers.Serializer):
+    segment = serializers.IntegerField(min_value=1, help_text="The segment the excerpt starts at.")
+    end_segment = serializers.IntegerField(min_value=1, required=False, allow_null=True,
+                                           help_text="The segment it ends at, in the same turn (default: the start segment).")
+    quote = serializers.CharField(required=False, allow_blank=True, default="",
+                                  help_text="The excerpt trimmed with [...]; each piece word for word (default: the whole excerpt).")
+
+
+class ExemplarTrimSerializer(serializers.Serializer):
+    quote = serializers.CharField(help_text="The quote trimmed with [...]; each piece word for word, in order.")
+    note = serializers.CharField(required=False, allow_blank=True)
+
+
+class ExemplarMoveSerializer(serializers.Serializer):
+    offset = serializers.IntegerField(min_value=-1000, max_value=1000, help_text="Places to move: -1 is up one, 1 down one.")
+
+
+THEME_UUID = OpenApiParameter("theme_uuid", OpenApiTypes.UUID, OpenApiParameter.PATH)
+
+
+@extend_schema_view(**{name: extend_schema(parameters=[THEME_UUID])
+                       for name in ("list", "retrieve", "create", "partial_update", "destroy", "move")})
+class ExemplarViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+    """A theme's exemplar quotes in order: pin one from a segment, trim it with [...], move it up or down, unpin it."""
+
+    serializer_class = ExemplarSerializer
+    lookup_field = "uuid"
+
+    @property
+    def theme(self) -> Theme:
+        if not hasattr(self, "_theme"):
+            self._theme = get_object_or_404(Theme.objects.for_project(self.project), uuid=self.kwargs["theme_uuid"])
+        return self._theme
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Exemplar.objects.none()
+        return (Exemplar.objects.filter(theme=self.theme, turn__interview__deleted_at__isnull=True)
+                .select_related("theme", "turn__interview", "created_by").defer("turn__metadata").order_by("position", "id"))
+
+    def _answer(self, exemplar: Exemplar, *, code: int = status.HTTP_200_OK) -> Response:
+        return Response(ExemplarSerializer(self.get_queryset().get(pk=exemplar.pk)).data, status=code)
+
+    @extend_schema(request=ExemplarPinSerializer, responses={201: ExemplarSerializer})
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        data = ExemplarPinSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        segments = Segment.objects.filter(interview__project=self.project, interview__deleted_at__isnull=True).select_related("turn", "interview")
+        segment = segments.filter(pk=v["segment"]).first()
+        if segment is None:
+            raise ValidationError({"segment": f"There is no segment {v['segment']} in this project's interviews."})
+        end_segment = segments.filter(pk=v["end_segment"]).first() if v.get("end_segment") else None
+        if v.get("end_segment") and end_segment is None:
+            raise ValidationError({"end_segment": f"There is no segment {v['end_segment']} in this project's interviews."})
+        try:
+            exemplar = services.exemplar_pin(theme=self.theme, actor=request.user, segment=segment, end_segment=end_segment, quote=v["quote"])
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return self._answer(exemplar, code=status.HTTP_201_CREATED)
+
+    @extend_schema(request=ExemplarTrimSerializer, responses=ExemplarSerializer)
+    def partial_update(self, request: Request, *args, **kwargs) -> Response:
+        exemplar = self.get_object()
+        data = ExemplarTrimSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            services.exemplar_trim(exemplar=exemplar, actor=request.user, quote=data.validated_data["quote"],
+                                   note=data.validated_data.get("note"))
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return self._answer(exemplar)
+
+    def destroy(self, request: Request, *args, **kwargs) -> Response:
+        services.exemplar_unpin(exemplar=self.get_object(), actor=request.user)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+    @extend_schema(request=ExemplarMoveSerializer, responses=ExemplarSerializer(many=True))
+    @action(detail=True, methods=["post"], pagination_class=None)
+    def move(self, request: Request, *args, **kwargs) -> Response:
+        """Reorder: move the exemplar by `offset` places (clamped at the ends); answers with the theme's exemplars in the new order."""
+        exemplar = self.get_object()
+        data = ExemplarMoveSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        services.exemplar_shift(exemplar=exemplar, actor=request.user, offset=data.validated_data["offset"])
+        return Response(ExemplarSerializer(self.get_queryset(), many=True).data)
+
+
 class MemoSerializer(serializers.ModelSerializer):
     author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)  # null once the account is deleted
     interview = serializers.SlugRelatedField(slug_field="uuid", queryset=Interview.objects.none(), required=False, allow_null=True)
@@ -154,6 +263,12 @@ class MemoSerializer(serializers.ModelSerializer):
             self.fields["theme"].queryset = Theme.objects.for_project(project)
 
 
+class MemoFilter(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=Memo.Kind.choices, required=False)
+    author = serializers.CharField(required=False, max_length=150, help_text="The author's username.")
+
+
+@extend_schema_view(list=extend_schema(parameters=[MemoFilter]))
 class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
     """Memos; an update must send base_version, and gets 409 with the newer revision if someone saved since."""
 
@@ -163,11 +278,11 @@ class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
 
     def get_queryset(self):
         memos = Memo.objects.for_project(self.project)
-        for field in ("kind",):
-            if self.request.query_params.get(field):
-                memos = memos.filter(**{field: self.request.query_params[field]})
-        if self.request.query_params.get("author"):
-            memos = memos.filter(author__username=self.request.query_params["author"])
+        wanted = query_filters(self.request, MemoFilter) if self.action == "list" else {}
+        if "kind" in wanted:
+            memos = memos.filter(kind=wanted["kind"])
+        if "author" in wanted:
+            memos = memos.filter(author__username=wanted["author"])
         return memos
 
     def get_serializer_context(self):
@@ -231,6 +346,12 @@ class CommentSerializer(serializers.ModelSerializer):
         return comment.resolved_at is not None
 
 
+class CommentFilter(serializers.Serializer):
+    theme = serializers.UUIDField(required=False, help_text="Only this theme's discussion.")
+    mentions = serializers.CharField(required=False, max_length=150, help_text="Only comments mentioning this username.")
+
+
+@extend_schema_view(list=extend_schema(parameters=[CommentFilter]))
 class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     """Theme discussion: list (?theme=uuid, ?mentions=username), post, resolve/reopen."""
 
@@ -240,10 +361,11 @@ class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
     def get_queryset(self):
         comments = (Comment.objects.filter(theme__project=self.project, theme__deleted_at__isnull=True)
                     .select_related("theme", "parent", "author").prefetch_related("mentions"))
-        if self.request.query_params.get("theme"):
-            comments = comments.filter(theme__uuid=self.request.query_params["theme"])
-        if self.request.query_params.get("mentions"):
-            comments = comments.filter(mentions__username=self.request.query_params["mentions"])
+        wanted = query_filters(self.request, CommentFilter) if self.action == "list" else {}
+        if "theme" in wanted:
+            comments = comments.filter(theme__uuid=wanted["theme"])
+        if "mentions" in wanted:
+            comments = comments.filter(mentions__username=wanted["mentions"])
         return comments
 
     def get_serializer_context(self):
@@ -347,6 +469,11 @@ class SnapshotSerializer(serializers.ModelSerializer):
         fields = ["uuid", "label", "taken_at", "data"]
 
 
+class SnapshotPairSerializer(serializers.Serializer):
+    a = serializers.UUIDField()
+    b = serializers.UUIDField()
+
+
 class SnapshotViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Snapshots of the theme structure; /compare/?a=&b= lists what changed."""
 
@@ -356,9 +483,14 @@ class SnapshotViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retrieve
     def get_queryset(self):
         return Snapshot.objects.filter(project=self.project)
 
-    @action(detail=False, methods=["get"])
+    @extend_schema(parameters=[OpenApiParameter("a", OpenApiTypes.UUID, required=True, description="One snapshot."),
+                               OpenApiParameter("b", OpenApiTypes.UUID, required=True, description="The other (order does not matter).")],
+                   responses=OpenApiTypes.OBJECT)
+    @action(detail=False, methods=["get"], pagination_class=None)
     def compare(self, request: Request, *args, **kwargs) -> Response:
-        a = get_object_or_404(self.get_queryset(), uuid=request.query_params.get("a"))
-        b = get_object_or_404(self.get_queryset(), uuid=request.query_params.get("b"))
+        pair = SnapshotPairSerializer(data={"a": request.query_params.get("a"), "b": request.query_params.get("b")})
+        pair.is_valid(raise_exception=True)
+        a = get_object_or_404(self.get_queryset(), uuid=pair.validated_data["a"])
+        b = get_object_or_404(self.get_queryset(), uuid=pair.validated_data["b"])
         before, after = (a, b) if (a.taken_at, a.id) <= (b.taken_at, b.id) else (b, a)
         return Response(snapshots.compare(before.data, after.data))

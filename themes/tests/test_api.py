@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
+from projects.models import AuditEvent
 from themes import services
 from themes.models import Memo, Theme, ThemeCode
 
@@ -146,3 +147,115 @@ def test_api_review_meeting_flow(project, theme, owner, analyst):
     before = next(s["uuid"] for s in snaps if s["label"] == "R1: before")
     diff = api(analyst).get(base(project) + f"/theme-snapshots/compare/?a={before}&b={after}").json()
     assert [t["name"] for t in diff["removed"]] == ["Honesty"]
+
+
+# --- exemplars ----------------------------------------------------------------------------
+
+
+def exemplars(project, theme) -> str:
+    return base(project) + f"/themes/{theme.uuid}/exemplars/"
+
+
+@pytest.fixture
+def pinned(project, theme, owner, make_interview):
+    """Two exemplars of the theme: the first and the second sentence of one answer."""
+    _, segments = make_interview()
+    return [services.exemplar_pin(theme=theme, actor=owner, segment=s) for s in segments[:2]], segments
+
+
+def test_members_list_a_themes_exemplars_in_order_with_their_source(project, theme, pinned, viewer, outsider):
+    (first, second), segments = pinned
+    listed = rows(api(viewer).get(exemplars(project, theme)))
+    assert [e["uuid"] for e in listed] == [str(first.uuid), str(second.uuid)]
+    assert listed[0]["quote"] == segments[0].text and listed[0]["verified"] is True
+    assert listed[0]["segment"] == segments[0].pk and listed[0]["interview"] == str(segments[0].interview.uuid)
+    assert listed[0]["theme"] == str(theme.uuid) and listed[0]["created_by"] == "olivia"
+    assert api(outsider).get(exemplars(project, theme)).status_code == 404
+    assert api(outsider).get(f"{exemplars(project, theme)}{first.uuid}/").status_code == 404
+    assert APIClient().get(exemplars(project, theme)).status_code == 401
+
+
+def test_exemplar_list_queries_do_not_grow(project, theme, owner, make_interview, django_assert_num_queries):
+    _, segments = make_interview()
+    services.exemplar_pin(theme=theme, actor=owner, segment=segments[0])
+    client = api(owner)
+    # membership (+project), theme, count, page of exemplars (+turn, interview, author)
+    with django_assert_num_queries(4):
+        assert len(rows(client.get(exemplars(project, theme)))) == 1
+    for segment in segments[1:]:
+        services.exemplar_pin(theme=theme, actor=owner, segment=segment)
+    with django_assert_num_queries(4):
+        assert len(rows(client.get(exemplars(project, theme)))) == 4
+
+
+def test_analysts_pin_an_excerpt_trimmed_word_for_word(project, theme, analyst, make_interview):
+    _, segments = make_interview()
+    quote = "I try to be honest [...] what I do not know."
+    response = api(analyst).post(exemplars(project, theme), {"segment": segments[0].pk, "quote": quote}, format="json")
+    assert response.status_code == 201 and response.json()["quote"] == quote and response.json()["verified"] is True
+    reworded = api(analyst).post(exemplars(project, theme), {"segment": segments[0].pk, "quote": "I am always honest"}, format="json")
+    assert reworded.status_code == 400 and "word for word" in reworded.json()["quote"][0]
+    elsewhere = api(analyst).post(exemplars(project, theme), {"segment": 10**9}, format="json")
+    assert elsewhere.status_code == 400 and "segment" in elsewhere.json()
+    assert theme.exemplars.count() == 1
+
+
+def test_an_excerpt_from_another_project_cannot_be_pinned(project, theme, analyst, owner, make_interview):
+    from projects.models import Membership, Project, Role
+
+    other = Project.objects.create(name="Other")
+    Membership.objects.create(project=other, user=analyst, role=Role.OWNER)
+    _, segments = make_interview(proj=other)
+    response = api(analyst).post(exemplars(project, theme), {"segment": segments[0].pk}, format="json")
+    assert response.status_code == 400 and "segment" in response.json()
+    assert theme.exemplars.count() == 0
+
+
+def test_analysts_trim_reorder_and_unpin_exemplars(project, theme, pinned, analyst):
+    (first, second), _ = pinned
+    trimmed = api(analyst).patch(f"{exemplars(project, theme)}{first.uuid}/", {"quote": "I try to be honest", "note": "opening"}, format="json")
+    assert trimmed.status_code == 200 and (trimmed.json()["quote"], trimmed.json()["note"]) == ("I try to be honest", "opening")
+    moved = api(analyst).post(f"{exemplars(project, theme)}{second.uuid}/move/", {"offset": -1}, format="json")
+    assert moved.status_code == 200 and [e["uuid"] for e in moved.json()] == [str(second.uuid), str(first.uuid)]
+    assert list(theme.exemplars.order_by("position").values_list("uuid", flat=True)) == [second.uuid, first.uuid]
+    assert api(analyst).delete(f"{exemplars(project, theme)}{first.uuid}/").status_code == 204
+    assert list(theme.exemplars.values_list("uuid", flat=True)) == [second.uuid]
+    assert {e.action for e in AuditEvent.objects.filter(target_type="exemplar")} == {"created", "changed", "deleted"}
+
+
+@pytest.mark.parametrize("method,suffix,body", [
+    ("post", "", {"segment": "{segment}"}),
+    ("patch", "{exemplar}/", {"quote": "I try to be honest"}),
+    ("post", "{exemplar}/move/", {"offset": 1}),
+    ("delete", "{exemplar}/", None),
+])
+def test_exemplar_writes_are_403_for_viewers_and_404_for_outsiders(method, suffix, body, project, theme, pinned, viewer, outsider):
+    (first, _), segments = pinned
+    url = exemplars(project, theme) + suffix.replace("{exemplar}", str(first.uuid))
+    data = {k: segments[2].pk if v == "{segment}" else v for k, v in (body or {}).items()}
+    before = list(theme.exemplars.values_list("uuid", "quote", "position"))
+    assert getattr(api(outsider), method)(url, data, format="json").status_code == 404
+    assert getattr(api(viewer), method)(url, data, format="json").status_code == 403
+    assert getattr(APIClient(), method)(url, data, format="json").status_code == 401
+    assert list(theme.exemplars.values_list("uuid", "quote", "position")) == before
+
+
+def test_exemplars_of_a_trashed_theme_are_404(project, theme, pinned, owner):
+    services.theme_delete(theme=theme, actor=owner)
+    assert api(owner).get(exemplars(project, theme)).status_code == 404
+
+
+# --- filters ------------------------------------------------------------------------------
+
+
+def test_list_filters_are_validated_and_name_the_bad_parameter(project, theme, owner):
+    services.memo_create(project=project, actor=owner, title="t", body="", kind="analytic")
+    assert len(rows(api(owner).get(base(project) + "/memos/", {"kind": "analytic", "author": "olivia"}))) == 1
+    assert rows(api(owner).get(base(project) + "/memos/", {"kind": "reflexive"})) == []
+    assert rows(api(owner).get(base(project) + "/memos/", {"kind": ""})) != []  # an empty filter is no filter
+    bad = api(owner).get(base(project) + "/memos/", {"kind": "poem"})
+    assert bad.status_code == 400 and "kind" in bad.json()
+    bad = api(owner).get(base(project) + "/comments/", {"theme": "not-a-uuid"})
+    assert bad.status_code == 400 and "theme" in bad.json()
+    bad = api(owner).get(base(project) + "/theme-snapshots/compare/", {"a": "zzz"})
+    assert bad.status_code == 400 and {"a", "b"} <= set(bad.json())
