@@ -6,16 +6,48 @@ so the API records the same history and audit events and uses the same one-state
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Q
 from django.http import Http404
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coding.models import Code, Coding
-from coding.services import CodeConflict, code_archive, code_create, code_move, code_update, coding_apply, coding_remove
+from coding.queries import codebook_tree
+from coding.services import (
+    CodeConflict,
+    code_archive,
+    code_create,
+    code_merge,
+    code_move,
+    code_split,
+    code_update,
+    coding_apply,
+    coding_remove,
+)
 from interviews.models import Interview
+from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
+from projects.models import Project
+
+
+class ParticipantUsageSerializer(serializers.Serializer):
+    participant = serializers.UUIDField()
+    label = serializers.CharField()
+    uses = serializers.IntegerField()
+
+
+def code_usage(project: Project) -> dict[int, dict[str, Any]]:
+    """Each code's uses overall and per participant (every participant, zeros included), as the codebook page counts them."""
+    nodes, participants = codebook_tree(project, archived=True)
+    return {node.code.pk: {"uses": node.total, "uses_by_participant": [
+        {"participant": p.uuid, "label": p.label, "uses": n} for p, n in zip(participants, node.per_participant, strict=True)]}
+        for node in nodes}
 
 
 class CodeSerializer(serializers.ModelSerializer):
@@ -23,11 +55,13 @@ class CodeSerializer(serializers.ModelSerializer):
     merged_into = serializers.SlugRelatedField(slug_field="uuid", read_only=True, allow_null=True)
     reason = serializers.CharField(write_only=True, required=False, allow_blank=True)
     version = serializers.IntegerField(required=False)
+    uses = serializers.SerializerMethodField(help_text="Codings of this code in live interviews, by everyone.")
+    uses_by_participant = serializers.SerializerMethodField(help_text="The same, per participant (model), in label order.")
 
     class Meta:
         model = Code
         fields = ["uuid", "name", "definition", "include_when", "exclude_when", "example", "kind", "colour", "parent",
-                  "archived", "merged_into", "version", "reason", "created_at", "updated_at"]
+                  "archived", "merged_into", "version", "reason", "uses", "uses_by_participant", "created_at", "updated_at"]
         read_only_fields = ["uuid", "merged_into", "created_at", "updated_at"]
         extra_kwargs = {"colour": {"required": False}}
 
@@ -37,23 +71,130 @@ class CodeSerializer(serializers.ModelSerializer):
         if project is not None:
             self.fields["parent"].queryset = Code.objects.for_project(project)
 
+    def _usage(self, code: Code) -> dict[str, Any]:
+        # Lists count every code at once (context["usage"]); a code just written is counted here.
+        usage = self.context.get("usage")
+        if usage is None or code.pk not in usage:
+            usage = self.context["usage"] = code_usage(code.project)
+        return usage.get(code.pk, {"uses": 0, "uses_by_participant": []})
+
+    def get_uses(self, code: Code) -> int:
+        return self._usage(code)["uses"]
+
+    @extend_schema_field(ParticipantUsageSerializer(many=True))
+    def get_uses_by_participant(self, code: Code) -> list[dict[str, Any]]:
+        return self._usage(code)["uses_by_participant"]
+
 
 def _drf_error(exc: DjangoValidationError) -> serializers.ValidationError:
     return serializers.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
 
 
+class CodeFilter(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=Code.Kind.choices, required=False)
+    archived = serializers.BooleanField(required=False, help_text="true: only archived (and merged) codes; false: only codes in use.")
+    q = serializers.CharField(required=False, max_length=200, help_text="Words in the name or definition.")
+
+
+class CodeMergeSerializer(serializers.Serializer):
+    target = serializers.UUIDField(help_text="The code to merge into; it receives the codings and sub-codes.")
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class SplitAssignmentSerializer(serializers.Serializer):
+    segment = serializers.IntegerField(min_value=1)
+    into = serializers.IntegerField(min_value=0, help_text="Index in `names` of the new code the segment's codings move to.")
+
+
+class CodeSplitSerializer(serializers.Serializer):
+    names = serializers.ListField(child=serializers.CharField(max_length=200), min_length=2, max_length=50,
+                                  help_text="Names of the new sibling codes (two or more).")
+    assignments = serializers.ListField(child=SplitAssignmentSerializer(), required=False, default=list, max_length=10000,
+                                        help_text="Segments whose codings move to a new code; the others stay with this one.")
+    archive_original = serializers.BooleanField(default=False)
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+class CodeArchiveSerializer(serializers.Serializer):
+    archived = serializers.BooleanField(default=True, help_text="false brings the code back into use.")
+    reason = serializers.CharField(required=False, allow_blank=True, default="")
+
+
+@extend_schema_view(list=extend_schema(parameters=[CodeFilter]))
 class CodeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
                   mixins.UpdateModelMixin, viewsets.GenericViewSet):
-    """The codebook. PATCH needs `version` (optimistic locking: 409 with the current code if it changed)."""
+    """The codebook with usage counts. PATCH needs `version` (optimistic locking: 409 with the current code if it changed).
+
+    merge, split and archive are the codebook page's actions; each is recorded in the codebook history.
+    """
 
     serializer_class = CodeSerializer
     lookup_field = "uuid"
 
     def get_queryset(self):
-        return Code.objects.for_project(self.project).select_related("parent", "merged_into").order_by("position", "name")
+        codes = Code.objects.for_project(self.project).select_related("parent", "merged_into").order_by("position", "name")
+        if self.action != "list":
+            return codes
+        wanted = query_filters(self.request, CodeFilter)
+        if "kind" in wanted:
+            codes = codes.filter(kind=wanted["kind"])
+        if "archived" in wanted:
+            codes = codes.filter(archived=wanted["archived"])
+        if "q" in wanted:
+            codes = codes.filter(Q(name__icontains=wanted["q"]) | Q(definition__icontains=wanted["q"]))
+        return codes
 
     def get_serializer_context(self) -> dict:
-        return {**super().get_serializer_context(), "project": self.project}
+        context = {**super().get_serializer_context(), "project": self.project}
+        if self.action in ("list", "retrieve") and not getattr(self, "swagger_fake_view", False):
+            context["usage"] = code_usage(self.project)
+        return context
+
+    def _answer(self, code: Code, *, code_status: int = status.HTTP_200_OK) -> Response:
+        return Response(CodeSerializer(code, context={"project": self.project}).data, status=code_status)
+
+    @extend_schema(request=CodeMergeSerializer, responses=CodeSerializer)
+    @action(detail=True, methods=["post"])
+    def merge(self, request: Request, *args, **kwargs) -> Response:
+        """Merge this code into `target`: codings and sub-codes move over; this code is archived, pointing to the target."""
+        source = self.get_object()
+        data = CodeMergeSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        target = Code.objects.for_project(self.project).filter(uuid=data.validated_data["target"]).first()
+        if target is None:
+            raise serializers.ValidationError({"target": ["There is no such code in this project."]})
+        try:
+            target = code_merge(source=source, target=target, actor=request.user, reason=data.validated_data["reason"])
+        except DjangoValidationError as exc:
+            raise _drf_error(exc) from exc
+        return self._answer(target)
+
+    @extend_schema(request=CodeSplitSerializer, responses={201: CodeSerializer(many=True)})
+    @action(detail=True, methods=["post"], pagination_class=None)
+    def split(self, request: Request, *args, **kwargs) -> Response:
+        """Split this code into new sibling codes, moving the assigned segments' codings to them; answers with the new codes."""
+        code = self.get_object()
+        data = CodeSplitSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        assignments = {a["segment"]: a["into"] for a in v["assignments"]}
+        try:
+            new_codes = code_split(code=code, actor=request.user, names=v["names"], reason=v["reason"],
+                                   assignments=assignments, archive_original=v["archive_original"])
+        except DjangoValidationError as exc:
+            raise _drf_error(exc) from exc
+        context = {"project": self.project, "usage": code_usage(self.project)}
+        return Response(CodeSerializer(new_codes, many=True, context=context).data, status=status.HTTP_201_CREATED)
+
+    @extend_schema(request=CodeArchiveSerializer, responses=CodeSerializer)
+    @action(detail=True, methods=["post"])
+    def archive(self, request: Request, *args, **kwargs) -> Response:
+        """Archive the code (hidden from the picker, codings kept) or, with archived=false, bring it back."""
+        code = self.get_object()
+        data = CodeArchiveSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        code = code_archive(code=code, actor=request.user, archived=data.validated_data["archived"], reason=data.validated_data["reason"])
+        return self._answer(Code.objects.get(pk=code.pk))
 
     def perform_create(self, serializer) -> None:
         d = serializer.validated_data
@@ -108,9 +249,25 @@ class CodingSerializer(serializers.ModelSerializer):
 class CodingCreateSerializer(serializers.Serializer):
     interview = serializers.UUIDField()
     code = serializers.UUIDField()
-    segments = serializers.ListField(child=serializers.IntegerField(), min_length=1, max_length=500)
+    segments = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), min_length=1, max_length=500)
+    any_speaker = serializers.BooleanField(
+        default=False, help_text="Also code interviewer and system turns (the coding page's “also code interviewer turns”); "
+        "without it only the participant's segments are coded.")
 
 
+class CodingResultSerializer(serializers.Serializer):
+    created = serializers.ListField(child=serializers.IntegerField(), help_text="Segments newly coded (already coded ones are skipped).")
+    coded = serializers.IntegerField(help_text="Participant segments of the interview coded by anyone.")
+    codable = serializers.IntegerField(help_text="Participant segments of the interview.")
+
+
+class CodingFilter(serializers.Serializer):
+    interview = serializers.UUIDField(required=False)
+    code = serializers.UUIDField(required=False)
+    coder = serializers.CharField(required=False, max_length=150, help_text="A coder's username.")
+
+
+@extend_schema_view(list=extend_schema(parameters=[CodingFilter]))
 class CodingViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """Codings; filter with ?interview=<uuid>&code=<uuid>&coder=<username>. POST applies a code to segments.
 
@@ -122,25 +279,31 @@ class CodingViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.DestroyMod
     def get_queryset(self):
         qs = Coding.objects.filter(interview__project=self.project, interview__deleted_at__isnull=True).select_related(
             "code", "interview", "coder").order_by("interview_id", "segment_id", "id")
-        params = self.request.query_params
-        if params.get("interview"):
-            qs = qs.filter(interview__uuid=params["interview"])
-        if params.get("code"):
-            qs = qs.filter(code__uuid=params["code"])
-        if params.get("coder"):
-            qs = qs.filter(coder__username=params["coder"])
+        if self.action != "list":
+            return qs
+        wanted = query_filters(self.request, CodingFilter)
+        if "interview" in wanted:
+            qs = qs.filter(interview__uuid=wanted["interview"])
+        if "code" in wanted:
+            qs = qs.filter(code__uuid=wanted["code"])
+        if "coder" in wanted:
+            qs = qs.filter(coder__username=wanted["coder"])
         return qs
 
+    @extend_schema(request=CodingCreateSerializer, responses={200: CodingResultSerializer, 201: CodingResultSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:
+        """Apply a code to segments: 201 when something was coded, 200 when all were coded already."""
         s = CodingCreateSerializer(data=request.data)
         s.is_valid(raise_exception=True)
         code = Code.objects.for_project(self.project).filter(uuid=s.validated_data["code"]).first()
         if code is None or not Interview.objects.for_project(self.project).filter(uuid=s.validated_data["interview"]).exists():
             raise serializers.ValidationError({"detail": "No such code or interview in this project."})
         result = coding_apply(project_uuid=self.project.uuid, interview_uuid=s.validated_data["interview"],
-                              user_id=request.user.pk, code_id=code.pk, segment_ids=s.validated_data["segments"])
+                              user_id=request.user.pk, code_id=code.pk, segment_ids=s.validated_data["segments"],
+                              any_speaker=s.validated_data["any_speaker"])
         if not result.code_found or not result.segments_found:
-            raise serializers.ValidationError({"detail": "The code is archived or none of the segments can be coded."})
+            raise serializers.ValidationError({"detail": "The code is archived or none of the segments can be coded "
+                                                         "(interviewer and system turns only with any_speaker)."})
         return Response({"created": result.changed, "coded": result.coded, "codable": result.codable},
                         status=status.HTTP_201_CREATED if result.changed else status.HTTP_200_OK)
 
