@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count, Prefetch
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -18,6 +18,7 @@ from interviews.models import ImportJob, Interview, Participant, Segment, Turn
 from interviews.parsers import FORMATS, ParseError
 from interviews.services import interview_update, participant_update
 from interviews.services_import import ImportOptions, ImportOptionsError, get_progress, importjob_create, importjob_queue
+from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 
 
@@ -154,6 +155,12 @@ class ParticipantViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retri
             raise _drf_error(exc) from None
 
 
+class InterviewFilter(serializers.Serializer):
+    depth = serializers.ChoiceField(choices=Interview.Depth.choices, required=False)
+    participant = serializers.UUIDField(required=False, help_text="Only this participant's interviews.")
+
+
+@extend_schema_view(list=extend_schema(parameters=[InterviewFilter]))
 class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Interviews; the detail includes every turn with its segments (a constant number of queries).
 
@@ -185,12 +192,11 @@ class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retriev
 
     def get_queryset(self):
         qs = Interview.objects.for_project(self.project).annotate(turn_count=Count("turns"))
-        depth = self.request.query_params.get("depth")
-        if depth:
-            qs = qs.filter(depth=depth)
-        participant = self.request.query_params.get("participant")
-        if participant:
-            qs = qs.filter(participant__uuid=participant)
+        wanted = query_filters(self.request, InterviewFilter) if self.action == "list" else {}
+        if "depth" in wanted:
+            qs = qs.filter(depth=wanted["depth"])
+        if "participant" in wanted:
+            qs = qs.filter(participant__uuid=wanted["participant"])
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("turns", Turn.objects.order_by("position").prefetch_related(
                 Prefetch("segments", Segment.objects.order_by("position")))))

@@ -83,6 +83,17 @@ def test_interview_list_filters_by_depth_and_hides_other_projects(client_for, pr
     assert client_for(outsider).get(api(project, f"interviews/{interview.uuid}/")).status_code == 404
 
 
+def test_interview_list_filters_by_participant_and_names_a_malformed_filter(client_for, project, owner):
+    import_paths(project=project, user=owner, paths=[str(CLAUDE)])
+    interview = Interview.objects.first()
+    client = client_for(owner)
+    same = client.get(api(project, "interviews/"), {"participant": str(interview.participant.uuid)}).json()["results"]
+    assert str(interview.uuid) in [i["uuid"] for i in same]
+    assert client.get(api(project, "interviews/"), {"participant": "00000000-0000-0000-0000-000000000000"}).json()["results"] == []
+    bad = client.get(api(project, "interviews/"), {"participant": "GPT-4o", "depth": "deep"})
+    assert bad.status_code == 400 and {"participant", "depth"} <= set(bad.json())
+
+
 def test_import_upload_runs_and_reports(client_for, project, analyst, django_capture_on_commit_callbacks):
     client = client_for(analyst)
     with django_capture_on_commit_callbacks(execute=True):
