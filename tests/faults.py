@@ -144,8 +144,12 @@ class WebProcess:
     def __init__(self, *, database_url: str, redis_url: str = "", queue: str = "", workers: int = 1) -> None:
         self.port = free_port()
         env = dict(os.environ)
+        # With Redis, sessions and users are read from it, as in production (config/settings_test.py).
         env.update(DJANGO_SETTINGS_MODULE="config.settings_test", DATABASE_URL=database_url, REDIS_URL=redis_url,
-                   CELERY_TASK_ALWAYS_EAGER="false" if redis_url else "true", DEBUG="false")
+                   CELERY_TASK_ALWAYS_EAGER="false" if redis_url else "true", DEBUG="false",
+                   RTA_TEST_CACHED_AUTH="true" if redis_url else "false")
+        self.auth_backend = ("projects.auth_cache.CachedModelBackend" if redis_url
+                             else "django.contrib.auth.backends.ModelBackend")
         if queue:
             env["CELERY_QUEUE"] = queue
         self.proc = subprocess.Popen(
@@ -166,15 +170,16 @@ class WebProcess:
                 self.proc.wait()
 
 
-def logged_in_session(user, base_url: str) -> requests.Session:
-    """A requests session carrying a real Django session cookie (and a CSRF token) for `user`."""
+def logged_in_session(user, web: WebProcess) -> requests.Session:
+    """A requests session carrying a real Django session cookie for `user`, signed in with the
+    authentication backend the web process runs (a session names its backend)."""
     from django.test import Client
 
     client = Client()
-    client.force_login(user)
+    client.force_login(user, backend=web.auth_backend)
     session = requests.Session()
     session.cookies.set("sessionid", client.cookies["sessionid"].value, domain="127.0.0.1")
-    session.headers["Referer"] = base_url + "/"
+    session.headers["Referer"] = web.url + "/"
     return session
 
 

@@ -49,7 +49,9 @@ def _workspace(w) -> str:
 
 def _apply(session, base, w, segment, headers):
     url = f"{base}/p/{w['project'].uuid}/interviews/{w['interview'].uuid}/code/apply/"
-    return session.post(url, data={"code": w["code"].pk, "segment": [segment.pk]}, headers={**headers, "HX-Request": "true"}, timeout=30)
+    # No redirects: a signed-out session would otherwise end on the login page with a 200.
+    return session.post(url, data={"code": w["code"].pk, "segment": [segment.pk]}, headers={**headers, "HX-Request": "true"},
+                        timeout=30, allow_redirects=False)
 
 
 @pytest.fixture
@@ -63,7 +65,7 @@ def test_database_outage_gives_a_clear_503_and_the_same_process_recovers(coding_
     w = coding_world
     web = WebProcess(database_url=_database_url(db_proxy.port))
     try:
-        session = logged_in_session(w["user"], web.url)
+        session = logged_in_session(w["user"], web)
         headers = csrf_headers(session, web.url)
         assert session.get(web.url + _workspace(w), timeout=30).status_code == 200
         assert _apply(session, web.url, w, w["segments"][0], headers).status_code == 200
@@ -90,7 +92,7 @@ def test_terminated_database_connections_are_replaced_without_errors(coding_worl
     w = coding_world
     web = WebProcess(database_url=_database_url(db_proxy.port))
     try:
-        session = logged_in_session(w["user"], web.url)
+        session = logged_in_session(w["user"], web)
         assert session.get(web.url + _workspace(w), timeout=30).status_code == 200
         with connection.cursor() as cursor:
             # Only this test database's other backends: the web process's. Never other engineers' databases.
@@ -115,7 +117,7 @@ def test_coding_works_while_redis_is_down(coding_world, private_redis):
     w = coding_world
     web = WebProcess(database_url=_database_url(int(connection.settings_dict["PORT"] or 5432)), redis_url=private_redis.url)
     try:
-        session = logged_in_session(w["user"], web.url)
+        session = logged_in_session(w["user"], web)
         headers = csrf_headers(session, web.url)
         assert session.get(web.url + _workspace(w), timeout=30).status_code == 200
 
@@ -169,7 +171,7 @@ def test_background_jobs_wait_while_redis_is_down_and_run_when_it_returns(projec
              "DJANGO_SETTINGS_MODULE": "config.settings_test", "CELERY_TASK_ALWAYS_EAGER": "false"},
     )
     try:
-        session = logged_in_session(analyst, web.url)
+        session = logged_in_session(analyst, web)
         headers = csrf_headers(session, web.url)
         response = session.post(f"{web.url}/p/{project.uuid}/interviews/import/", data={"format": "auto"},
                                 files={"files": (sample.name, sample.read_bytes(), "application/json")},

@@ -57,7 +57,7 @@ def test_a_killed_import_is_redelivered_to_the_restarted_worker(project, analyst
     worker = _worker(db_url, redis.url, queue)
     restarted = None
     try:
-        session = logged_in_session(analyst, web.url)
+        session = logged_in_session(analyst, web)
         headers = csrf_headers(session, web.url)
         export = big_export()
         response = session.post(f"{web.url}/p/{project.uuid}/interviews/import/", data={"format": "auto"},
