@@ -239,6 +239,17 @@ class ThreadRead(models.Model):
         constraints = [models.UniqueConstraint(fields=["theme", "user"], name="unique_thread_read")]
 
 
+class MentionsRead(models.Model):
+    """When a member last looked at their Mentions page in a project (the unread-mentions badge)."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    last_read_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="unique_mentions_read")]
+
+
 class Snapshot(models.Model):
     """The theme structure (themes, sub-themes, codes) frozen at one moment, as JSON."""
 

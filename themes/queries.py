@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime
 from dataclasses import dataclass, field
 
-from django.db.models import Count, OuterRef, Q, Subquery, Value
+from django.db.models import Count, Exists, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from coding.models import Code
 from themes.excerpts import excerpt_counts
-from themes.models import Comment, Theme, ThemeCode, ThreadRead
+from themes.models import Comment, MentionsRead, Theme, ThemeCode, ThreadRead
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
@@ -37,6 +37,19 @@ def thread_counts(themes: list[Theme], user) -> dict[int, dict]:
         )
     )
     return {r["theme_id"]: r for r in rows}
+
+
+def unread_mentions_count(project, user) -> int:
+    """Comments mentioning `user` by someone else, seen neither on the Mentions page nor in their thread (1 query)."""
+    mentions_read = MentionsRead.objects.filter(project=project, user=user).values("last_read_at")[:1]
+    thread_read_since = ThreadRead.objects.filter(theme=OuterRef("theme_id"), user=user, last_read_at__gte=OuterRef("created_at"))
+    return (
+        Comment.objects.filter(theme__project=project, theme__deleted_at__isnull=True, mentions=user)
+        .exclude(author=user)
+        .filter(created_at__gt=Coalesce(Subquery(mentions_read), Value(EPOCH)))
+        .exclude(Exists(thread_read_since))
+        .count()
+    )
 
 
 def board(project, user) -> dict:

@@ -26,6 +26,7 @@ from themes.models import (
     Exemplar,
     Memo,
     MemoRevision,
+    MentionsRead,
     Review,
     Snapshot,
     Theme,
@@ -459,6 +460,17 @@ def comment_resolve(*, comment: Comment, actor, resolved: bool = True) -> Commen
 def thread_mark_read(*, theme: Theme, user) -> None:
     """Remember that `user` has seen the thread up to now (unread markers)."""
     ThreadRead.objects.update_or_create(theme=theme, user=user, defaults={"last_read_at": timezone.now()})
+
+
+def mentions_mark_read(*, project: Project, user) -> datetime.datetime | None:
+    """Remember that `user` has seen their mentions in `project` up to now; returns when they last had (None: never)."""
+    seen, created = MentionsRead.objects.get_or_create(project=project, user=user, defaults={"last_read_at": timezone.now()})
+    if created:
+        return None
+    previous = seen.last_read_at
+    seen.last_read_at = timezone.now()
+    seen.save(update_fields=["last_read_at"])
+    return previous
 
 
 # ---------------------------------------------------------------- reviews and snapshots

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -370,13 +370,20 @@ def mentions(request: HttpRequest, project_uuid) -> HttpResponse:
     members = list(Membership.objects.filter(project=membership.project).select_related("user"))
     username = request.GET.get("user") or request.user.username
     who = next((m.user for m in members if m.user.username == username), request.user)
+    mine = who.pk == request.user.pk
+    # Looking at your own mentions clears the badge; what was unread until now is marked new on the page.
+    read_before = services.mentions_mark_read(project=membership.project, user=request.user) if mine else None
     comments = list(
         Comment.objects.filter(theme__project=membership.project, theme__deleted_at__isnull=True, mentions=who)
+        .annotate(thread_seen=Exists(ThreadRead.objects.filter(theme=OuterRef("theme_id"), user=who,
+                                                               last_read_at__gte=OuterRef("created_at"))))
         .select_related("author", "theme").order_by("-created_at")[:200]
     )
     names = [m.user.username for m in members]
     for c in comments:
         c.html = render_markdown(c.body, mentionable=names)
+        c.unread = (mine and c.author_id != who.pk and not c.thread_seen
+                    and (read_before is None or c.created_at > read_before))
     return render(request, "themes/mentions.html", {"project": membership.project, "membership": membership, "nav": "themes",
                                                     "comments": comments, "who": who, "members": members})
 

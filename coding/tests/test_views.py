@@ -105,8 +105,8 @@ def test_codebook_queries_do_not_grow(client_for, owner, analyst, project, make_
     make_code("Child", parent=codes[0])
     c = client_for(owner)
     # session, user, membership+project, codes, participants, counts per code × participant, interview progress,
-    # parent choices (form)
-    with django_assert_num_queries(8):
+    # parent choices (form), unread-mentions badge
+    with django_assert_num_queries(9):
         r = c.get(reverse("coding:codebook", args=[project.uuid]))
     assert r.status_code == 200 and "Code 0" in r.content.decode()
 
@@ -119,8 +119,8 @@ def test_workspace_queries_do_not_grow(client_for, owner, analyst, project, make
     interview = Interview.objects.get(title=f"Interview {n - 1}")
     c = client_for(owner)
     # session, user, membership+project, interview+participant, codes, members, turns+segments+codings (one),
-    # notes, project progress (cached for a minute afterwards)
-    with django_assert_num_queries(9):
+    # notes, project progress (cached for a minute afterwards), unread-mentions badge
+    with django_assert_num_queries(10):
         r = c.get(reverse("coding:workspace", args=[project.uuid, interview.uuid]))
     assert r.status_code == 200
     body = r.content.decode()
@@ -134,17 +134,17 @@ def test_excerpts_and_search_and_compare_queries_do_not_grow(client_for, owner, 
     from interviews.models import Interview
 
     c = client_for(owner)
-    # session, user, membership, code, excerpts, texts of the turns excerpts span, members
-    with django_assert_num_queries(7):
+    # session, user, membership, code, excerpts, texts of the turns excerpts span, members, unread-mentions badge
+    with django_assert_num_queries(8):
         r = c.get(reverse("coding:excerpts", args=[project.uuid, codes[-1].uuid]))
     assert r.status_code == 200
-    # session, user, membership, search
-    with django_assert_num_queries(4):
+    # session, user, membership, search, unread-mentions badge
+    with django_assert_num_queries(5):
         r = c.get(reverse("coding:search", args=[project.uuid]) + "?q=belonging&coded=coded")
     assert r.status_code == 200
     interview = Interview.objects.get(title=f"Interview {n - 1}")
-    # session, user, membership, interview, members, coders here, differences, codes
-    with django_assert_num_queries(8):
+    # session, user, membership, interview, members, coders here, differences, codes, unread-mentions badge
+    with django_assert_num_queries(9):
         r = c.get(reverse("coding:compare", args=[project.uuid, interview.uuid]) + f"?a={owner.pk}&b={analyst.pk}")
     assert r.status_code == 200
 
@@ -333,12 +333,12 @@ def test_history_and_code_page_queries_do_not_grow(client_for, owner, project, m
         code = code_update(code=code, actor=owner, version=code.version, definition=f"v{i}", reason=f"round {i}")
         make_code(f"Other {i}", parent=parent)
     c = client_for(owner)
-    # session, user, membership, events with actor and code
-    with django_assert_num_queries(4):
+    # session, user, membership, events with actor and code, unread-mentions badge
+    with django_assert_num_queries(5):
         r = c.get(reverse("coding:history", args=[project.uuid]))
     assert r.status_code == 200 and "round 0" in r.content.decode()
-    # session, user, membership, code (+parent), events, uses, excerpts for the split form, move choices, merge choices
-    with django_assert_num_queries(9):
+    # session, user, membership, code (+parent), events, uses, excerpts for the split form, move choices, merge choices, unread-mentions badge
+    with django_assert_num_queries(10):
         r = c.get(reverse("coding:code_detail", args=[project.uuid, code.uuid]))
     assert r.status_code == 200 and f"v{n - 1}" in r.content.decode()
 

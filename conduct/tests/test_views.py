@@ -85,8 +85,8 @@ def test_guide_list_queries_do_not_grow_with_guides(project, owner, viewer, clie
     for i in range(5):
         services.guide_create(project=project, user=owner, name=f"G{i}", opening_prompt="Hi")
     client = client_for(viewer)
-    # session, user, membership+project, guides with version counts
-    with django_assert_num_queries(4):
+    # session, user, membership+project, guides with version counts, unread-mentions badge
+    with django_assert_num_queries(5):
         response = client.get(url("guides", project))
     assert response.status_code == 200 and "G4" in response.content.decode()
 
@@ -183,8 +183,8 @@ def test_participant_list_queries_do_not_grow(project, owner, viewer, live, clie
     for i in range(4):
         live(f"M{i}", f"m{i}", api_key=key)
     client = client_for(viewer)
-    # session, user, membership+project, participants with endpoint+key, keys with usage counts
-    with django_assert_num_queries(5):
+    # session, user, membership+project, participants with endpoint+key, keys with usage counts, unread-mentions badge
+    with django_assert_num_queries(6):
         response = client.get(url("participants", project))
     assert response.content.decode().count("sk-…2222") == 5
 
@@ -287,8 +287,8 @@ def test_session_page_queries_do_not_grow_with_turns(
     assert Turn.objects.count() == 18
     client = client_for(viewer)
     # session, user, membership+project, conduct session+guide, seats+interviews+participants,
-    # turns+answer jobs (a viewer gets no re-run menu, so no participant list)
-    with django_assert_num_queries(6):
+    # turns+answer jobs (a viewer gets no re-run menu, so no participant list), unread-mentions badge
+    with django_assert_num_queries(7):
         response = client.get(url("session", project, session_uuid=session.uuid))
     assert response.status_code == 200 and response.content.decode().count("Provenance") == 9
 
@@ -401,8 +401,8 @@ def test_compare_shows_original_and_rerun_question_by_question(
     original_page = client_for(viewer).get(url("session", project, session_uuid=session.uuid)).content.decode()
     assert "Compare with 1 re-run" in original_page
     client = client_for(viewer)
-    # session, user, membership+project, interview, original and re-runs, their turns
-    with django_assert_num_queries(6):
+    # session, user, membership+project, interview, original and re-runs, their turns, unread-mentions badge
+    with django_assert_num_queries(7):
         body = client.get(url("compare", project, interview_uuid=rerun.uuid)).content.decode()
     assert "Old answer." in body and "New answer." in body and "original" in body
 
@@ -424,8 +424,8 @@ def test_compare_from_a_rerun_of_a_rerun_starts_at_the_root_original(project, vi
     client = client_for(viewer)
     family = ["Root", "Middle", "Leaf", "Sibling"]  # the root original first, then the re-runs in the order they ran
     for start in (leaf, middle, root, sibling):
-        # session, user, membership+project, interview, the whole family (one recursive query), their turns
-        with django_assert_num_queries(6):
+        # session, user, membership+project, interview, the whole family (one recursive query), their turns, unread-mentions badge
+        with django_assert_num_queries(7):
             response = client.get(url("compare", project, interview_uuid=start.uuid))
         assert [iv.title for iv in response.context["interviews"]] == family, start.title
     body = response.content.decode()
@@ -456,8 +456,8 @@ def test_conduct_home_queries_do_not_grow_with_sessions(project, owner, viewer, 
     for _ in range(4):
         services.session_start(project=project, user=owner, guide_version=guide.versions.get(), participants=participants)
     client = client_for(viewer)
-    # session, user, membership+project, guides (exists), participants (exists), sessions with counts
-    with django_assert_num_queries(6):
+    # session, user, membership+project, guides (exists), participants (exists), sessions with counts, unread-mentions badge
+    with django_assert_num_queries(7):
         response = client.get(url("home", project))
     assert response.content.decode().count("Values v1") == 4
 
@@ -466,8 +466,8 @@ def test_guide_detail_queries_do_not_grow_with_versions(project, owner, viewer, 
     for i in range(4):
         services.guide_revise(guide=guide, user=owner, name="Values", opening_prompt=f"Version {i + 2}?")
     client = client_for(viewer)
-    # session, user, membership+project, guide, versions with interview counts and authors
-    with django_assert_num_queries(5):
+    # session, user, membership+project, guide, versions with interview counts and authors, unread-mentions badge
+    with django_assert_num_queries(6):
         response = client.get(url("guide", project, guide_uuid=guide.uuid))
     assert response.status_code == 200 and "Version 5?" in response.content.decode()
 

@@ -130,11 +130,11 @@ def test_empty_project_says_so(client_for, analyst, project) -> None:
 def test_query_count_does_not_grow_with_interviews(client_for, analyst, fixture_project, django_assert_num_queries) -> None:
     client = client_for(analyst)
     client.get(stats_url(fixture_project))
-    # session, user, membership (+project), interviews (+participants), turns
-    with django_assert_num_queries(5):
+    # session, user, membership (+project), interviews (+participants), turns, unread-mentions badge
+    with django_assert_num_queries(6):
         client.get(stats_url(fixture_project))
     participant = make_participant(fixture_project, label="Extra")
     for i in range(5):
         make_interview(fixture_project, participant, [("interviewer", "Q?"), ("participant", "A.")], title=f"x{i}")
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         client.get(stats_url(fixture_project))

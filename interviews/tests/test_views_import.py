@@ -170,12 +170,12 @@ def test_failed_job_shows_the_error(client_for, project, analyst, tmp_path):
 def test_recent_jobs_list_queries_do_not_grow(client_for, project, analyst, django_assert_num_queries):
     client = client_for(analyst)
     text_job(project, analyst)
-    # session, user, membership (+project), recent jobs (+creator)
-    with django_assert_num_queries(4):
+    # session, user, membership (+project), recent jobs (+creator), unread-mentions badge
+    with django_assert_num_queries(5):
         client.get(start_url(project))
     for _ in range(4):
         text_job(project, analyst)
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         client.get(start_url(project))
 
 
@@ -184,10 +184,10 @@ def test_preview_queries_do_not_grow_with_conversations(client_for, project, ana
     small = text_job(project, analyst)
     big = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE), upload(CHATGPT)])
     client = client_for(analyst)
-    # session, user, membership (+project), job (+creator), participants
-    with django_assert_num_queries(5):
+    # session, user, membership (+project), job (+creator), participants, unread-mentions badge
+    with django_assert_num_queries(6):
         client.get(job_url(small))
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         client.get(job_url(big))
 
 

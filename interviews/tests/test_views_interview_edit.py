@@ -98,7 +98,7 @@ def test_the_form_page_uses_a_constant_number_of_queries(client_for, analyst, pr
     for i in range(5):
         make_participant(project, label=f"Model {i}")
     # session, user, membership (+project), interview (+participant), the participants for the choice, and
-    # their first row again (Django's Select looks at the first option to decide on the required attribute)
-    with django_assert_num_queries(6):
+    # their first row again (Django's Select looks at the first option to decide on the required attribute), unread-mentions badge
+    with django_assert_num_queries(7):
         html = client.get(edit_url(project, interview)).content.decode()
     assert html.count("<option") == 2 + 6  # the two depths, the six participants

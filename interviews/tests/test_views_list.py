@@ -71,11 +71,11 @@ def test_coded_percent_counts_answer_segments_with_a_coding(client_for, analyst,
 def test_query_count_does_not_grow_with_interviews(client_for, analyst, project, interviews, django_assert_num_queries) -> None:
     client = client_for(analyst)
     client.get(list_url(project))
-    # session, user, membership (+project), participants, interviews (+participant, counts as subqueries)
-    with django_assert_num_queries(5):
+    # session, user, membership (+project), participants, interviews (+participant, counts as subqueries), unread-mentions badge
+    with django_assert_num_queries(6):
         client.get(list_url(project))
     participant = make_participant(project, label="Extra")
     for i in range(6):
         make_interview(project, participant, [("interviewer", "Q?"), ("participant", "A. B.")], title=f"x{i}")
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         assert client.get(list_url(project)).content.decode().count("<tr>") == 9

@@ -146,19 +146,19 @@ def test_the_list_uses_a_constant_number_of_queries(client_for, viewer, project,
     first = make_participant(project, label="First")
     make_interview(project, first, [("participant", "Hi.")])
     client.get(list_url(project))
-    # session, user, membership (+project), participants with interview counts
-    with django_assert_num_queries(4):
+    # session, user, membership (+project), participants with interview counts, unread-mentions badge
+    with django_assert_num_queries(5):
         assert len(client.get(list_url(project)).context["participants"]) == 1
     for i in range(6):
         p = make_participant(project, label=f"Model {i}", attributes={"n": i})
         make_interview(project, p, [("participant", "Hi.")], title=f"Interview {i}")
-    with django_assert_num_queries(4):
+    with django_assert_num_queries(5):
         assert len(client.get(list_url(project)).context["participants"]) == 7
 
 
 def test_the_form_uses_a_constant_number_of_queries(client_for, analyst, project, gpt, django_assert_num_queries) -> None:
     client = client_for(analyst)
     client.get(edit_url(project, gpt))
-    # session, user, membership (+project), participant
-    with django_assert_num_queries(4):
+    # session, user, membership (+project), participant, unread-mentions badge
+    with django_assert_num_queries(5):
         assert client.get(edit_url(project, gpt)).status_code == 200

@@ -180,10 +180,10 @@ def test_a_2000_segment_transcript_uses_the_same_queries_as_a_short_one(client_f
     assert Segment.objects.filter(interview=long).count() == 2000
     client = client_for(analyst)
     client.get(url(project, short, view=view))  # warm the session and the rendered-HTML cache
-    # session, user, membership (+project), interview (+participant), turns, segments (rows or counts)
-    with django_assert_num_queries(6):
+    # session, user, membership (+project), interview (+participant), turns, segments (rows or counts), unread-mentions badge
+    with django_assert_num_queries(7):
         assert client.get(url(project, short, view=view)).status_code == 200
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         response = client.get(url(project, long, view=view))
     assert response.status_code == 200
     assert response.content.decode().count('class="turn turn-') == 100
@@ -198,7 +198,7 @@ def test_cold_cache_does_not_add_queries(client_for, analyst, project) -> None:
     cache.clear()
     with CaptureQueriesContext(connection) as queries:
         client.get(url(project, interview))
-    assert len(queries) == 6
+    assert len(queries) == 7
 
 
 def test_odd_metadata_shapes_do_not_break_the_page(client_for, analyst, project) -> None:
@@ -261,6 +261,6 @@ def test_a_rerun_page_uses_the_same_queries_as_any_other(client_for, viewer, pro
     rerun = make_interview(project, interview.participant, [("participant", "Again.")], title="Re-run", rerun_of=interview)
     client = client_for(viewer)
     client.get(url(project, rerun))
-    # session, user, membership (+project), interview (+participant, original, has re-runs), turns, segment counts
-    with django_assert_num_queries(6):
+    # session, user, membership (+project), interview (+participant, original, has re-runs), turns, segment counts, unread-mentions badge
+    with django_assert_num_queries(7):
         assert client.get(url(project, rerun)).status_code == 200

@@ -97,8 +97,8 @@ class TestInviting:
         for i in range(6):
             services.invitation_create(project=project, actor=owner if i % 2 else inviter, email=f"p{i}@example.org", role=Role.VIEWER)
         c = client_for(owner)
-        # session, user, membership+project, members with users, pending invitations with inviters
-        with django_assert_num_queries(5):
+        # session, user, membership+project, members with users, pending invitations with inviters, unread-mentions badge
+        with django_assert_num_queries(6):
             page = c.get(_members_url(project)).content.decode()
         assert page.count("@example.org</td>") == 6
 

@@ -62,8 +62,8 @@ def test_outsiders_get_404_on_the_project_home(client_for, project, outsider):
 def test_project_home_query_count_is_constant(client_for, demo_project, django_assert_num_queries):
     owner = demo_project.memberships.get().user
     c = client_for(owner)
-    # session, user, membership+project, interviews, codable segments, coded segments, themes by status, codes, audit events
-    with django_assert_num_queries(9):
+    # session, user, membership+project, interviews, codable segments, coded segments, themes by status, codes, audit events, unread-mentions badge
+    with django_assert_num_queries(10):
         c.get(reverse("project_home", args=[demo_project.uuid]))
 
 
@@ -117,8 +117,8 @@ class TestMembers:
         for i in range(6):
             Membership.objects.create(project=project, user=make_user(f"extra{i}"), role=Role.VIEWER)
         c = client_for(owner)
-        # session, user, membership+project, members with users, pending invitations with inviters
-        with django_assert_num_queries(5):
+        # session, user, membership+project, members with users, pending invitations with inviters, unread-mentions badge
+        with django_assert_num_queries(6):
             assert c.get(self.url(project, "members")).status_code == 200
 
     def test_viewers_write_their_own_positionality(self, client_for, project, viewer):

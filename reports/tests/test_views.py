@@ -119,8 +119,8 @@ def test_excerpt_builder_query_count_is_flat(world, client_for, owner):
     before, _ = queries(c, path)
     more_codings(world)
     after, response = queries(c, path)
-    # session, user, membership, themes, codes, participants, coders, count, interviews, rows
-    assert before == after <= 10
+    # session, user, membership, themes, codes, participants, coders, count, interviews, rows, unread-mentions badge
+    assert before == after <= 11
     assert response.status_code == 200
 
 
@@ -197,7 +197,7 @@ def test_index_query_count_is_flat(world, client_for, owner):
     for _ in range(3):
         ExportJob.objects.create(project=world.project, created_by=owner, format="csv")
     after, _ = queries(c, url("index", world))
-    assert before == after <= 4  # session, user, membership, recent jobs
+    assert before == after <= 5  # session, user, membership, recent jobs, unread-mentions badge
 
 
 def test_frequency_page_table_heatmap_and_fragment(world, client_for, owner):
@@ -220,7 +220,7 @@ def test_frequency_page_query_count_is_flat(world, client_for, owner):
     before, _ = queries(c, path)
     more_codings(world)
     after, _ = queries(c, path)
-    assert before == after <= 7  # session, user, membership, participants, totals, codes, counts
+    assert before == after <= 8  # session, user, membership, participants, totals, codes, counts, unread-mentions badge
 
 
 @pytest.mark.parametrize("fmt", ["csv", "xlsx", "tex", "svg", "png"])

@@ -100,6 +100,6 @@ def test_board_query_budget(grow, project, analyst, client_for, django_assert_nu
     url = reverse("themes:board", args=[project.uuid])
     client.get(url)
     # session, user, membership+project, themes, codes, coded segments (excerpt counts), theme-code placements (x2:
-    # counts and board), thread counts.
-    with django_assert_num_queries(9):
+    # counts and board), thread counts, unread-mentions badge.
+    with django_assert_num_queries(10):
         client.get(url)
