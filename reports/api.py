@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
@@ -105,9 +106,14 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
 
     @extend_schema(parameters=[OpenApiParameter("columns", str, many=True, enum=list(COLUMNS)),
                                OpenApiParameter("rows", str, enum=["all", "exemplars"]),
-                               OpenApiParameter("themes", str, many=True), OpenApiParameter("codes", str, many=True),
-                               OpenApiParameter("participants", str, many=True), OpenApiParameter("coders", str, many=True),
-                               OpenApiParameter("trim", int), OpenApiParameter("offset", int), OpenApiParameter("limit", int)],
+                               OpenApiParameter("themes", OpenApiTypes.UUID, many=True, description="Theme uuids (a theme includes its sub-themes)."),
+                               OpenApiParameter("codes", OpenApiTypes.UUID, many=True, description="Code uuids."),
+                               OpenApiParameter("participants", OpenApiTypes.UUID, many=True, description="Participant uuids."),
+                               OpenApiParameter("coders", str, many=True, description="Coders' usernames."),
+                               OpenApiParameter("caption", str, description="The table's caption (up to 300 characters)."),
+                               OpenApiParameter("trim", int, description="Trim quotes to this many characters."),
+                               OpenApiParameter("offset", int, description="Rows to skip (0 or more)."),
+                               OpenApiParameter("limit", int, description=f"Rows to return (0 to {MAX_LIMIT}; default 100).")],
                    responses=ExcerptTableSerializer)
     def get(self, request: Request, project_uuid) -> Response:
         project = self.project
@@ -132,7 +138,8 @@ class FrequencyTableView(ProjectScopedMixin, APIView):
     """Code (or theme) × model counts and shares, with the group log ratio."""
 
     @extend_schema(parameters=[OpenApiParameter("level", str, enum=list(frequency.LEVELS)),
-                               OpenApiParameter("a", str, many=True), OpenApiParameter("b", str, many=True)],
+                               OpenApiParameter("a", OpenApiTypes.UUID, many=True, description="Participant uuids of group A."),
+                               OpenApiParameter("b", OpenApiTypes.UUID, many=True, description="Participant uuids of group B.")],
                    responses=FrequencyTableSerializer)
     def get(self, request: Request, project_uuid) -> Response:
         from interviews.models import Participant
