@@ -252,8 +252,11 @@ def exemplar_pin(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
     membership = writer_or_403(request, project_uuid)
     theme = _theme(membership, theme_uuid)
     segments = Segment.objects.filter(interview__project=membership.project, interview__deleted_at__isnull=True).select_related("turn", "interview")
-    segment = get_object_or_404(segments, pk=request.POST.get("segment"))
-    end_segment = segments.filter(pk=request.POST.get("end_segment")).first() if request.POST.get("end_segment") else None
+    segment_id, end_segment_id = request.POST.get("segment", ""), request.POST.get("end_segment", "")
+    if not segment_id.isdecimal() or not (end_segment_id == "" or end_segment_id.isdecimal()):
+        return HttpResponse("“segment” and “end_segment” must be segment ids (whole numbers).", status=400, content_type="text/plain; charset=utf-8")
+    segment = get_object_or_404(segments, pk=segment_id)
+    end_segment = segments.filter(pk=end_segment_id).first() if end_segment_id else None
     try:
         services.exemplar_pin(theme=theme, actor=request.user, segment=segment, end_segment=end_segment, quote=request.POST.get("quote", ""))
     except ValidationError as exc:
