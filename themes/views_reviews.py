@@ -29,7 +29,8 @@ def _review(membership: Membership, review_uuid) -> Review:
 def _next(request: HttpRequest, default: str) -> str:
     """Where to go after a form in presenter mode or the meeting page; never another site."""
     target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    # A local path only: redirect() would take a bare word ("zzz") for a URL name and fail.
+    if target.startswith("/") and url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
         return target
     return default
 
