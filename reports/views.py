@@ -181,7 +181,7 @@ def frequency_view(request: HttpRequest, project_uuid) -> HttpResponse:
     except frequency.FrequencySpecError as e:
         error = str(e)
         request.GET = request.GET.copy()
-        for key in ("a", "b"):
+        for key in ("level", "a", "b"):
             request.GET.pop(key, None)
         table = _frequency(request, membership)
     context = _context(
