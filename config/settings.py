@@ -58,6 +58,7 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "projects.middleware.DatabaseUnavailableMiddleware",
+    "projects.middleware.MalformedParameterMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -215,6 +216,7 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
+    "EXCEPTION_HANDLER": "projects.api_exceptions.api_exception_handler",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "RTA Studio API",

@@ -1,0 +1,28 @@
+"""The REST API's exception handler: DRF's, plus a 400 for a malformed parameter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework.exceptions import APIException, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+from projects.middleware import malformed_parameter_message
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """A Django ValidationError escaping a view (`filter(uuid="zzz")`) is the client's mistake: 400, naming it."""
+    if isinstance(exc, DjangoValidationError):
+        exc = ValidationError({"detail": malformed_parameter_message(exc, _parameters(context.get("request")))})
+    return exception_handler(exc, context)
+
+
+def _parameters(request) -> list:
+    if request is None:
+        return []
+    try:
+        return [request.query_params, request.data]
+    except APIException:  # a body DRF cannot parse names no parameter
+        return [request.query_params]
