@@ -335,11 +335,15 @@ SELECT (SELECT role FROM m), (SELECT id FROM iv), (SELECT count(*) FROM seg), (S
           FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),
        (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd) AND interview_id = (SELECT id FROM iv))
          + (SELECT count(*) FROM ins),
-       (SELECT count(*) FROM (SELECT segment_id FROM coding_coding c JOIN interviews_segment s ON s.id = c.segment_id
-                              WHERE c.interview_id = (SELECT id FROM iv) AND s.speaker = 'participant'
-                              UNION SELECT i.segment_id FROM ins i JOIN interviews_segment s ON s.id = i.segment_id
-                              WHERE s.speaker = 'participant') coded),
-       (SELECT count(*) FROM interviews_segment WHERE interview_id = (SELECT id FROM iv) AND speaker = 'participant')
+       progress.coded, progress.codable
+FROM (
+    -- One pass over the interview's participant segments; the statement's own inserts are not
+    -- visible to it (one snapshot), so they count through `ins`.
+    SELECT count(*) FILTER (WHERE s.id IN (SELECT segment_id FROM coding_coding WHERE interview_id = (SELECT id FROM iv))
+                               OR s.id IN (SELECT segment_id FROM ins)) AS coded,
+           count(*) AS codable
+    FROM interviews_segment s WHERE s.interview_id = (SELECT id FROM iv) AND s.speaker = 'participant'
+) progress
 """
 
 # The same shape for removal: only the requesting coder's own codings are removed.
@@ -377,10 +381,14 @@ SELECT (SELECT role FROM m), (SELECT id FROM iv), (SELECT count(*) FROM seg), (S
           FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),
        (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd) AND interview_id = (SELECT id FROM iv))
          - (SELECT count(*) FROM del),
-       (SELECT count(DISTINCT c.segment_id) FROM coding_coding c JOIN interviews_segment s ON s.id = c.segment_id
-         WHERE c.interview_id = (SELECT id FROM iv) AND s.speaker = 'participant'
-           AND c.id NOT IN (SELECT id FROM del)),
-       (SELECT count(*) FROM interviews_segment WHERE interview_id = (SELECT id FROM iv) AND speaker = 'participant')
+       progress.coded, progress.codable
+FROM (
+    -- The statement's own deletions are still visible to it (one snapshot): they are left out through `del`.
+    SELECT count(*) FILTER (WHERE s.id IN (SELECT segment_id FROM coding_coding WHERE interview_id = (SELECT id FROM iv)
+                                                                                   AND id NOT IN (SELECT id FROM del))) AS coded,
+           count(*) AS codable
+    FROM interviews_segment s WHERE s.interview_id = (SELECT id FROM iv) AND s.speaker = 'participant'
+) progress
 """
 
 

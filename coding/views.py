@@ -352,6 +352,18 @@ def _segment_ids(request: HttpRequest) -> list[int]:
     return ids[:500]
 
 
+def _code_and_segments(request: HttpRequest) -> tuple[int, list[int]]:
+    """The code and segment ids a coding request names; ValueError says what is missing or wrong."""
+    code_id = _int(request.POST.get("code"))
+    try:
+        segments = _segment_ids(request)
+    except ValidationError:
+        raise ValueError("Segment ids must be numbers.") from None
+    if code_id is None or not segments:
+        raise ValueError("Choose a code and at least one segment.")
+    return code_id, segments
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value else None
@@ -363,13 +375,10 @@ def _int(value: str | None) -> int | None:
 @require_POST
 def apply(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
     """The hot path: one statement checks membership, inserts (ignoring duplicates) and returns the chips."""
-    code_id = _int(request.POST.get("code"))
     try:
-        segments = _segment_ids(request)
-    except ValidationError:
-        return HttpResponseBadRequest("Segment ids must be numbers.")
-    if code_id is None or not segments:
-        return HttpResponseBadRequest("Choose a code and at least one segment.")
+        code_id, segments = _code_and_segments(request)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
     result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
                           code_id=code_id, segment_ids=segments,
                           any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))))
@@ -379,13 +388,10 @@ def apply(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> Htt
 @login_required
 @require_POST
 def remove(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
-    code_id = _int(request.POST.get("code"))
     try:
-        segments = _segment_ids(request)
-    except ValidationError:
-        return HttpResponseBadRequest("Segment ids must be numbers.")
-    if code_id is None or not segments:
-        return HttpResponseBadRequest("Choose a code and at least one segment.")
+        code_id, segments = _code_and_segments(request)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
     result = coding_remove(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
                            code_id=code_id, segment_ids=segments)
     return _coding_response(request, result, action="remove", code_id=code_id)
@@ -425,13 +431,10 @@ def undo_create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid:
     """Undo "create a code and apply it": the codings go, and the new code is archived unless something uses it."""
     membership = writer_or_403(request, project_uuid)
     interview = _interview(membership, interview_uuid)
-    code_id = _int(request.POST.get("code"))
     try:
-        segments = _segment_ids(request)
-    except ValidationError:
-        return HttpResponseBadRequest("Segment ids must be numbers.")
-    if code_id is None or not segments:
-        return HttpResponseBadRequest("Choose a code and at least one segment.")
+        code_id, segments = _code_and_segments(request)
+    except ValueError as exc:
+        return HttpResponseBadRequest(str(exc))
     code = Code.objects.for_project(membership.project).filter(pk=code_id).first()
     if code is None:
         return HttpResponseBadRequest("That code does not exist in this project.")
