@@ -8,4 +8,4 @@ RUN SECRET_KEY=build-only DEBUG=false python manage.py collectstatic --noinput
 RUN useradd --create-home rta && mkdir -p /app/media && chown rta /app/media
 USER rta
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", "--timeout", "60"]
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", "--worker-class", "gthread", "--threads", "2", "--keep-alive", "75", "--timeout", "60"]
