@@ -1,15 +1,15 @@
 """Run in a fresh process by bench/phases/import_memory.py: import one file, print RSS figures as JSON.
 
-Peak RSS (ru_maxrss) is measured for this process alone, after Django and the
-import code are loaded (the baseline), so the difference is what the import
-itself held in memory.
+Peak RSS (VmHWM, the high-water mark of this process's own memory) is compared with the RSS
+after Django and the import code are loaded (the baseline), so the difference is what the
+import itself held in memory. Not ru_maxrss: Linux carries it over from the parent across
+fork and exec, so a large parent (the bench, after earlier phases) set the child's "peak".
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 import time
 from pathlib import Path
@@ -17,9 +17,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def rss_kb() -> int:
+def status_kb(field: str) -> int:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(field + ":"):
             return int(line.split()[1])
     return 0
 
@@ -37,11 +37,11 @@ def main(path: str) -> None:
     user, _ = get_user_model().objects.get_or_create(username="bench-memory")
     project = Project.objects.create(name="bench memory", created_by=user)
     Membership.objects.create(project=project, user=user, role=Role.OWNER)
-    baseline = rss_kb()
+    baseline = status_kb("VmRSS")
     started = time.perf_counter()
     summary = import_paths(project=project, user=user, paths=[path], format="chatgpt", options=ImportOptions())
     seconds = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = status_kb("VmHWM")
     print(json.dumps({"baseline_kb": baseline, "peak_kb": peak, "seconds": seconds, "interviews": len(summary.interviews),
                       "turns": summary.turns, "segments": summary.segments}))
 
