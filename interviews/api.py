@@ -6,18 +6,27 @@ get 404, viewers may read but not write (403).
 
 from __future__ import annotations
 
+import uuid
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count, Prefetch
-from drf_spectacular.utils import extend_schema, extend_schema_view
+from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
-from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.decorators import action
+from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from interviews.models import ImportJob, Interview, Participant, Segment, Turn
-from interviews.parsers import FORMATS, ParseError
+from interviews.parsers import FORMATS, LABEL_CHOICES, NOT_A_SPEAKER, SPEAKERS, ParseError
 from interviews.services import interview_update, participant_update
-from interviews.services_import import ImportOptions, ImportOptionsError, get_progress, importjob_create, importjob_queue
+from interviews.services_import import (
+    ImportOptions,
+    ImportOptionsError,
+    get_progress,
+    importjob_create,
+    importjob_queue,
+)
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 
@@ -119,13 +128,169 @@ class ImportJobSerializer(serializers.ModelSerializer):
         return [f["name"] for f in job.files]
 
 
+class EarlierImportSerializer(serializers.Serializer):
+    uuid = serializers.UUIDField()
+    title = serializers.CharField()
+    imported_at = serializers.DateTimeField()
+
+
+class PreviewConversationSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="Name it in `conversations` when starting the import.")
+    title = serializers.CharField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    format = serializers.CharField()
+    models = serializers.ListField(child=serializers.CharField(), help_text="Model slugs named in the conversation.")
+    turns = serializers.IntegerField(help_text="Visible turns.")
+    duplicate_of = EarlierImportSerializer(allow_null=True, help_text="The interview of this project with the same content, if any.")
+
+
+class PreviewFileSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    imported_before = EarlierImportSerializer(allow_null=True, help_text="An interview imported from this very file, if any.")
+    conversations = PreviewConversationSerializer(many=True)
+
+
+class SpeakerLabelSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    guess = serializers.CharField(help_text="The speaker the label is taken for unless `label_maps` says otherwise.")
+
+
+class SpeakerLabelsSerializer(serializers.Serializer):
+    source = serializers.CharField(help_text="The key of `label_maps` for this file's labels.")
+    labels = SpeakerLabelSerializer(many=True)
+    choices = serializers.ListField(child=serializers.CharField(), help_text="What each label may map to.")
+
+
+class ImportPreviewSerializer(serializers.Serializer):
+    files = PreviewFileSerializer(many=True)
+    speaker_labels = SpeakerLabelsSerializer(many=True, help_text="Files with speaker labels (plain text, Markdown, CSV).")
+
+
+class ImportJobDetailSerializer(ImportJobSerializer):
+    """The job with its preview: what `start` can choose from (empty while the worker is still reading the files)."""
+
+    preview = serializers.SerializerMethodField()
+
+    class Meta(ImportJobSerializer.Meta):
+        fields = [*ImportJobSerializer.Meta.fields, "preview", "options"]
+        read_only_fields = fields
+
+    @extend_schema_field(ImportPreviewSerializer)
+    def get_preview(self, job: ImportJob) -> dict:
+        files = job.preview.get("files", [])
+        return {"files": [{"name": f["name"], "imported_before": f.get("imported_before"),
+                           "conversations": [{k: c.get(k) for k in PREVIEW_KEYS} for c in f["conversations"]]}
+                          for f in files],
+                "speaker_labels": speaker_label_groups(job)}
+
+
+PARTICIPANT_LABEL_MAX = Participant._meta.get_field("label").max_length
+PREVIEW_KEYS = ("key", "title", "started_at", "format", "models", "turns", "duplicate_of")
+# Folding a label's lines back into the turn before needs the raw lines, which only text and Markdown keep.
+FOLDABLE_FORMATS = ("text", "markdown")
+
+
+def speaker_label_groups(job: ImportJob) -> list[dict]:
+    """Per source file with speaker labels: each label with its guessed speaker, and the allowed choices."""
+    groups: dict[str, dict[str, str]] = {}
+    foldable: set[str] = set()
+    for f in job.preview.get("files", []):
+        for c in f["conversations"]:
+            for label, guess in c.get("labels") or []:
+                groups.setdefault(c["source_name"], {}).setdefault(label, guess)
+            if c.get("format") in FOLDABLE_FORMATS:
+                foldable.add(c["source_name"])
+    return [{"source": source, "labels": [{"label": lab, "guess": guess} for lab, guess in labels.items()],
+             "choices": list(LABEL_CHOICES) if source in foldable else list(SPEAKERS)}
+            for source, labels in groups.items()]
+
+
+def _check_participant(project, choice: str) -> str:
+    """The participant choice, or a 400 naming the field (checked before anything is stored)."""
+    if choice == "auto":
+        return choice
+    if choice.startswith("new:"):
+        label = choice.removeprefix("new:").strip()
+        if not label or len(label) > PARTICIPANT_LABEL_MAX:
+            raise serializers.ValidationError({"participant": [
+                f"Give the new participant a label of 1 to {PARTICIPANT_LABEL_MAX} characters after \"new:\"."]})
+        return choice
+    try:
+        wanted = uuid.UUID(choice)
+    except ValueError:
+        wanted = None
+    if wanted is None or not Participant.objects.filter(project=project, uuid=wanted).exists():
+        raise serializers.ValidationError({"participant": [
+            f"{choice!r} is not a participant of this project: send auto, a participant's uuid, or new:<label>."]})
+    return choice
+
+
 class ImportCreateSerializer(serializers.Serializer):
     files = serializers.ListField(child=serializers.FileField(), allow_empty=False)
     format = serializers.ChoiceField(choices=["auto", *FORMATS], default="auto")
+    start = serializers.BooleanField(
+        default=True, help_text="true (the default): import every conversation at once with the options below. "
+        "false: only upload and preview; choose conversations and speakers with the job's `start` action.")
     participant = serializers.CharField(required=False, default="auto",
                                         help_text="auto, a participant uuid, or new:<label>")
     depth = serializers.ChoiceField(choices=Interview.Depth.choices, default=Interview.Depth.COMPREHENSIVE)
     allow_duplicates = serializers.BooleanField(default=False)
+
+
+class ImportStartSerializer(serializers.Serializer):
+    """The preview's choices, as the import page offers them."""
+
+    conversations = serializers.ListField(
+        child=serializers.CharField(max_length=1000), required=False, min_length=1, max_length=100000,
+        help_text="Keys of the preview's conversations to import; without it, every conversation not imported before.")
+    label_maps = serializers.DictField(
+        child=serializers.DictField(child=serializers.ChoiceField(choices=LABEL_CHOICES)), required=False, default=dict,
+        help_text="Per source file of `preview.speaker_labels`: label → speaker (interviewer, participant, system, "
+        "or text: not a speaker, for plain text and Markdown). Labels left out keep their guess.")
+    participant = serializers.CharField(default="auto", max_length=110,
+                                        help_text="auto (one per model), a participant uuid, or new:<label>")
+    depth = serializers.ChoiceField(choices=Interview.Depth.choices, default=Interview.Depth.COMPREHENSIVE)
+    allow_duplicates = serializers.BooleanField(
+        default=False, help_text="Import conversations already in the project (or twice in this upload) again.")
+
+    def validate_participant(self, value: str) -> str:
+        return _check_participant(self.context["job"].project, value)
+
+    def validate_conversations(self, value: list[str]) -> list[str]:
+        known = {c["key"] for f in self.context["job"].preview.get("files", []) for c in f["conversations"]}
+        unknown = [key for key in value if key not in known]
+        if unknown:
+            raise serializers.ValidationError(f"Not a conversation of this upload: {', '.join(map(repr, unknown[:10]))}.")
+        return value
+
+    def validate_label_maps(self, value: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+        groups = {g["source"]: g for g in speaker_label_groups(self.context["job"])}
+        errors: dict[str, list[str]] = {}
+        for source, mapping in value.items():
+            group = groups.get(source)
+            if group is None:
+                errors[source] = ["No file of this upload has speaker labels under this name."]
+                continue
+            labels = {item["label"] for item in group["labels"]}
+            problems = [f"{label!r} is not one of its speaker labels ({', '.join(sorted(labels))})."
+                        for label in mapping if label not in labels]
+            problems += [f"{label!r} cannot map to {NOT_A_SPEAKER!r}: only plain text and Markdown lines fold into the turn before."
+                         for label, speaker in mapping.items() if speaker not in group["choices"] and label in labels]
+            if problems:
+                errors[source] = problems
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+    def options(self) -> ImportOptions:
+        v = self.validated_data
+        return ImportOptions(selected=set(v["conversations"]) if "conversations" in v else None,
+                             label_maps=v["label_maps"], participant=v["participant"], depth=v["depth"],
+                             allow_duplicates=v["allow_duplicates"])
+
+
+class ConflictSerializer(serializers.Serializer):
+    detail = serializers.CharField()
 
 
 class ParticipantViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
@@ -203,15 +368,28 @@ class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retriev
         return qs.order_by("-created_at", "title")
 
 
+@extend_schema_view(
+    create=extend_schema(request={"multipart/form-data": ImportCreateSerializer},
+                         responses={201: ImportJobDetailSerializer, 202: ImportJobDetailSerializer}),
+    retrieve=extend_schema(responses=ImportJobDetailSerializer),
+)
 class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
                     viewsets.GenericViewSet):
-    """Upload files and import every conversation in them (duplicates skipped unless allowed)."""
+    """Imports, in one call or two.
+
+    One call: POST the files (start=true, the default) and every conversation not imported before is imported
+    with guessed speakers (202). Two calls, as on the import page: POST the files with start=false (201: the job
+    with its preview; a large upload is read by the worker first, status "analysing", then "uploaded"), then
+    POST the job's `start` with the chosen conversations, speaker labels, participant and depth (202).
+    """
 
     lookup_field = "uuid"
     parser_classes = [MultiPartParser, FormParser]
 
     def get_serializer_class(self):
-        return ImportCreateSerializer if self.action == "create" else ImportJobSerializer
+        if self.action == "create":
+            return ImportCreateSerializer
+        return ImportJobDetailSerializer if self.action in ("retrieve", "start") else ImportJobSerializer
 
     def get_queryset(self):
         return ImportJob.objects.filter(project=self.project).order_by("-created_at")
@@ -223,11 +401,44 @@ class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
         ser = ImportCreateSerializer(data=data)
         ser.is_valid(raise_exception=True)
         v = ser.validated_data
+        if v["start"]:
+            _check_participant(self.project, v["participant"])  # before the files are stored: a bad choice leaves nothing
         try:
             job = importjob_create(project=self.project, user=request.user, uploads=v["files"], format=v["format"])
+            if not v["start"]:
+                return Response(ImportJobDetailSerializer(job).data, status=status.HTTP_201_CREATED)
             importjob_queue(job=job, options=ImportOptions(participant=v["participant"], depth=v["depth"],
                                                            allow_duplicates=v["allow_duplicates"]))
         except (ParseError, ImportOptionsError) as e:
             return Response({"detail": str(e)}, status=status.HTTP_400_BAD_REQUEST)
         job.refresh_from_db()
-        return Response(ImportJobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        return Response(ImportJobDetailSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(request=ImportStartSerializer, responses={202: ImportJobDetailSerializer, 409: ConflictSerializer})
+    @action(detail=True, methods=["post"], parser_classes=[JSONParser])
+    def start(self, request: Request, *args, **kwargs) -> Response:
+        """Import an uploaded job's chosen conversations in the worker (the import page's "Import" button).
+
+        409 while the files are still being read, and once the job has started, finished or failed.
+        """
+        job = self.get_object()
+        if job.status != ImportJob.Status.UPLOADED:
+            return _conflict(job)
+        choices = ImportStartSerializer(data=request.data, context={"job": job})
+        choices.is_valid(raise_exception=True)
+        try:
+            importjob_queue(job=job, options=choices.options())
+        except ImportOptionsError as e:
+            job.refresh_from_db()
+            if job.status != ImportJob.Status.UPLOADED:  # a concurrent start won
+                return _conflict(job)
+            return Response({"detail": str(e)}, status=status.HTTP_400_BAD_REQUEST)
+        job.refresh_from_db()
+        return Response(ImportJobDetailSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+def _conflict(job: ImportJob) -> Response:
+    reasons = {ImportJob.Status.ANALYSING: "The files are still being read; start once the status is \"uploaded\".",
+               ImportJob.Status.FAILED: "This upload could not be read; see its errors."}
+    detail = reasons.get(job.status, "This import has already been started.")
+    return Response({"detail": detail}, status=status.HTTP_409_CONFLICT)

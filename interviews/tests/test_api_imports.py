@@ -1,0 +1,177 @@
+"""REST API imports in two steps, as on the import page: upload → preview → start with the user's choices."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
+
+from interviews.models import ImportJob, Interview, Participant, Turn
+from interviews.services_import import import_paths
+
+SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
+CLAUDE = SAMPLES / "claude" / "claude-history-synthetic-conversations.json"
+TALK = b"Alice: Hello?\nBob: Hi.\nAlice: Bye?\nBob: Bye.\n"
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+
+
+def api(project, tail: str) -> str:
+    return f"/api/projects/{project.uuid}/{tail}"
+
+
+def upload(client, project, name: str, content: bytes) -> dict:
+    response = client.post(api(project, "imports/"), {"files": [SimpleUploadedFile(name, content)], "start": "false"})
+    assert response.status_code == 201, response.content
+    return response.json()
+
+
+def start(client, project, job: dict, body: dict):
+    return client.post(api(project, f"imports/{job['uuid']}/start/"), body, content_type="application/json")
+
+
+def keys(job: dict) -> list[str]:
+    return [c["key"] for f in job["preview"]["files"] for c in f["conversations"]]
+
+
+def test_upload_without_start_returns_the_preview_and_imports_nothing(client_for, project, analyst):
+    job = upload(client_for(analyst), project, "talk.txt", TALK)
+    assert job["status"] == "uploaded" and job["file_names"] == ["talk.txt"]
+    [conversation] = job["preview"]["files"][0]["conversations"]
+    assert conversation["key"] == "talk.txt#0" and conversation["turns"] == 4 and conversation["duplicate_of"] is None
+    assert {"title", "started_at", "models", "format"} <= set(conversation)
+    [labels] = job["preview"]["speaker_labels"]
+    assert labels["source"] == "talk.txt" and [item["label"] for item in labels["labels"]] == ["Alice", "Bob"]
+    assert "text" in labels["choices"]  # plain text lines may be folded into the turn before
+    assert Interview.objects.count() == 0 and ImportJob.objects.get().status == ImportJob.Status.UPLOADED
+
+
+def test_start_imports_with_the_mapped_labels_new_participant_and_depth(
+        client_for, project, owner, django_capture_on_commit_callbacks):
+    client = client_for(owner)
+    job = upload(client, project, "talk.txt", TALK)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = start(client, project, job, {
+            "conversations": ["talk.txt#0"], "label_maps": {"talk.txt": {"Alice": "participant", "Bob": "interviewer"}},
+            "participant": "new:Bob's bot", "depth": "brief"})
+    assert response.status_code == 202, response.content
+    assert response.json()["options"]["label_maps"] == {"talk.txt": {"Alice": "participant", "Bob": "interviewer"}}
+    done = client.get(api(project, f"imports/{job['uuid']}/")).json()
+    assert done["status"] == "done", done["errors"]
+    interview = Interview.objects.get()
+    assert interview.participant.label == "Bob's bot" and interview.depth == "brief"
+    assert list(Turn.objects.order_by("position").values_list("speaker", flat=True)) == [
+        "participant", "interviewer", "participant", "interviewer"]
+
+
+def test_start_imports_only_the_chosen_conversations_for_an_existing_participant(
+        client_for, project, analyst, django_capture_on_commit_callbacks):
+    chosen = Participant.objects.create(project=project, label="Claude 3.5")
+    client = client_for(analyst)
+    job = upload(client, project, CLAUDE.name, CLAUDE.read_bytes())
+    assert len(keys(job)) == 3
+    titles = {c["key"]: c["title"] for c in job["preview"]["files"][0]["conversations"]}
+    wanted = keys(job)[::2]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = start(client, project, job, {"conversations": wanted, "participant": str(chosen.uuid)})
+    assert response.status_code == 202, response.content
+    assert set(Interview.objects.values_list("title", flat=True)) == {titles[k] for k in wanted}
+    assert set(Interview.objects.values_list("participant", flat=True)) == {chosen.pk}
+    assert Participant.objects.count() == 1
+
+
+def test_duplicates_are_flagged_and_imported_again_only_when_allowed(
+        client_for, project, owner, django_capture_on_commit_callbacks):
+    import_paths(project=project, user=owner, paths=[str(CLAUDE)])
+    client = client_for(owner)
+    job = upload(client, project, CLAUDE.name, CLAUDE.read_bytes())
+    assert all(c["duplicate_of"]["uuid"] for c in job["preview"]["files"][0]["conversations"])
+    assert job["preview"]["files"][0]["imported_before"] is not None
+    with django_capture_on_commit_callbacks(execute=True):
+        assert start(client, project, job, {"conversations": keys(job)[:1], "allow_duplicates": True}).status_code == 202
+    assert Interview.objects.count() == 4
+
+
+@pytest.mark.parametrize(("body", "field", "named"), [
+    ({"conversations": ["talk.txt#0", "talk.txt#7"]}, "conversations", "'talk.txt#7'"),
+    ({"conversations": []}, "conversations", ""),
+    ({"label_maps": {"other.txt": {"Alice": "participant"}}}, "label_maps", "other.txt"),
+    ({"label_maps": {"talk.txt": {"Carol": "participant"}}}, "label_maps", "'Carol'"),
+    ({"label_maps": {"talk.txt": {"Alice": "chatbot"}}}, "label_maps", "chatbot"),
+    ({"participant": "00000000-0000-0000-0000-000000000000"}, "participant", "00000000-0000-0000-0000-000000000000"),
+    ({"participant": "new:  "}, "participant", "new:"),
+    ({"participant": "GPT-4o"}, "participant", "'GPT-4o'"),
+    ({"depth": "deep"}, "depth", "deep"),
+])
+def test_bad_choices_are_400_naming_them_and_leave_the_upload_waiting(client_for, project, analyst, body, field, named):
+    client = client_for(analyst)
+    job = upload(client, project, "talk.txt", TALK)
+    response = start(client, project, job, body)
+    assert response.status_code == 400
+    assert field in response.json() and named in str(response.json()[field]), response.json()
+    stored = ImportJob.objects.get()
+    assert stored.status == ImportJob.Status.UPLOADED and stored.options == {}
+    assert Interview.objects.count() == 0 and Participant.objects.count() == 0
+
+
+def test_a_csv_label_cannot_be_folded_into_text(client_for, project, analyst):
+    client = client_for(analyst)
+    csv = b"speaker,text\nUser,Hello?\nBot,Hi.\n"
+    job = upload(client, project, "talk.csv", csv)
+    [group] = job["preview"]["speaker_labels"]
+    assert "text" not in group["choices"]
+    label = group["labels"][0]["label"]
+    response = start(client, project, job, {"label_maps": {"talk.csv": {label: "text"}}})
+    assert response.status_code == 400 and "only plain text and Markdown" in str(response.json()["label_maps"])
+
+
+def test_a_started_job_cannot_be_started_again(client_for, project, analyst, django_capture_on_commit_callbacks):
+    client = client_for(analyst)
+    job = upload(client, project, "talk.txt", TALK)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert start(client, project, job, {}).status_code == 202
+    again = start(client, project, job, {})
+    assert again.status_code == 409 and "already been started" in again.json()["detail"]
+    assert Interview.objects.count() == 1
+
+
+def test_start_permissions(client_for, project, analyst, viewer, outsider):
+    job = upload(client_for(analyst), project, "talk.txt", TALK)
+    assert start(client_for(viewer), project, job, {}).status_code == 403
+    assert start(client_for(outsider), project, job, {}).status_code == 404
+    anonymous = start(Client(), project, job, {})
+    assert anonymous.status_code == 401
+    assert client_for(viewer).get(api(project, f"imports/{job['uuid']}/")).json()["preview"]["files"]
+    assert client_for(outsider).get(api(project, f"imports/{job['uuid']}/")).status_code == 404
+    assert ImportJob.objects.get().status == ImportJob.Status.UPLOADED
+
+
+def test_upload_without_start_by_viewer_403_outsider_404_anonymous_401(client_for, project, viewer, outsider):
+    for client, expected in ((client_for(viewer), 403), (client_for(outsider), 404), (Client(), 401)):
+        data = {"files": [SimpleUploadedFile("talk.txt", TALK)], "start": "false"}
+        assert client.post(api(project, "imports/"), data).status_code == expected
+    assert ImportJob.objects.count() == 0
+
+
+def test_one_call_import_with_a_bad_participant_is_400_and_leaves_nothing(client_for, project, analyst):
+    response = client_for(analyst).post(api(project, "imports/"), {
+        "files": [SimpleUploadedFile("talk.txt", TALK)], "participant": "nobody"})
+    assert response.status_code == 400 and "'nobody'" in response.json()["participant"][0]
+    assert ImportJob.objects.count() == 0
+
+
+def test_job_detail_queries_do_not_grow_with_the_preview(client_for, project, analyst, django_assert_num_queries):
+    client = client_for(analyst)
+    small = upload(client, project, "talk.txt", TALK)
+    large = upload(client, project, CLAUDE.name, CLAUDE.read_bytes())
+    for job in (small, large):
+        # session, user, membership (+project), the job
+        with django_assert_num_queries(4):
+            assert client.get(api(project, f"imports/{job['uuid']}/")).status_code == 200
