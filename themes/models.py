@@ -335,6 +335,11 @@ class Decision(ThemeOnRecord, models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     applied_at = models.DateTimeField(null=True, blank=True)
     applied_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Null for decisions recorded before versions were kept: applying those always asks first.
+    theme_version = models.PositiveIntegerField(null=True, blank=True, help_text="The theme's version when the decision was recorded.")
+    declined_at = models.DateTimeField(null=True, blank=True, help_text="Set when the team kept the theme as it was instead.")
+    declined_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    declined_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

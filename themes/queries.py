@@ -9,6 +9,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from coding.models import Code
+from projects.models import AuditEvent
 from themes.excerpts import excerpt_counts
 from themes.models import Comment, MentionsRead, Theme, ThemeCode, ThreadRead
 
@@ -102,3 +103,10 @@ def map_data(project) -> dict:
                                    "size": code_counts.get(tc.code_id, 0)}})
         edges.append({"data": {"id": f"t{tc.theme_id}-c{tc.code_id}", "source": f"t{tc.theme_id}", "target": f"c{tc.code_id}", "kind": "code"}})
     return {"nodes": nodes, "edges": edges}
+
+
+def theme_last_edit(theme: Theme) -> AuditEvent | None:
+    """The audit event of the edit that made the theme's current version (who and when), if one was recorded."""
+    return (AuditEvent.objects.filter(project_id=theme.project_id, target_type="theme", target_id=str(theme.uuid),
+                                      action=AuditEvent.Action.CHANGED, data__version=theme.version)
+            .select_related("actor").order_by("-created_at", "-id").first())

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
@@ -99,7 +100,8 @@ def theme_update(*, theme: Theme, actor, base_version: int | None, name: str | N
     theme.save(update_fields=["name", "definition", "colour", "version", "updated_at"])
     theme.refresh_from_db(fields=["version"])
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
-                 summary=f"Theme “{theme.name}”: {', '.join(changed)}", data={"review": str(review.uuid) if review else None})
+                 summary=f"Theme “{theme.name}”: {', '.join(changed)}",
+                 data={"review": str(review.uuid) if review else None, "version": theme.version})
     return theme
 
 
@@ -581,26 +583,92 @@ def decision_record(*, review: Review, theme: Theme, actor, kind: str, payload: 
     if theme.project_id != review.project_id:
         raise ValidationError({"theme": "The theme belongs to another project."})
     clean = decision_validate(review=review, theme=theme, kind=kind, payload=payload)
-    return Decision.objects.create(review=review, theme=theme, theme_name=theme.name, kind=kind, payload=clean, note=note, created_by=actor)
+    return Decision.objects.create(review=review, theme=theme, theme_name=theme.name, theme_version=theme.version, kind=kind,
+                                   payload=clean, note=note, created_by=actor)
 
 
-@transaction.atomic
-def decision_apply(*, decision: Decision, actor) -> Decision:
-    """Carry out a recorded decision on the themes, all or nothing."""
+# Kinds that write over the theme's name or definition, or fold or split the theme the meeting looked at: if the
+# theme was edited after the meeting, applying one asks first. A status change or a code move overwrites no text.
+VERSION_CHECKED_KINDS = {Decision.Kind.RENAME, Decision.Kind.REDEFINE, Decision.Kind.MERGE, Decision.Kind.SPLIT}
+
+
+class DecisionConflict(ThemeConflict):
+    """The theme was edited after the meeting recorded the decision; carries the decision and the theme as it is now."""
+
+    def __init__(self, decision: Decision, current: Theme):
+        super().__init__(current)
+        self.decision = decision
+        since = f"since version {decision.theme_version}" if decision.theme_version else "since the meeting"
+        self.args = (f"Theme “{current.name}” was edited after this decision was recorded ({since}, now version {current.version}). "
+                     "Nothing was changed; apply it anyway or keep the current text.",)
+
+
+@dataclass(frozen=True)
+class DecisionOutcome:
+    decision: Decision
+    message: str  # what applying did, for the person who clicked (a no-op says so)
+
+
+def _pending_decision(decision: Decision) -> Decision:
+    """The decision locked, if it can still be acted on; otherwise a clear refusal."""
     decision = Decision.objects.select_for_update(of=("self",)).select_related("review__project", "theme").get(pk=decision.pk)
     if decision.applied_at is not None:
         raise ValidationError({"decision": "This decision has already been applied."})
-    theme, review, data = decision.theme, decision.review, decision.payload
+    if decision.declined_at is not None:
+        raise ValidationError({"decision": f"This decision was not applied: {decision.declined_reason}"})
+    theme = decision.theme
     if theme is None:
         raise ValidationError({"decision": f"Theme “{decision.theme_label}” was deleted for good; this decision can no longer be applied."})
     if theme.deleted_at is not None:
         state = "was merged into another theme" if theme.merged_into_id else "is in the trash; restore it first"
         raise ValidationError({"decision": f"Theme “{theme.name}” {state}."})
-    project = review.project
+    return decision
+
+
+def _already_done(decision: Decision, theme: Theme) -> str:
+    """Why applying would change nothing (the theme already says what was decided), or ""."""
+    data = decision.payload
+    if decision.kind == Decision.Kind.RENAME and theme.name == data["name"]:
+        return f"Theme is already named “{theme.name}”; nothing to change, marked as applied."
+    if decision.kind == Decision.Kind.REDEFINE and theme.definition == data["definition"]:
+        return f"Theme “{theme.name}” already has this definition; nothing to change, marked as applied."
+    if decision.kind == Decision.Kind.STATUS and theme.status == data["status"]:
+        return f"Theme “{theme.name}” is already {theme.get_status_display().lower()}; nothing to change, marked as applied."
+    return ""
+
+
+@transaction.atomic
+def decision_apply(*, decision: Decision, actor, confirmed_version: int | None = None) -> DecisionOutcome:
+    """Carry out a recorded decision on the themes, all or nothing.
+
+    Raises DecisionConflict if a rename, redefine, merge or split would act on a theme edited since the decision was
+    recorded, unless `confirmed_version` is the theme's current version (someone saw the current text and confirmed).
+    """
+    decision = _pending_decision(decision)
+    review, project = decision.review, decision.review.project
+    theme = Theme.objects.select_for_update().get(pk=decision.theme_id)  # edits queue behind the check, not after it
+    message = _already_done(decision, theme)
+    if not message and decision.kind in VERSION_CHECKED_KINDS:
+        seen = confirmed_version if confirmed_version is not None else decision.theme_version
+        if seen != theme.version:
+            raise DecisionConflict(decision, theme)
+    if not message:
+        message = _carry_out(decision, theme, actor)
+    decision.applied_at, decision.applied_by = timezone.now(), actor
+    decision.save(update_fields=["applied_at", "applied_by"])
+    audit_record(project=project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                 summary=f"Decision applied to “{theme.name}”: {decision.get_kind_display().lower()}" + (f" ({message})" if message else ""),
+                 data={"review": str(review.uuid), "decision": str(decision.uuid)})
+    return DecisionOutcome(decision=decision, message=message or "Decision applied.")
+
+
+def _carry_out(decision: Decision, theme: Theme, actor) -> str:
+    """Make the decided change on the (locked, current) theme; returns a note when only part of it was still to do."""
+    review, data, project = decision.review, decision.payload, decision.review.project
     if decision.kind == Decision.Kind.RENAME:
-        theme_update(theme=theme, actor=actor, base_version=None, name=data["name"], review=review)
+        theme_update(theme=theme, actor=actor, base_version=theme.version, name=data["name"], review=review)
     elif decision.kind == Decision.Kind.REDEFINE:
-        theme_update(theme=theme, actor=actor, base_version=None, definition=data["definition"], review=review)
+        theme_update(theme=theme, actor=actor, base_version=theme.version, definition=data["definition"], review=review)
     elif decision.kind == Decision.Kind.STATUS:
         theme_set_status(theme=theme, actor=actor, status=data["status"], reason=decision.note or f"decided in {review.title}", review=review)
     elif decision.kind == Decision.Kind.MERGE:
@@ -608,12 +676,36 @@ def decision_apply(*, decision: Decision, actor) -> Decision:
     elif decision.kind == Decision.Kind.SPLIT:
         theme_split(theme=theme, actor=actor, name=data["name"], codes=_codes_by_uuid(project, data["codes"]), review=review)
     elif decision.kind == Decision.Kind.MOVE_CODES:
-        target = _theme_by_uuid(project, data["to"], "to")
-        for code in _codes_by_uuid(project, data["codes"]):
-            theme_move_code(code=code, source=theme, target=target, actor=actor)
-    decision.applied_at, decision.applied_by = timezone.now(), actor
-    decision.save(update_fields=["applied_at", "applied_by"])
-    audit_record(project=project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
-                 summary=f"Decision applied to “{theme.name}”: {decision.get_kind_display().lower()}",
-                 data={"review": str(review.uuid), "decision": str(decision.uuid)})
+        return _move_decided_codes(decision, theme, actor)
+    return ""
+
+
+def _move_decided_codes(decision: Decision, theme: Theme, actor) -> str:
+    """Move the decided codes still in the theme; codes moved since are left where they are. Returns a note on those."""
+    project = decision.review.project
+    target = _theme_by_uuid(project, decision.payload["to"], "to")
+    codes = _codes_by_uuid(project, decision.payload["codes"])
+    inside = set(ThemeCode.objects.filter(theme=theme).values_list("code_id", flat=True))
+    to_move = [c for c in codes if c.id in inside]
+    for code in to_move:
+        theme_move_code(code=code, source=theme, target=target, actor=actor)
+    gone = [c.name for c in codes if c.id not in inside]
+    if not gone:
+        return ""
+    if not to_move:
+        return f"The codes are no longer in “{theme.name}” ({', '.join(gone)}); nothing to move."
+    return f"Moved {len(to_move)} code(s); {', '.join(gone)} had already left “{theme.name}” and stayed where they are."
+
+
+@transaction.atomic
+def decision_decline(*, decision: Decision, actor, reason: str = "") -> Decision:
+    """Keep the theme as it is now: the decision stays on the meeting's record, marked not applied, with why."""
+    decision = _pending_decision(decision)
+    theme = decision.theme
+    decision.declined_reason = (reason or "").strip() or f"Kept the theme's current text (version {theme.version}) instead."
+    decision.declined_at, decision.declined_by = timezone.now(), actor
+    decision.save(update_fields=["declined_at", "declined_by", "declined_reason"])
+    audit_record(project=decision.review.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                 summary=f"Decision on “{theme.name}” not applied ({decision.get_kind_display().lower()}): {decision.declined_reason}",
+                 data={"review": str(decision.review.uuid), "decision": str(decision.uuid)})
     return decision

@@ -292,3 +292,99 @@ def test_a_failing_decision_leaves_nothing_half_done(project, owner, make_code):
         services.decision_apply(decision=decision, actor=owner)
     decision.refresh_from_db()
     assert decision.applied_at is None and codes_of(a) == ["x"]
+
+
+# ---------------------------------------------------------------- decisions on themes edited since the meeting
+
+@pytest.fixture
+def meeting(project, owner, make_code):
+    """Theme A (codes x, y) and B on a meeting's agenda."""
+    a = services.theme_create(project=project, actor=owner, name="A", definition="What the meeting read.")
+    b = services.theme_create(project=project, actor=owner, name="B")
+    x, y = make_code("x"), make_code("y")
+    services.theme_add_code(theme=a, actor=owner, code=x)
+    services.theme_add_code(theme=a, actor=owner, code=y)
+    review = services.review_create(project=project, actor=owner, title="R", date="2026-11-22", themes=[a, b])
+    return {"a": a, "b": b, "x": x, "y": y, "review": review}
+
+
+def _decide(meeting, owner, kind: str, **payload):
+    return services.decision_record(review=meeting["review"], theme=meeting["a"], actor=owner, kind=kind, payload=payload)
+
+
+def test_a_decision_records_the_version_of_its_theme(meeting, owner, analyst):
+    services.theme_update(theme=meeting["a"], actor=owner, base_version=1, definition="Edited before the decision.")
+    assert _decide(meeting, owner, "rename", name="A2").theme_version == 2
+
+
+@pytest.mark.parametrize("kind,payload", [("redefine", {"definition": "The meeting's definition."}), ("rename", {"name": "A2"}),
+                                          ("merge", {"into": "B"}), ("split", {"name": "A-split", "codes": ["x"]})])
+def test_a_text_decision_on_a_theme_edited_since_is_refused_and_changes_nothing(kind, payload, meeting, owner, analyst):
+    payload = {k: str(meeting["b"].uuid) if v == "B" else [str(meeting["x"].uuid)] if v == ["x"] else v for k, v in payload.items()}
+    decision = _decide(meeting, owner, kind, **payload)
+    services.theme_update(theme=meeting["a"], actor=analyst, base_version=1, definition="Analyst's newer text.")
+    with pytest.raises(services.DecisionConflict) as raised:
+        services.decision_apply(decision=decision, actor=owner)
+    assert raised.value.current.definition == "Analyst's newer text." and raised.value.current.version == 2
+    a = Theme.objects.get(pk=meeting["a"].pk)
+    assert (a.name, a.definition, a.deleted_at, codes_of(a)) == ("A", "Analyst's newer text.", None, ["x", "y"])
+    assert Theme.objects.filter(project=a.project).count() == 2
+    decision.refresh_from_db()
+    assert decision.applied_at is None
+
+
+def test_apply_anyway_with_the_current_version_overwrites_and_a_stale_confirmation_asks_again(meeting, owner, analyst):
+    decision = _decide(meeting, owner, "redefine", definition="The meeting's definition.")
+    services.theme_update(theme=meeting["a"], actor=analyst, base_version=1, definition="v2")
+    services.theme_update(theme=meeting["a"], actor=analyst, base_version=2, definition="v3")
+    with pytest.raises(services.DecisionConflict):
+        services.decision_apply(decision=decision, actor=owner, confirmed_version=2)  # saw v2, but v3 came since
+    outcome = services.decision_apply(decision=decision, actor=owner, confirmed_version=3)
+    a = Theme.objects.get(pk=meeting["a"].pk)
+    assert a.definition == "The meeting's definition." and a.version == 4
+    assert outcome.decision.applied_by == owner and outcome.message == "Decision applied."
+
+
+def test_an_unedited_theme_applies_without_asking(meeting, owner):
+    decision = _decide(meeting, owner, "rename", name="A2")
+    services.decision_apply(decision=decision, actor=owner)
+    assert Theme.objects.get(pk=meeting["a"].pk).name == "A2"
+
+
+def test_keeping_the_current_text_marks_the_decision_not_applied_with_a_note(meeting, owner, analyst):
+    decision = _decide(meeting, owner, "redefine", definition="The meeting's definition.")
+    services.theme_update(theme=meeting["a"], actor=analyst, base_version=1, definition="v2")
+    services.decision_decline(decision=decision, actor=owner, reason="")
+    decision.refresh_from_db()
+    assert decision.declined_by == owner and decision.applied_at is None
+    assert decision.declined_reason == "Kept the theme's current text (version 2) instead."
+    assert Theme.objects.get(pk=meeting["a"].pk).definition == "v2"
+    with pytest.raises(ValidationError, match="was not applied: Kept"):
+        services.decision_apply(decision=decision, actor=owner, confirmed_version=2)
+    assert AuditEvent.objects.filter(summary__contains="not applied").exists()
+
+
+def test_a_decision_the_theme_already_satisfies_is_a_no_op_not_an_error(meeting, owner, analyst):
+    rename = _decide(meeting, owner, "rename", name="A2")
+    status = _decide(meeting, owner, "status", status="candidate")
+    services.theme_update(theme=meeting["a"], actor=analyst, base_version=1, name="A2")  # someone did it already
+    assert "already named “A2”; nothing to change" in services.decision_apply(decision=rename, actor=owner).message
+    assert "already candidate; nothing to change" in services.decision_apply(decision=status, actor=owner).message
+    assert Theme.objects.get(pk=meeting["a"].pk).version == 2
+    assert meeting["a"].status_changes.count() == 1  # only "created"
+
+
+def test_status_and_code_moves_do_not_ask_after_an_edit_and_codes_moved_since_stay_put(meeting, owner, analyst):
+    a, b, x, y = meeting["a"], meeting["b"], meeting["x"], meeting["y"]
+    status = _decide(meeting, owner, "status", status="reviewed")
+    move = _decide(meeting, owner, "move_codes", to=str(b.uuid), codes=[str(x.uuid), str(y.uuid)])
+    services.theme_update(theme=a, actor=analyst, base_version=1, definition="v2")
+    services.theme_move_code(code=y, source=a, target=b, actor=analyst)  # y moved by hand after the meeting
+    services.decision_apply(decision=status, actor=owner)
+    message = services.decision_apply(decision=move, actor=owner).message
+    assert Theme.objects.get(pk=a.pk).status == "reviewed"
+    assert codes_of(a) == [] and codes_of(b) == ["y", "x"]
+    assert "y had already left “A”" in message
+    again = _decide(meeting, owner, "move_codes", to=str(b.uuid), codes=[str(x.uuid)])
+    assert "nothing to move" in services.decision_apply(decision=again, actor=owner).message
+    assert codes_of(b) == ["y", "x"]
