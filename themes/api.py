@@ -42,6 +42,14 @@ class ThemeSerializer(serializers.ModelSerializer):
         return [{"uuid": str(tc.code.uuid), "name": tc.code.name} for tc in theme.ordered_codes]
 
 
+def _with_codes(themes):
+    """Themes ready for ThemeSerializer: parent and ordered live codes in a fixed number of queries."""
+    from django.db.models import Prefetch
+
+    placements = ThemeCode.objects.filter(code__deleted_at__isnull=True).select_related("code").order_by("position")
+    return themes.select_related("parent").prefetch_related(Prefetch("theme_codes", queryset=placements, to_attr="ordered_codes"))
+
+
 class ThemeWriteSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     definition = serializers.CharField(required=False, allow_blank=True)
@@ -60,11 +68,7 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
     lookup_field = "uuid"
 
     def get_queryset(self):
-        from django.db.models import Prefetch
-
-        placements = ThemeCode.objects.filter(code__deleted_at__isnull=True).select_related("code").order_by("position")
-        return (Theme.objects.for_project(self.project).select_related("parent")
-                .prefetch_related(Prefetch("theme_codes", queryset=placements, to_attr="ordered_codes")))
+        return _with_codes(Theme.objects.for_project(self.project))
 
     def _parent(self, value) -> Theme | None:
         return get_object_or_404(Theme.objects.for_project(self.project), uuid=value) if value else None
@@ -392,7 +396,12 @@ class DecisionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Decision
-        fields = ["uuid", "theme", "theme_name", "kind", "payload", "note", "created_at", "applied_at"]
+        fields = ["uuid", "theme", "theme_name", "theme_version", "kind", "payload", "note", "created_at", "applied_at",
+                  "declined_at", "declined_reason"]
+
+
+class DecisionConfirmSerializer(serializers.Serializer):
+    version = serializers.IntegerField(required=False, min_value=0)  # the theme's current version, to apply over an edit made since
 
 
 class ReviewSerializer(serializers.ModelSerializer):
@@ -446,10 +455,29 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
 
     @action(detail=True, methods=["post"], url_path=r"decisions/(?P<decision_uuid>[0-9a-f-]{36})/apply")
     def apply(self, request: Request, *args, decision_uuid: str = "", **kwargs) -> Response:
+        """Apply a decision. If its theme was edited since it was recorded, 409 with the theme as it is now,
+        unless `version` confirms that current version (the caller saw it and chose to apply anyway)."""
+        review = self.get_object()
+        decision = get_object_or_404(Decision.objects.filter(review=review), uuid=decision_uuid)
+        confirm = DecisionConfirmSerializer(data=request.data)
+        confirm.is_valid(raise_exception=True)
+        try:
+            outcome = services.decision_apply(decision=decision, actor=request.user, confirmed_version=confirm.validated_data.get("version"))
+        except services.DecisionConflict as exc:
+            return Response({"detail": str(exc), "decision": DecisionSerializer(exc.decision).data,
+                             "current": ThemeSerializer(_with_codes(Theme.objects.filter(pk=exc.current.pk)).get()).data},
+                            status=status.HTTP_409_CONFLICT)
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
+        return Response({**DecisionSerializer(outcome.decision).data, "message": outcome.message})
+
+    @action(detail=True, methods=["post"], url_path=r"decisions/(?P<decision_uuid>[0-9a-f-]{36})/decline")
+    def decline(self, request: Request, *args, decision_uuid: str = "", **kwargs) -> Response:
+        """Keep the theme as it is: the decision is marked not applied, with `reason` (optional) as its note."""
         review = self.get_object()
         decision = get_object_or_404(Decision.objects.filter(review=review), uuid=decision_uuid)
         try:
-            decision = services.decision_apply(decision=decision, actor=request.user)
+            decision = services.decision_decline(decision=decision, actor=request.user, reason=str(request.data.get("reason", "")))
         except DjangoValidationError as exc:
             raise _drf(exc) from None
         return Response(DecisionSerializer(decision).data)

@@ -37,6 +37,7 @@ urlpatterns = [
     path("reviews/<uuid:review_uuid>/close/", views_reviews.review_close, name="review_close"),
     path("reviews/<uuid:review_uuid>/present/<int:index>/", views_reviews.review_present, name="present"),
     path("decisions/<uuid:decision_uuid>/apply/", views_reviews.decision_apply, name="decision_apply"),
+    path("decisions/<uuid:decision_uuid>/keep-current/", views_reviews.decision_decline, name="decision_decline"),
     path("snapshots/", views_reviews.snapshot_list, name="snapshots"),
     path("snapshots/compare/", views_reviews.snapshot_compare, name="snapshot_compare"),
 ]

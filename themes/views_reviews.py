@@ -16,10 +16,10 @@ from django.views.decorators.http import require_GET, require_POST
 from coding.models import Code
 from projects.models import Membership
 from projects.permissions import member_or_404, writer_or_403
-from themes import services, snapshots
+from themes import queries, services, snapshots
 from themes.excerpts import theme_excerpts
 from themes.models import AgendaItem, Comment, Decision, Review, Snapshot, Theme, ThemeCode
-from themes.rendering import render_markdown
+from themes.rendering import diff_lines, render_markdown
 
 
 def _review(membership: Membership, review_uuid) -> Review:
@@ -96,7 +96,7 @@ def _review_context(review: Review, *, errors: dict | None = None) -> dict:
         codes_by_theme.setdefault(tc.theme_id, []).append(tc.code)
     for item in agenda:
         item.codes = codes_by_theme.get(item.theme_id, [])
-    decisions = list(Decision.objects.filter(review=review).select_related("theme", "applied_by", "created_by"))
+    decisions = list(Decision.objects.filter(review=review).select_related("theme", "applied_by", "created_by", "declined_by"))
     attendees = list(review.attendees.all())
     return {
         "review": review, "agenda": agenda, "decisions": decisions, "errors": errors or {},
@@ -156,17 +156,60 @@ def decision_create(request: HttpRequest, project_uuid, review_uuid) -> HttpResp
     return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, review.uuid])))
 
 
+def _decision(membership: Membership, decision_uuid) -> Decision:
+    return get_object_or_404(Decision.objects.filter(review__project=membership.project).select_related("review"), uuid=decision_uuid)
+
+
+def _confirmed_version(value: str | None) -> int | None:
+    """The theme version someone confirmed on the conflict page; a garbled one matches no version, so it asks again."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        return -1
+
+
+def _conflict_context(conflict: services.DecisionConflict) -> dict:
+    """The decision, the theme as it is now, who made that version, and a diff of the text the decision would replace."""
+    decision, current = conflict.decision, conflict.current
+    field = {Decision.Kind.RENAME: "name", Decision.Kind.REDEFINE: "definition"}.get(decision.kind)
+    diff = diff_lines(getattr(current, field), decision.payload[field], f"{field} now (version {current.version})",
+                      f"{field} decided in {decision.review.title}") if field else []
+    return {"decision": decision, "current": current, "diff": diff, "last_edit": queries.theme_last_edit(current)}
+
+
 @login_required
 @require_POST
 def decision_apply(request: HttpRequest, project_uuid, decision_uuid) -> HttpResponse:
+    """Apply a decision; if its theme was edited since the meeting, show both and change nothing until confirmed."""
     membership = writer_or_403(request, project_uuid)
-    decision = get_object_or_404(Decision.objects.filter(review__project=membership.project).select_related("review"), uuid=decision_uuid)
+    decision = _decision(membership, decision_uuid)
+    back = _next(request, reverse("themes:review", args=[membership.project.uuid, decision.review.uuid]))
     try:
-        services.decision_apply(decision=decision, actor=request.user)
+        outcome = services.decision_apply(decision=decision, actor=request.user, confirmed_version=_confirmed_version(request.POST.get("version")))
+    except services.DecisionConflict as exc:
+        # As on the theme editor, a conflict is a normal page (both texts and two choices): 200 here, 409 in the API.
+        return render(request, "themes/decision_conflict.html", _ctx(membership, next=back, **_conflict_context(exc)))
     except ValidationError as exc:
         messages.error(request, f"Not applied: {' '.join(exc.messages)}")
     else:
-        messages.success(request, "Decision applied.")
+        messages.success(request, outcome.message)
+    return redirect(back)
+
+
+@login_required
+@require_POST
+def decision_decline(request: HttpRequest, project_uuid, decision_uuid) -> HttpResponse:
+    """Keep the theme as it is now: the decision stays on the meeting's record as not applied, with a note."""
+    membership = writer_or_403(request, project_uuid)
+    decision = _decision(membership, decision_uuid)
+    try:
+        services.decision_decline(decision=decision, actor=request.user, reason=request.POST.get("reason", ""))
+    except ValidationError as exc:
+        messages.error(request, f"Not changed: {' '.join(exc.messages)}")
+    else:
+        messages.success(request, f"Decision on “{decision.theme_label}” marked as not applied; the theme keeps its current text.")
     return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, decision.review.uuid])))
 
 
@@ -207,7 +250,7 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
         membership, review=review, theme=theme, index=index, count=len(agenda), codes=codes, groups=theme_excerpts(theme),
         threads=threads, themes=Theme.objects.for_project(membership.project).exclude(pk=theme.pk), statuses=Theme.Status.choices,
         kinds=Decision.Kind.choices,
-        decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("theme", "applied_by")),
+        decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("theme", "applied_by", "declined_by")),
         prev_index=index - 1 if index > 0 else None, next_index=index + 1 if index + 1 < len(agenda) else None,
     ))
 

@@ -259,3 +259,29 @@ def test_list_filters_are_validated_and_name_the_bad_parameter(project, theme, o
     assert bad.status_code == 400 and "theme" in bad.json()
     bad = api(owner).get(base(project) + "/theme-snapshots/compare/", {"a": "zzz"})
     assert bad.status_code == 400 and {"a", "b"} <= set(bad.json())
+
+
+def test_api_applying_a_decision_to_a_theme_edited_since_is_409_until_the_current_version_is_confirmed(project, theme, owner, analyst):
+    review = services.review_create(project=project, actor=owner, title="R1", date="2026-11-22", themes=[theme])
+    decision = services.decision_record(review=review, theme=theme, actor=owner, kind="redefine", payload={"definition": "Meeting's"})
+    services.theme_update(theme=theme, actor=owner, base_version=1, definition="Newer")
+    url = base(project) + f"/reviews/{review.uuid}/decisions/{decision.uuid}/"
+    refused = api(analyst).post(url + "apply/", format="json")
+    assert refused.status_code == 409
+    assert refused.json()["current"]["definition"] == "Newer" and refused.json()["current"]["version"] == 2
+    assert refused.json()["current"]["codes"][0]["name"] == "admits uncertainty"
+    assert Theme.objects.get(pk=theme.pk).definition == "Newer"
+    assert api(analyst).post(url + "apply/", {"version": 1}, format="json").status_code == 409
+    applied = api(analyst).post(url + "apply/", {"version": 2}, format="json")
+    assert applied.status_code == 200 and applied.json()["applied_at"] and applied.json()["message"] == "Decision applied."
+    assert Theme.objects.get(pk=theme.pk).definition == "Meeting's"
+
+
+def test_api_declining_a_decision_keeps_the_theme(project, theme, owner, analyst, viewer):
+    review = services.review_create(project=project, actor=owner, title="R1", date="2026-11-22", themes=[theme])
+    decision = services.decision_record(review=review, theme=theme, actor=owner, kind="rename", payload={"name": "Candour"})
+    url = base(project) + f"/reviews/{review.uuid}/decisions/{decision.uuid}/decline/"
+    assert api(viewer).post(url, {}, format="json").status_code == 403
+    declined = api(analyst).post(url, {"reason": "Honesty is the word."}, format="json")
+    assert declined.status_code == 200 and declined.json()["declined_reason"] == "Honesty is the word."
+    assert Theme.objects.get(pk=theme.pk).name == "Honesty"

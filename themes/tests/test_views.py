@@ -93,6 +93,7 @@ def _writes(w) -> list[tuple[str, list, dict]]:
         ("review_edit", [w["review"].uuid], {"title": "Round 1b", "date": "2026-11-23", "attendees": "arjun", "themes": [w["b"].uuid, w["a"].uuid]}),
         ("decision_create", [w["review"].uuid], {"theme": w["a"].uuid, "kind": "status", "status": "reviewed"}),
         ("decision_apply", [w["decision"].uuid], {}),
+        ("decision_decline", [w["decision"].uuid], {"reason": "We kept it"}),
         ("review_close", [w["review"].uuid], {}),
         ("snapshots", [], {"label": "Now"}),
         ("memo_delete", [w["memo"].uuid], {}),
@@ -402,3 +403,34 @@ def test_exemplars_from_a_trashed_interview_are_hidden(world, project, owner, cl
     Interview.objects.filter(pk=world["interview"].pk).update(deleted_at="2026-11-22T00:00:00Z")
     html = client_for(owner).get(u("detail", project, world["a"].uuid)).content.decode()
     assert "Exemplar quotes <span class=\"badge\">0</span>" in html
+
+
+def test_a_decision_on_a_theme_edited_since_shows_both_texts_and_changes_nothing_until_confirmed(world, project, owner, analyst, client_for):
+    b, decision, review = world["b"], world["decision"], world["review"]
+    services.theme_update(theme=b, actor=analyst, base_version=b.version, name="Companionship")
+    client = client_for(owner)
+    page = client.post(u("decision_apply", project, decision.uuid))
+    html = page.content.decode()
+    assert page.status_code == 200 and "was edited after Round 1 decided this" in html
+    assert "Companionship" in html and "Being a friend" in html and "by arjun" in html
+    assert 'name="version" value="2"' in html and 'class="diff-add">+Being a friend' in html
+    assert Theme.objects.get(pk=b.pk).name == "Companionship"
+    assert Decision.objects.get(pk=decision.pk).applied_at is None
+    applied = client.post(u("decision_apply", project, decision.uuid), {"version": "2"})
+    assert applied.status_code == 302 and applied["Location"] == u("review", project, review.uuid)
+    assert Theme.objects.get(pk=b.pk).name == "Being a friend"
+
+
+def test_keeping_the_current_text_leaves_the_theme_and_shows_the_decision_not_applied(world, project, owner, analyst, client_for):
+    b, decision, review = world["b"], world["decision"], world["review"]
+    services.theme_update(theme=b, actor=analyst, base_version=b.version, name="Companionship")
+    client = client_for(owner)
+    garbled = client.post(u("decision_apply", project, decision.uuid), {"version": "two"})
+    assert "was edited after" in garbled.content.decode()  # a garbled confirmation asks again, never forces
+    response = client.post(u("decision_decline", project, decision.uuid), {"reason": "The new name says it better."})
+    assert response.status_code == 302
+    assert Theme.objects.get(pk=b.pk).name == "Companionship"
+    html = client.get(u("review", project, review.uuid)).content.decode()
+    assert "not applied" in html and "The new name says it better." in html
+    again = client.post(u("decision_apply", project, decision.uuid), {"version": "2"}, follow=True)
+    assert "was not applied" in again.content.decode() and Theme.objects.get(pk=b.pk).name == "Companionship"
