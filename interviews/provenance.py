@@ -18,6 +18,7 @@ Item = tuple[str, str]
 
 # Request parameters worth showing; messages are the transcript itself.
 REQUEST_PARAMS = ("model", "temperature", "top_p", "seed", "max_tokens", "max_completion_tokens", "reasoning_effort")
+TOKEN_KINDS: tuple[Item, ...] = (("prompt_tokens", "prompt"), ("completion_tokens", "completion"), ("total_tokens", "total"))
 # Keys of an imported turn's metadata that other fields already show or that are bulky.
 SKIP_IMPORTED = {"model", "created_at", "provenance", "failure", "previous_attempts", "raw", "content", "branch"}
 
@@ -76,21 +77,29 @@ def _branch(value: Any, speaker: str) -> str:
     return f"{kind} {index + 1} of {total}"
 
 
+def request_parameters(request: dict[str, Any]) -> str:
+    """The sampling parameters a request set, e.g. "temperature=0.7, seed=42" (empty when none)."""
+    return ", ".join(f"{k}={request[k]}" for k in REQUEST_PARAMS if k in request and k != "model")
+
+
+def token_counts(usage: dict[str, Any], kinds: tuple[Item, ...]) -> str:
+    """Reported token usage, e.g. "512 prompt, 128 completion" (only the kinds the provider reported)."""
+    return ", ".join(f"{usage[k]} {label}" for k, label in kinds if k in usage)
+
+
 def _live_items(p: dict[str, Any]) -> list[Item]:
     items: list[Item] = []
     if p.get("model_requested") and p.get("model_requested") != p.get("model_returned"):
         items.append(("Model requested", str(p["model_requested"])))
     request = _dict(p.get("request"))
-    params = [f"{k}={request[k]}" for k in REQUEST_PARAMS if k in request and k != "model"]
+    params = request_parameters(request)
     if params:
-        items.append(("Parameters", ", ".join(params)))
+        items.append(("Parameters", params))
     if isinstance(request.get("messages"), list):
         items.append(("Messages sent", str(len(request["messages"]))))
     usage = _dict(p.get("usage"))
     if usage:
-        parts = [f"{usage[k]} {label}" for k, label in
-                 (("prompt_tokens", "prompt"), ("completion_tokens", "completion"), ("total_tokens", "total")) if k in usage]
-        items.append(("Tokens", ", ".join(parts)))
+        items.append(("Tokens", token_counts(usage, TOKEN_KINDS)))
     if p.get("latency_ms") is not None:
         first = p.get("time_to_first_token_ms")
         items.append(("Latency", f"{p['latency_ms']} ms" + (f" (first token {first} ms)" if first is not None else "")))
@@ -134,3 +143,38 @@ def interview_provenance(interview: Interview, turns: Iterable[Turn]) -> list[It
         if _scalar(value):
             items.append((key.replace("_", " ").capitalize(), str(value)))
     return items
+
+
+# What `turn_citation` reads from a live turn's record, so a caller can fetch just these
+# (the record also holds the whole request history and raw response).
+CITED_LIVE_KEYS = ("model_requested", "model_returned", "usage", "finish_reason", "system_fingerprint")
+CITED_TOKEN_KINDS: tuple[Item, ...] = TOKEN_KINDS[:2]
+
+
+def turn_citation(*, live: Any, model_slug: str, timestamp: dt.datetime | None, via: str,
+                  source_format: str = "", source_filename: str = "", source_sha256: str = "") -> list[str]:
+    """A turn's provenance as a paper's methods appendix cites it, one short part per fact.
+
+    Live turns (a chat-completions record in `live`): the returned model (and the requested
+    one if it differs), `via` (provider, interface), the time in UTC, the sampling parameters
+    that were set, the finish reason, prompt and completion tokens and the system fingerprint.
+    Imported turns: the source file (format, name, first 12 hex digits of its SHA-256),
+    the turn's model slug, `via` and time.
+    """
+    p = _dict(live)
+    at = when(timestamp) if timestamp else ""
+    if not p:
+        sha = f"sha256:{source_sha256[:12]}" if source_sha256 else ""
+        source = " ".join(filter(None, [source_format, source_filename, sha]))
+        # `via` alone (a live interviewer's question) says nothing about the turn itself.
+        return [x for x in (source, model_slug, via, at) if x] if source or model_slug or at else []
+    returned, requested = p.get("model_returned"), p.get("model_requested")
+    model = str(returned or requested or model_slug or "")
+    if returned and requested and returned != requested:
+        model += f" (requested {requested})"
+    tokens = token_counts(_dict(p.get("usage")), CITED_TOKEN_KINDS)
+    parts = [model, via, at, request_parameters(_dict(p.get("request"))),
+             f"finish reason {p['finish_reason']}" if p.get("finish_reason") else "",
+             f"tokens {tokens}" if tokens else "",
+             f"system fingerprint {p['system_fingerprint']}" if p.get("system_fingerprint") else ""]
+    return [x for x in parts if x]

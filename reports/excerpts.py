@@ -35,10 +35,12 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.functions import Coalesce, Greatest, Least, Substr
+from django.db.models.fields.json import KeyTransform
+from django.db.models.functions import Coalesce, Greatest, JSONObject, Least, Substr
 
 from coding.models import Code, Coding
 from interviews.models import Interview, Participant
+from interviews.provenance import CITED_LIVE_KEYS, REQUEST_PARAMS, turn_citation
 from projects.models import Project
 from themes.models import Exemplar, Theme
 
@@ -235,7 +237,33 @@ FIELDS = (
     "segment_id", "segment__position", "segment__turn_id", "segment__text", "segment__start", "segment__end", "lead",
     "code_id", "coder_id", "origin", "interview_id", "segment__turn__position",
 )
-PROVENANCE_FIELDS = ("segment__turn__model_slug", "segment__turn__timestamp")
+PROVENANCE_FIELDS = ("segment__turn__model_slug", "segment__turn__timestamp", "live_record")
+INTERVIEW_FIELDS = ("id", "uuid", "title", "conducted_at", "source_format", "source_filename", "source_sha256",
+                    "participant_id")
+INTERFACES = dict(Participant.Interface.choices)
+
+
+def _live_record(turn: str) -> JSONObject:
+    """Only the keys of a live turn's record that its citation reads, picked in SQL.
+
+    The whole record also holds every message sent and the raw response: moving it for
+    each row would cost far more than the table itself.
+    """
+    record = KeyTransform("provenance", f"{turn}__metadata")
+    request = KeyTransform("request", record)
+    return JSONObject(**{k: KeyTransform(k, record) for k in CITED_LIVE_KEYS},
+                      request=JSONObject(**{k: KeyTransform(k, request) for k in REQUEST_PARAMS if k != "model"}))
+
+
+def _present(record: dict[str, Any] | None) -> dict[str, Any]:
+    """The record without the keys the turn does not have (JSON null: an imported or interviewer turn)."""
+    out = {k: v for k, v in (record or {}).items() if v is not None}
+    request = {k: v for k, v in (out.pop("request", None) or {}).items() if v is not None}
+    return {**out, "request": request} if out or request else {}
+
+
+def _via(provider: str, interface: str) -> str:
+    return ", ".join(filter(None, [provider, INTERFACES.get(interface, interface)]))
 
 
 def _coding_queryset(project: Project, spec: ExcerptSpec) -> QuerySet:
@@ -295,6 +323,8 @@ def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -
     # (or a per-row subquery for the previous segment).
     qs = qs.annotate(lead=Substr("segment__turn__text", Greatest(F("segment__start") - (LEAD - 1), 1),
                                  Least(F("segment__start"), LEAD)))
+    if "provenance" in spec.columns:
+        qs = qs.annotate(live_record=_live_record("segment__turn"))
     fields = list(FIELDS) + (list(PROVENANCE_FIELDS) if "provenance" in spec.columns else [])
     order: list[Any] = []
     if spec.themed:
@@ -311,8 +341,7 @@ def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -
     interviews = Interview.objects.filter(project=project, deleted_at__isnull=True)
     if spec.participants:
         interviews = interviews.filter(participant_id__in=spec.participants)
-    names.interviews = {iv.id: iv for iv in interviews.values_list(
-        "id", "uuid", "title", "conducted_at", "source_format", "source_sha256", "participant_id", named=True)}
+    names.interviews = {iv.id: iv for iv in interviews.values_list(*INTERVIEW_FIELDS, named=True)}
     yield from _join_runs(values.iterator(chunk_size=CHUNK), spec, names)
 
 
@@ -375,9 +404,10 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
             if len(names.sources) >= SOURCE_CACHE:
                 names.sources.clear()  # bounded, so memory stays flat on any corpus
             source = names.sources[v.segment__turn_id] = _source(
-                provider=p.provider, model=v.segment__turn__model_slug or p.model_id, interface=p.interface,
-                when=v.segment__turn__timestamp or iv.conducted_at, source_format=iv.source_format,
-                sha256=iv.source_sha256, turn_position=v.segment__turn__position)
+                live=v.live_record, model_slug=v.segment__turn__model_slug or p.model_id,
+                timestamp=v.segment__turn__timestamp or iv.conducted_at, via=_via(p.provider, p.interface),
+                source_format=iv.source_format, source_filename=iv.source_filename, source_sha256=iv.source_sha256,
+                turn_position=v.segment__turn__position)
         provenance = _coded_by(source, run["coders"], "suggestion" in run["origins"])
     return ExcerptRow(
         theme=theme, subtheme=subtheme, code=names.codes.get(v.code_id, ""), model=p.label,
@@ -389,8 +419,7 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
 
 def _late_interview(names: _Lookups, interview_id: int) -> Any:
     """An interview created between loading the lookups and reading the rows (a rare race): fetch it alone."""
-    iv = Interview.objects.filter(pk=interview_id).values_list(
-        "id", "uuid", "title", "conducted_at", "source_format", "source_sha256", "participant_id", named=True).get()
+    iv = Interview.objects.filter(pk=interview_id).values_list(*INTERVIEW_FIELDS, named=True).get()
     names.interviews[interview_id] = iv
     return iv
 
@@ -400,17 +429,9 @@ def _late_participant(names: _Lookups, participant_id: int) -> Participant:
     return names.participants[participant_id]
 
 
-def _source(*, provider: str, model: str, interface: str, when: Any, source_format: str, sha256: str,
-            turn_position: int) -> str:
-    """Where a quote comes from: provider, exact model, interface, date, source file hash, turn."""
-    parts = [", ".join(filter(None, [provider, model, interface]))]
-    if when:
-        parts.append(when.isoformat()[:10])
-    source = f"{source_format} sha256:{sha256[:12]}".strip() if sha256 else source_format
-    if source:
-        parts.append(source)
-    parts.append(f"turn {turn_position + 1}")
-    return "; ".join(x for x in parts if x)
+def _source(*, live: dict[str, Any] | None, turn_position: int, **turn: Any) -> str:
+    """Where a quote comes from, as interviews.provenance cites a turn, then the turn's number."""
+    return "; ".join([*turn_citation(live=_present(live), **turn), f"turn {turn_position + 1}"])
 
 
 def _coded_by(source: str, coders: list[str], ai: bool) -> str:
@@ -467,13 +488,15 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
         code_names=Subquery(codes, output_field=TextField()), coder_names=Subquery(coders, output_field=TextField()),
         theme_name=Coalesce(F("theme__parent__name"), F("theme__name")),
         subtheme_name=Case(When(theme__parent__isnull=False, then=F("theme__name")), default=Value("")),
+        live_record=_live_record("turn"),
     ).order_by(
         Coalesce(F("theme__parent__position"), F("theme__position")), Coalesce(F("theme__parent__name"), F("theme__name")),
         F("theme__parent_id").asc(nulls_first=True), "theme__position", "theme__name", "theme_id", "position", "id",
     ).values_list(
         "uuid", "quote", "theme_name", "subtheme_name", "code_names", "coder_names", "created_by__username",
         "turn__position", "turn__model_slug", "turn__timestamp", "turn__interview__uuid", "turn__interview__title",
-        "turn__interview__conducted_at", "turn__interview__source_format", "turn__interview__source_sha256",
+        "turn__interview__conducted_at", "turn__interview__source_format", "turn__interview__source_filename",
+        "turn__interview__source_sha256", "live_record",
         "turn__interview__participant__label", "turn__interview__participant__provider",
         "turn__interview__participant__model_id", "turn__interview__participant__interface",
         "segment__position", named=True,
@@ -481,11 +504,11 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
     for v in qs.iterator(chunk_size=CHUNK):
         coders_ = [c for c in (v.coder_names or "").split(", ") if c]
         provenance = _provenance(
-            provider=v.turn__interview__participant__provider,
-            model=v.turn__model_slug or v.turn__interview__participant__model_id,
-            interface=v.turn__interview__participant__interface, when=v.turn__timestamp or v.turn__interview__conducted_at,
-            source_format=v.turn__interview__source_format, sha256=v.turn__interview__source_sha256,
-            turn_position=v.turn__position, coders=coders_, ai=False)
+            live=v.live_record, model_slug=v.turn__model_slug or v.turn__interview__participant__model_id,
+            timestamp=v.turn__timestamp or v.turn__interview__conducted_at,
+            via=_via(v.turn__interview__participant__provider, v.turn__interview__participant__interface),
+            source_format=v.turn__interview__source_format, source_filename=v.turn__interview__source_filename,
+            source_sha256=v.turn__interview__source_sha256, turn_position=v.turn__position, coders=coders_, ai=False)
         if v.created_by__username:
             provenance += f"; exemplar chosen by {v.created_by__username}"
         yield ExcerptRow(
