@@ -5,6 +5,11 @@ Export
     ``"{speaker label}: {turn text}"`` separated by a blank line; the code-point range of
     each turn's own text is kept in the source variable ``RTA turns`` (JSON), so that our
     import restores the turns exactly while other tools just see a readable transcript.
+    Each entry also carries the turn's model slug, time and provenance citation.
+  * Provenance: the source's Description holds the interview's provenance panel and each
+    turn's citation (interviews.provenance) as plain text, which every QDA tool shows;
+    our import keeps it in the interview's metadata and restores each turn's citation,
+    model slug and time. Full chat-completions records travel only in the project backup.
   * Codes → Codes (hierarchy, colour; definition, include/exclude, example and kind in the
     Description). Each coded segment → one PlainTextSelection (name = the segment text)
     holding one Coding per (code, coder); coders are Users; a coding's note → a Note.
@@ -30,6 +35,7 @@ Import (into a NEW project, all in one transaction)
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 import hashlib
 import json
 import re
@@ -49,6 +55,7 @@ from coding.models import Code, CodeEvent, Coding
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.parsers.base import guess_labels
 from interviews.parsers.text import find_label_lines
+from interviews.provenance import interview_provenance, turn_citation
 from interviews.segmentation import segment_text
 from projects.audit import audit_record
 from projects.models import AuditEvent, Membership, Project, Role
@@ -125,10 +132,11 @@ class _Exporter:
             pieces.append(prefix + turn.text)
             offsets[turn.pk] = pos + len(prefix)
             turn_map.append({"speaker": turn.speaker, "start": offsets[turn.pk],
-                             "end": offsets[turn.pk] + len(turn.text)})
+                             "end": offsets[turn.pk] + len(turn.text), **_turn_facts(turn, interview)})
             pos += len(prefix) + len(turn.text)
         src = refiqda.TextSource(
             guid=str(interview.uuid), name=interview.title, text="".join(pieces),
+            description=_provenance_description(interview, turns),
             creating_user=self.user_guid(interview.created_by),
             created=interview.conducted_at or interview.created_at,
             variable_values=[refiqda.VariableValue(_guid("variable", TURNS_VARIABLE), json.dumps(turn_map))],
@@ -153,6 +161,36 @@ class _Exporter:
             src.selections.append(sel)
         src.selections.sort(key=lambda s: (s.start, s.end))
         return src, offsets
+
+
+def _citation(turn: Turn, interview: Interview) -> str:
+    p = interview.participant
+    via = ", ".join(filter(None, [p.provider, p.get_interface_display()]))
+    return "; ".join(turn_citation(
+        live=(turn.metadata or {}).get("provenance") if isinstance(turn.metadata, dict) else None,
+        model_slug=turn.model_slug, timestamp=turn.timestamp, via=via, source_format=interview.source_format,
+        source_filename=interview.source_filename, source_sha256=interview.source_sha256))
+
+
+def _turn_facts(turn: Turn, interview: Interview) -> dict[str, str]:
+    """What our own import restores on the turn besides its text: model slug, time, provenance."""
+    facts = {"model": turn.model_slug, "time": turn.timestamp.isoformat() if turn.timestamp else "",
+             "provenance": _citation(turn, interview)}
+    return {k: v for k, v in facts.items() if v}
+
+
+def _provenance_description(interview: Interview, turns: list[Turn]) -> str:
+    """The interview's provenance panel and each turn's citation, as text any QDA tool shows.
+
+    The full records (request, raw response) are in the project backup; this keeps what
+    a reader of the .qdpx needs to cite the data.
+    """
+    lines = [f"{label}: {value}" for label, value in interview_provenance(interview, turns)]
+    cited = [(t, _citation(t, interview)) for t in turns]
+    if any(c for _, c in cited):
+        lines += ["", "Provenance per turn:"]
+        lines += [f"Turn {t.position + 1} ({Speaker(t.speaker).label.lower()}): {c}" for t, c in cited if c]
+    return "\n".join(lines)
 
 
 def project_to_refiqda(project: Project) -> refiqda.Project:
@@ -260,6 +298,27 @@ def _turns_from_map(src: refiqda.TextSource, variables: dict[str, str]) -> list[
             return None
         last = end
     return spans
+
+
+def _turn_facts_from_map(src: refiqda.TextSource, variables: dict[str, str], count: int) -> list[dict[str, object]]:
+    """Model slug, time and provenance per turn from our own export's turn map (empty dicts when absent)."""
+    var_guid = variables.get(TURNS_VARIABLE.lower())
+    raw = next((vv.value for vv in src.variable_values if refiqda.norm_guid(vv.variable_guid) == var_guid), "")
+    try:
+        entries = json.loads(raw)
+    except (ValueError, TypeError):
+        entries = []
+    facts = []
+    for entry in [*entries, *[{}] * count][:count]:
+        entry = entry if isinstance(entry, dict) else {}
+        try:
+            at = dt.datetime.fromisoformat(entry["time"]) if isinstance(entry.get("time"), str) else None
+        except ValueError:
+            at = None
+        facts.append({"model_slug": str(entry.get("model") or "")[:200], "timestamp": at,
+                      "metadata": {"provenance_in_file": entry["provenance"]}
+                      if isinstance(entry.get("provenance"), str) and entry["provenance"] else {}})
+    return facts
 
 
 def _turns_from_labels(text: str) -> list[tuple[str, int, int]] | None:
@@ -408,18 +467,20 @@ class _Importer:
             spans, how = _turns_from_labels(text), "speaker labels"
         if spans is None:
             spans, how = [(Speaker.PARTICIPANT, 0, len(text))], "whole text"
+        facts = _turn_facts_from_map(src, self.variables, len(spans)) if how == "turn map" else [{}] * len(spans)
         interview = Interview.objects.create(
             project=self.project, participant=participant, title=title, conducted_at=src.created,
             origin=Interview.Origin.IMPORTED, source_format="qdpx", source_filename=self.filename[:500],
             source_sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(), source_conversation_id=src.guid[:200],
             metadata={"qdpx": {"origin": self.qp.origin or "", "counting": self.qp.counting, "source_guid": src.guid,
-                               "turns_from": how}},
+                               "turns_from": how, **({"description": src.description} if src.description else {})}},
             created_by=self.owner)
         self.interviews[refiqda.norm_guid(src.guid)] = interview
         turns = Turn.objects.bulk_create([
             Turn(interview=interview, position=i, speaker=speaker, text=text[s:e],
-                 metadata={"imported_from": "qdpx", "source_guid": src.guid, "source_start": s})
-            for i, (speaker, s, e) in enumerate(spans)])
+                 model_slug=fact.get("model_slug", ""), timestamp=fact.get("timestamp"),
+                 metadata={"imported_from": "qdpx", "source_guid": src.guid, "source_start": s, **fact.get("metadata", {})})
+            for i, ((speaker, s, e), fact) in enumerate(zip(spans, facts, strict=True))])
         # Selections in turn coordinates: [(turn index, start, end, selection)].
         placed = self.place_selections(src, spans)
         cuts: dict[int, set[int]] = defaultdict(set)
