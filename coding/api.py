@@ -11,13 +11,15 @@ from typing import Any
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Q
 from django.http import Http404
-from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from coding.models import Code, Coding
+from coding.models import Code, Coding, Note
 from coding.queries import codebook_tree
 from coding.services import (
     CodeConflict,
@@ -29,8 +31,9 @@ from coding.services import (
     code_update,
     coding_apply,
     coding_remove,
+    note_save,
 )
-from interviews.models import Interview
+from interviews.models import Interview, Turn
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 from projects.models import Project
@@ -312,3 +315,90 @@ class CodingViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.DestroyMod
             raise Http404("No such coding of yours.")
         coding_remove(project_uuid=self.project.uuid, interview_uuid=instance.interview.uuid, user_id=self.request.user.pk,
                       code_id=instance.code_id, segment_ids=[instance.segment_id])
+
+
+class NoteSerializer(serializers.ModelSerializer):
+    turn = serializers.SlugRelatedField(slug_field="uuid", read_only=True, allow_null=True,
+                                        help_text="The turn the note is on; null for a note on the whole interview.")
+    turn_position = serializers.IntegerField(source="turn.position", read_only=True, allow_null=True, default=None)
+    author = serializers.CharField(source="author.username", read_only=True)
+    mine = serializers.SerializerMethodField(help_text="Written by you (only your own notes can be changed).")
+
+    class Meta:
+        model = Note
+        fields = ["turn", "turn_position", "author", "mine", "text", "created_at", "updated_at"]
+        read_only_fields = fields
+
+    def get_mine(self, note: Note) -> bool:
+        return note.author_id == self.context["request"].user.pk
+
+
+class NoteFilter(serializers.Serializer):
+    turn = serializers.UUIDField(required=False, help_text="Only the notes on this turn.")
+
+
+class NotePlace(serializers.Serializer):
+    turn = serializers.UUIDField(required=False, help_text="The turn your note is on; leave out for your note on the whole interview.")
+
+
+class NoteTextSerializer(serializers.Serializer):
+    text = serializers.CharField(max_length=20000, help_text="The note; it replaces your earlier note in the same place.")
+
+
+INTERVIEW_UUID = OpenApiParameter("interview_uuid", OpenApiTypes.UUID, OpenApiParameter.PATH)
+
+
+@extend_schema_view(list=extend_schema(parameters=[INTERVIEW_UUID, NoteFilter]))
+class NoteViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Familiarisation notes on an interview and its turns, by every member; filter with ?turn=<uuid>.
+
+    Each researcher has at most one note per place (the interview, or one turn): PUT notes/mine/ writes yours,
+    DELETE notes/mine/ removes it; others' notes are never changed.
+    """
+
+    serializer_class = NoteSerializer
+
+    @property
+    def interview(self) -> Interview:
+        if not hasattr(self, "_interview"):
+            self._interview = get_object_or_404(Interview.objects.for_project(self.project), uuid=self.kwargs["interview_uuid"])
+        return self._interview
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):
+            return Note.objects.none()
+        notes = Note.objects.for_interview(self.interview).select_related("turn").defer("turn__text", "turn__metadata")
+        wanted = query_filters(self.request, NoteFilter)
+        return notes.filter(turn__uuid=wanted["turn"]) if "turn" in wanted else notes
+
+    def _place(self) -> Turn | None:
+        """The turn named by ?turn= (None: the interview itself); 400 if it is not one of the interview's."""
+        wanted = query_filters(self.request, NotePlace)
+        if "turn" not in wanted:
+            return None
+        turn = Turn.objects.filter(interview=self.interview, uuid=wanted["turn"]).only("id", "uuid", "interview_id", "position").first()
+        if turn is None:
+            raise serializers.ValidationError({"turn": [f"This interview has no turn {wanted['turn']}."]})
+        return turn
+
+    @extend_schema(methods=["PUT"], parameters=[INTERVIEW_UUID, NotePlace], request=NoteTextSerializer,
+                   responses={200: NoteSerializer, 201: NoteSerializer}, description="Write your note: 201 when new, 200 when it replaced yours.")
+    @extend_schema(methods=["DELETE"], parameters=[INTERVIEW_UUID, NotePlace], request=None, responses={204: None},
+                   description="Delete your note (404 if you have none there).")
+    @action(detail=False, methods=["put", "delete"], url_path="mine")
+    def mine(self, request: Request, *args, **kwargs) -> Response:
+        turn = self._place()
+        if request.method == "DELETE":
+            if not Note.objects.filter(interview=self.interview, turn=turn, author=request.user).exists():
+                raise Http404("You have no note here.")
+            note_save(interview=self.interview, turn=turn, author=request.user, text="")
+            return Response(status=status.HTTP_204_NO_CONTENT)
+        data = NoteTextSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        existed = Note.objects.filter(interview=self.interview, turn=turn, author=request.user).exists()
+        try:
+            note = note_save(interview=self.interview, turn=turn, author=request.user, text=data.validated_data["text"])
+        except DjangoValidationError as exc:
+            raise _drf_error(exc) from exc
+        return Response(NoteSerializer(note, context=self.get_serializer_context()).data,
+                        status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)
