@@ -25,6 +25,7 @@ from interviews.services_import import (
     ImportOptionsError,
     get_progress,
     importjob_create,
+    importjob_discard,
     importjob_queue,
 )
 from projects.api_filters import query_filters
@@ -242,6 +243,7 @@ class ImportStartSerializer(serializers.Serializer):
 
     conversations = serializers.ListField(
         child=serializers.CharField(max_length=1000), required=False, min_length=1, max_length=100000,
+        error_messages={"min_length": "Choose at least one conversation to import."},
         help_text="Keys of the preview's conversations to import; without it, every conversation not imported before.")
     label_maps = serializers.DictField(
         child=serializers.DictField(child=serializers.ChoiceField(choices=LABEL_CHOICES)), required=False, default=dict,
@@ -372,15 +374,17 @@ class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retriev
     create=extend_schema(request={"multipart/form-data": ImportCreateSerializer},
                          responses={201: ImportJobDetailSerializer, 202: ImportJobDetailSerializer}),
     retrieve=extend_schema(responses=ImportJobDetailSerializer),
+    destroy=extend_schema(responses={204: None, 409: ConflictSerializer}),
 )
 class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
-                    viewsets.GenericViewSet):
+                    mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """Imports, in one call or two.
 
     One call: POST the files (start=true, the default) and every conversation not imported before is imported
     with guessed speakers (202). Two calls, as on the import page: POST the files with start=false (201: the job
     with its preview; a large upload is read by the worker first, status "analysing", then "uploaded"), then
-    POST the job's `start` with the chosen conversations, speaker labels, participant and depth (202).
+    POST the job's `start` with the chosen conversations, speaker labels, participant and depth (202), or DELETE
+    the job to discard the upload (409 once it has started).
     """
 
     lookup_field = "uuid"
@@ -435,6 +439,15 @@ class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
             return Response({"detail": str(e)}, status=status.HTTP_400_BAD_REQUEST)
         job.refresh_from_db()
         return Response(ImportJobDetailSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+    def destroy(self, request: Request, *args, **kwargs) -> Response:
+        """Discard an upload that has not been imported (its stored files go with it)."""
+        try:
+            importjob_discard(job=self.get_object())
+        except ImportOptionsError as e:
+            return Response({"detail": str(e)}, status=status.HTTP_409_CONFLICT)
+        return Response(status=status.HTTP_204_NO_CONTENT)
 
 
 def _conflict(job: ImportJob) -> Response:

@@ -9,7 +9,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from interviews.models import ImportJob, Interview, Participant, Turn
-from interviews.services_import import import_paths
+from interviews.services_import import import_paths, importjob_preview
 
 SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
 CLAUDE = SAMPLES / "claude" / "claude-history-synthetic-conversations.json"
@@ -175,3 +175,39 @@ def test_job_detail_queries_do_not_grow_with_the_preview(client_for, project, an
         # session, user, membership (+project), the job
         with django_assert_num_queries(4):
             assert client.get(api(project, f"imports/{job['uuid']}/")).status_code == 200
+
+
+def test_a_large_upload_can_be_started_once_the_worker_has_read_it(
+        client_for, project, analyst, settings, django_capture_on_commit_callbacks):
+    settings.RTA_IMPORT_INLINE_PREVIEW_BYTES = 100  # the sample counts as large: read in the worker
+    client = client_for(analyst)
+    job = upload(client, project, CLAUDE.name, CLAUDE.read_bytes())  # the preview task waits for a commit that never comes
+    assert job["status"] == "analysing" and job["preview"]["files"] == []
+    early = start(client, project, job, {})
+    assert early.status_code == 409 and "still being read" in early.json()["detail"]
+    importjob_preview(job_id=ImportJob.objects.get().pk)
+    read = client.get(api(project, f"imports/{job['uuid']}/")).json()
+    assert read["status"] == "uploaded" and len(keys(read)) == 3
+    with django_capture_on_commit_callbacks(execute=True):
+        assert start(client, project, read, {"conversations": keys(read)[:1]}).status_code == 202
+    assert Interview.objects.count() == 1
+
+
+def test_an_upload_can_be_discarded_until_it_starts(client_for, project, analyst, viewer, outsider, settings,
+                                                    django_capture_on_commit_callbacks):
+    client = client_for(analyst)
+    job = upload(client, project, "talk.txt", TALK)
+    url = api(project, f"imports/{job['uuid']}/")
+    assert client_for(viewer).delete(url).status_code == 403
+    assert client_for(outsider).delete(url).status_code == 404
+    stored = Path(settings.MEDIA_ROOT) / "imports" / job["uuid"]
+    assert stored.is_dir()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.delete(url).status_code == 204
+    assert not ImportJob.objects.exists() and not stored.exists()
+    started = upload(client, project, "talk.txt", TALK)
+    with django_capture_on_commit_callbacks(execute=True):
+        start(client, project, started, {})
+    refused = client.delete(api(project, f"imports/{started['uuid']}/"))
+    assert refused.status_code == 409 and "can no longer be discarded" in refused.json()["detail"]
+    assert ImportJob.objects.filter(status=ImportJob.Status.DONE).count() == 1
