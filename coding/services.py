@@ -558,12 +558,16 @@ def note_save(*, interview: Interview, author: Any, text: str, turn: Turn | None
             audit_record(project=interview.project, actor=author, action=AuditEvent.Action.DELETED,
                          target_type="note", summary=f"Familiarisation note on {where} deleted")
         return None
-    if existing:
+    if existing is None:
+        try:
+            with transaction.atomic():
+                note = Note.objects.create(interview=interview, turn=turn, author=author, text=text)
+        except IntegrityError:  # the same author's other tab or request created it a moment ago
+            existing = Note.objects.get(interview=interview, turn=turn, author=author)
+    if existing is not None:
         existing.text = text
         existing.save(update_fields=["text", "updated_at"])
         note = existing
-    else:
-        note = Note.objects.create(interview=interview, turn=turn, author=author, text=text)
     audit_record(project=interview.project, actor=author, action=AuditEvent.Action.CHANGED if existing else AuditEvent.Action.CREATED,
                  target=note, target_type="note", summary=f"Familiarisation note on {where}")
     return note

@@ -148,3 +148,19 @@ def test_csv_import_names_bad_headers_encoding_and_cycles(project, owner):
     with pytest.raises(CodebookImportError, match="cycle"):
         codebook_import(project=project, actor=owner, rows=rows, source="book.csv")
     assert not Code.objects.exists()
+
+
+def test_a_note_created_by_the_same_author_meanwhile_is_replaced_not_an_error(interview, analyst, monkeypatch):
+    from coding import services
+
+    Note.objects.create(interview=interview, author=analyst, text="Written in another tab")
+
+    class _LookupBeforeTheOtherInsert:
+        def first(self):
+            return None
+
+    monkeypatch.setattr(services.Note.objects, "filter", lambda **kwargs: _LookupBeforeTheOtherInsert())
+    note = note_save(interview=interview, author=analyst, text="Written here")
+    monkeypatch.undo()
+    assert note.text == "Written here"
+    assert list(Note.objects.filter(interview=interview, author=analyst).values_list("text", flat=True)) == ["Written here"]
