@@ -653,13 +653,25 @@ def decision_apply(*, decision: Decision, actor, confirmed_version: int | None =
         if seen != theme.version:
             raise DecisionConflict(decision, theme)
     if not message:
+        others = Decision.objects.filter(review=review, applied_at__isnull=True, declined_at__isnull=True).exclude(pk=decision.pk)
+        versions_before = dict(Theme.objects.filter(pk__in=others.values("theme_id")).values_list("pk", "version"))
         message = _carry_out(decision, theme, actor)
+        _carry_meeting_versions_forward(others, versions_before)
     decision.applied_at, decision.applied_by = timezone.now(), actor
     decision.save(update_fields=["applied_at", "applied_by"])
     audit_record(project=project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Decision applied to “{theme.name}”: {decision.get_kind_display().lower()}" + (f" ({message})" if message else ""),
                  data={"review": str(review.uuid), "decision": str(decision.uuid)})
     return DecisionOutcome(decision=decision, message=message or "Decision applied.")
+
+
+def _carry_meeting_versions_forward(others, versions_before: dict[int, int]) -> None:
+    """A meeting's own decisions are not a colleague's edit: its other pending decisions on a theme this one
+    changed (rename, then merge the renamed theme) move to the theme's new version instead of conflicting."""
+    versions_after = dict(Theme.objects.filter(pk__in=list(versions_before)).values_list("pk", "version"))
+    for theme_id, before in versions_before.items():
+        if versions_after.get(theme_id, before) != before:
+            others.filter(theme_id=theme_id, theme_version=before).update(theme_version=versions_after[theme_id])
 
 
 def _carry_out(decision: Decision, theme: Theme, actor) -> str:

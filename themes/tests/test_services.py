@@ -345,6 +345,19 @@ def test_apply_anyway_with_the_current_version_overwrites_and_a_stale_confirmati
     assert outcome.decision.applied_by == owner and outcome.message == "Decision applied."
 
 
+def test_a_meetings_own_decisions_on_one_theme_apply_in_turn_but_a_colleagues_edit_still_conflicts(meeting, owner, analyst):
+    rename = _decide(meeting, owner, "rename", name="A renamed")
+    redefine = _decide(meeting, owner, "redefine", definition="The meeting's definition.")
+    merge = _decide(meeting, owner, "merge", into=str(meeting["b"].uuid))
+    services.decision_apply(decision=rename, actor=owner)
+    services.decision_apply(decision=redefine, actor=owner)  # the rename was the meeting's own change: no conflict
+    services.theme_update(theme=Theme.objects.get(pk=meeting["a"].pk), actor=analyst, base_version=3, definition="Analyst's")
+    with pytest.raises(services.DecisionConflict):
+        services.decision_apply(decision=merge, actor=owner)
+    a = Theme.objects.get(pk=meeting["a"].pk)
+    assert (a.name, a.definition, a.deleted_at) == ("A renamed", "Analyst's", None)
+
+
 def test_an_unedited_theme_applies_without_asking(meeting, owner):
     decision = _decide(meeting, owner, "rename", name="A2")
     services.decision_apply(decision=decision, actor=owner)
