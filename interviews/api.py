@@ -27,6 +27,7 @@ from interviews.services_import import (
     importjob_create,
     importjob_discard,
     importjob_queue,
+    preview_speaker_labels,
 )
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
@@ -187,23 +188,11 @@ class ImportJobDetailSerializer(ImportJobSerializer):
 
 PARTICIPANT_LABEL_MAX = Participant._meta.get_field("label").max_length
 PREVIEW_KEYS = ("key", "title", "started_at", "format", "models", "turns", "duplicate_of")
-# Folding a label's lines back into the turn before needs the raw lines, which only text and Markdown keep.
-FOLDABLE_FORMATS = ("text", "markdown")
-
-
 def speaker_label_groups(job: ImportJob) -> list[dict]:
     """Per source file with speaker labels: each label with its guessed speaker, and the allowed choices."""
-    groups: dict[str, dict[str, str]] = {}
-    foldable: set[str] = set()
-    for f in job.preview.get("files", []):
-        for c in f["conversations"]:
-            for label, guess in c.get("labels") or []:
-                groups.setdefault(c["source_name"], {}).setdefault(label, guess)
-            if c.get("format") in FOLDABLE_FORMATS:
-                foldable.add(c["source_name"])
     return [{"source": source, "labels": [{"label": lab, "guess": guess} for lab, guess in labels.items()],
-             "choices": list(LABEL_CHOICES) if source in foldable else list(SPEAKERS)}
-            for source, labels in groups.items()]
+             "choices": list(LABEL_CHOICES) if foldable else list(SPEAKERS)}
+            for source, labels, foldable in preview_speaker_labels(job)]
 
 
 def _check_participant(project, choice: str) -> str:

@@ -371,6 +371,24 @@ def set_progress(job_uuid, done: int, total: int) -> None:
     cache.set(progress_key(job_uuid), {"done": done, "total": total}, PROGRESS_TTL)
 
 
+# Folding a label's lines back into the turn before needs the raw lines, which only text and Markdown keep.
+FOLDABLE_FORMATS = ("text", "markdown")
+
+
+def preview_speaker_labels(job: ImportJob) -> list[tuple[str, dict[str, str], bool]]:
+    """Per source file with speaker labels: (file name, {label: guessed speaker}, whether a label can be folded
+    into the turn before), from the job's preview, in the order the labels first appear."""
+    groups: dict[str, dict[str, str]] = {}
+    foldable: set[str] = set()
+    for f in job.preview.get("files", []):
+        for c in f["conversations"]:
+            for label, guess in c.get("labels") or []:
+                groups.setdefault(c["source_name"], {}).setdefault(label, guess)
+            if c.get("format") in FOLDABLE_FORMATS:
+                foldable.add(c["source_name"])
+    return [(source, labels, source in foldable) for source, labels in groups.items()]
+
+
 def get_progress(job: ImportJob) -> dict[str, int]:
     if job.status in (ImportJob.Status.DONE, ImportJob.Status.FAILED):
         return {"done": job.progress_done, "total": job.progress_total}

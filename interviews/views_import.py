@@ -19,6 +19,7 @@ from interviews.services_import import (
     importjob_create,
     importjob_discard,
     importjob_queue,
+    preview_speaker_labels,
 )
 from projects.permissions import member_or_404, writer_or_403
 
@@ -113,17 +114,9 @@ def import_job_discard(request: HttpRequest, project_uuid, job_uuid) -> HttpResp
 
 def _label_groups(job: ImportJob) -> list[dict]:
     """Per source file with speaker labels: its labels and the guessed speaker of each."""
-    groups: dict[str, dict[str, str]] = {}
-    foldable: set[str] = set()
-    for f in job.preview.get("files", []):
-        for c in f["conversations"]:
-            for label, guess in c.get("labels") or []:
-                groups.setdefault(c["source_name"], {}).setdefault(label, guess)
-            if c.get("format") in ("text", "markdown"):
-                foldable.add(c["source_name"])
-    return [{"index": gi, "source": source, "choices": SPEAKER_CHOICES + (FOLD_CHOICE if source in foldable else []),
+    return [{"index": gi, "source": source, "choices": SPEAKER_CHOICES + (FOLD_CHOICE if foldable else []),
              "labels": [{"index": li, "label": lab, "guess": guess} for li, (lab, guess) in enumerate(labels.items())]}
-            for gi, (source, labels) in enumerate(groups.items())]
+            for gi, (source, labels, foldable) in enumerate(preview_speaker_labels(job))]
 
 
 def _preview_context(job: ImportJob, posted=None) -> dict:
