@@ -448,10 +448,12 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
         theme = get_object_or_404(Theme.objects.for_project(self.project), uuid=request.data.get("theme"))
         try:
             decision = services.decision_record(review=review, theme=theme, actor=request.user, kind=request.data.get("kind", ""),
-                                                payload=request.data.get("payload") or {}, note=request.data.get("note", ""))
+                                                payload=request.data.get("payload") or {}, note=request.data.get("note", ""),
+                                                seen_version=request.data.get("theme_version"))
         except DjangoValidationError as exc:
             raise _drf(exc) from None
-        return Response(DecisionSerializer(decision).data, status=status.HTTP_201_CREATED)
+        notice = services.decision_stale_notice(decision, theme)  # "" unless the theme changed since the caller read it
+        return Response({**DecisionSerializer(decision).data, "notice": notice}, status=status.HTTP_201_CREATED)
 
     @action(detail=True, methods=["post"], url_path=r"decisions/(?P<decision_uuid>[0-9a-f-]{36})/apply")
     def apply(self, request: Request, *args, decision_uuid: str = "", **kwargs) -> Response:

@@ -578,13 +578,41 @@ def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict)
 
 
 @transaction.atomic
-def decision_record(*, review: Review, theme: Theme, actor, kind: str, payload: dict, note: str = "") -> Decision:
-    """Record what the meeting decided about a theme (not yet applied)."""
+def decision_record(*, review: Review, theme: Theme, actor, kind: str, payload: dict, note: str = "",
+                    seen_version: int | str | None = None) -> Decision:
+    """Record what the meeting decided about a theme (not yet applied), as of the theme version the person saw.
+
+    `seen_version` is the version on the page where the decision was made (missing: the current one); an older one is
+    kept, so applying asks first about the edit made while the page was open.
+    """
     if theme.project_id != review.project_id:
         raise ValidationError({"theme": "The theme belongs to another project."})
+    seen = _seen_version(theme, seen_version)
     clean = decision_validate(review=review, theme=theme, kind=kind, payload=payload)
-    return Decision.objects.create(review=review, theme=theme, theme_name=theme.name, theme_version=theme.version, kind=kind,
+    return Decision.objects.create(review=review, theme=theme, theme_name=theme.name, theme_version=seen, kind=kind,
                                    payload=clean, note=note, created_by=actor)
+
+
+def _seen_version(theme: Theme, value: int | str | None) -> int:
+    """The theme version a decision was made on: a whole number from 1 up to the theme's current version."""
+    if value is None or value == "":
+        return theme.version
+    try:
+        seen = value if isinstance(value, int) and not isinstance(value, bool) else int(str(value).strip())
+    except ValueError:
+        seen = None
+    if seen is None or not 1 <= seen <= theme.version:
+        raise ValidationError({"theme_version": f"The theme version the decision was made on must be a whole number from 1 to "
+                                                f"{theme.version} (the theme's current version), not “{value}”."})
+    return seen
+
+
+def decision_stale_notice(decision: Decision, theme: Theme) -> str:
+    """What to tell someone whose decision was made on a theme edited while their page was open, or ""."""
+    if decision.theme_version is None or decision.theme_version >= theme.version:
+        return ""
+    notice = f"The theme changed since you opened this page (now version {theme.version})"
+    return notice + ("; applying this decision will show what changed and ask first." if decision.kind in VERSION_CHECKED_KINDS else ".")
 
 
 # Kinds that write over the theme's name or definition, or fold or split the theme the meeting looked at: if the

@@ -148,11 +148,14 @@ def decision_create(request: HttpRequest, project_uuid, review_uuid) -> HttpResp
         "status": request.POST.get("status", ""), "to": request.POST.get("to", ""), "codes": request.POST.getlist("codes"),
     }
     try:
-        services.decision_record(review=review, theme=theme, actor=request.user, kind=kind, payload=payload, note=request.POST.get("note", ""))
+        decision = services.decision_record(review=review, theme=theme, actor=request.user, kind=kind, payload=payload,
+                                            note=request.POST.get("note", ""), seen_version=request.POST.get("theme_version"))
     except ValidationError as exc:
         messages.error(request, f"Decision on “{theme.name}” not recorded: {' '.join(exc.messages)}")
     else:
         messages.success(request, f"Decision on “{theme.name}” recorded. Apply it when the team agrees.")
+        if notice := services.decision_stale_notice(decision, theme):
+            messages.warning(request, notice)
     return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, review.uuid])))
 
 
