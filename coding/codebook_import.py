@@ -1,4 +1,9 @@
-"""Importing a codebook from CSV or REFI-QDA .qdc: everything lands, or nothing does."""
+"""Importing a codebook from CSV or REFI-QDA .qdc: everything lands, or nothing does.
+
+Codes keep the file's order (after the project's codes). In a .qdc a name that repeats under
+another parent is renamed as the .qdpx project import does (refiqda.conventions.unique_name),
+and the row says so, for the import summary.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +17,9 @@ from django.db import transaction
 
 import refiqda
 from coding.models import Code, CodeEvent
-from coding.services import COLOUR_RE, code_create
+from coding.services import COLOUR_RE, code_archive, code_create
 from projects.models import Project
-from refiqda.conventions import parse_code_description
+from refiqda.conventions import parse_code_description, unique_name
 
 MAX_BYTES = 5 * 1024 * 1024
 # Header aliases, lower-cased: researchers' spreadsheets say things differently.
@@ -42,6 +47,8 @@ class Row:
     name: str
     parent: str = ""
     values: dict[str, str] = field(default_factory=dict)
+    archived: bool = False
+    renamed_from: str = ""  # the file's name, when it repeated and `name` is the one given instead
 
 
 def _decode(data: bytes, filename: str) -> str:
@@ -107,19 +114,37 @@ def rows_from_qdc(data: bytes, *, filename: str = "codebook.qdc") -> list[Row]:
     except refiqda.QdpxError as exc:
         raise CodebookImportError([str(exc)]) from exc
     rows = []
+    taken: set[str] = set()
+    names: dict[int, str] = {}  # id(file code) → the name it is imported under
     for code, parent, _depth in book.iter_codes():
-        # The Description packs definition, what counts, what does not, example and kind
-        # (refiqda.conventions); other tools' free text comes back whole as the definition.
-        # A code marked isCodable="false" (a folder) becomes an ordinary parent code, as in
-        # the .qdpx project import: here any code may group others.
+        # The Description packs definition, what counts, what does not, example, kind and the
+        # archived flag (refiqda.conventions); other tools' free text comes back whole as the
+        # definition. A code marked isCodable="false" (a folder) becomes an ordinary parent
+        # code, as in the .qdpx project import: here any code may group others.
         values = parse_code_description(code.description or "")
+        archived = bool(values.pop("archived", False))
         if code.color:
             values["colour"] = _six_digit(code.color)
-        rows.append(Row(where=f"{filename}, code “{code.name}” ({code.guid})", name=code.name,
-                        parent=parent.name if parent else "", values=values))
+        name = _unique_in_file(code.name, taken, hint=parent.name if parent else "")
+        names[id(code)] = name
+        rows.append(Row(where=f"{filename}, code “{code.name}” ({code.guid})", name=name,
+                        parent=names[id(parent)] if parent else "", values={k: str(v) for k, v in values.items()},
+                        archived=archived, renamed_from=code.name if name != code.name else ""))
     if not rows:
         raise CodebookImportError([f"{filename}: the codebook has no codes."])
     return rows
+
+
+def _unique_in_file(name: str, taken: set[str], *, hint: str) -> str:
+    """The project import's renaming of a repeated name; names that are empty or too long stay, for _validate to report."""
+    if not name.strip() or len(name.strip()) > 200:
+        return name
+    return unique_name(name, taken, 200, hint)
+
+
+def renamed_codes(rows: list[Row]) -> list[tuple[str, str]]:
+    """(name in the file, name given) for every code renamed because its name repeats in the file."""
+    return [(row.renamed_from, row.name) for row in rows if row.renamed_from]
 
 
 def _six_digit(colour: str) -> str:
@@ -158,11 +183,14 @@ def _validate(project: Project, rows: list[Row]) -> list[str]:
 
 @transaction.atomic
 def codebook_import(*, project: Project, actor: Any, rows: list[Row], source: str) -> list[Code]:
-    """Create every code in `rows` (parents before children) or raise CodebookImportError and create none."""
+    """Create every code in `rows` (parents before children, in the file's order) or raise CodebookImportError and create none."""
     errors = _validate(project, rows)
     if errors:
         raise CodebookImportError(errors)
-    by_name = {c.name.lower(): c for c in Code.objects.for_project(project)}
+    existing = list(Code.objects.for_project(project))
+    by_name = {c.name.lower(): c for c in existing}
+    first_position = max((c.position for c in existing), default=-1) + 1
+    order = {id(row): i for i, row in enumerate(rows)}
     created: list[Code] = []
     pending = list(rows)
     # Parents may come after their children in a spreadsheet: place rows whose parent exists, repeat.
@@ -177,10 +205,14 @@ def codebook_import(*, project: Project, actor: Any, rows: list[Row], source: st
                                    reason=f"Imported from {source}", **{k: v for k, v in row.values.items() if v})
             except ValidationError as exc:
                 raise CodebookImportError([f"{row.where}: {m}" for m in exc.messages]) from exc
+            code.position = first_position + order[id(row)]
+            if row.archived:
+                code_archive(code=code, actor=actor, reason=f"Archived in {source}")
             by_name[code.name.lower()] = code
             created.append(code)
             pending.remove(row)
             progress = True
         if not progress:
             raise CodebookImportError([f"{r.where}, parent: “{r.parent}” forms a cycle." for r in pending])
+    Code.objects.bulk_update(created, ["position"])
     return created

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from coding import queries
 from coding.agreement import per_code_agreement
-from coding.codebook_import import CodebookImportError, codebook_import, rows_from_csv, rows_from_qdc
+from coding.codebook_import import CodebookImportError, codebook_import, renamed_codes, rows_from_csv, rows_from_qdc
 from coding.excerpts import excerpts_by_participant, excerpts_for_codes
 from coding.forms import ArchiveForm, CodeCreateForm, CodeEditForm, ImportForm, MergeForm, MoveForm, SplitForm
 from coding.models import Code, CodeEvent, Note
@@ -253,7 +253,9 @@ def codebook_import_view(request: HttpRequest, project_uuid: UUID) -> HttpRespon
         except CodebookImportError as exc:
             errors = exc.errors
         else:
-            messages.success(request, f"Imported {len(created)} codes from {name}.")
+            renamed = "; ".join(f"“{old}” as “{new}”" for old, new in renamed_codes(rows))
+            messages.success(request, f"Imported {len(created)} codes from {name}."
+                             + (f" Names that repeat in the file were imported as: {renamed}." if renamed else ""))
             return redirect("coding:codebook", project_uuid=project_uuid)
     status = 400 if request.method == "POST" else 200
     return render(request, "coding/import.html", _ctx(membership, form=form, errors=errors), status=status)

@@ -60,7 +60,7 @@ from interviews.segmentation import segment_text
 from projects.audit import audit_record
 from projects.models import AuditEvent, Membership, Project, Role
 from projects.services import project_create
-from refiqda.conventions import code_description, parse_code_description
+from refiqda.conventions import code_description, parse_code_description, unique_name
 from themes.models import Memo, MemoRevision, Theme, ThemeCode
 
 TURNS_VARIABLE = "RTA turns"
@@ -92,7 +92,8 @@ def _speaker_label(turn: Turn, participant: Participant) -> str:
 
 def _code_description(code: Code) -> str:
     return code_description(definition=code.definition, include_when=code.include_when,
-                            exclude_when=code.exclude_when, example=code.example, kind=code.kind)
+                            exclude_when=code.exclude_when, example=code.example, kind=code.kind,
+                            archived=code.archived)
 
 
 class _Exporter:
@@ -272,14 +273,7 @@ class ImportResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _unique(name: str, taken: set[str], limit: int, hint: str = "") -> str:
-    name = (name.strip() or "Untitled")[:limit]
-    candidates = [name] + ([f"{name} ({hint})"[:limit]] if hint else []) + [f"{name} ({n})"[:limit] for n in range(2, 10_000)]
-    for candidate in candidates:
-        if candidate.lower() not in taken:
-            taken.add(candidate.lower())
-            return candidate
-    raise ValueError(f"too many items named {name!r}")
+_unique = unique_name  # shared with the .qdc codebook import, so both name repeated codes alike
 
 
 def _turns_from_map(src: refiqda.TextSource, variables: dict[str, str]) -> list[tuple[str, int, int]] | None:

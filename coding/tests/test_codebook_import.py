@@ -3,15 +3,18 @@ and treats other tools' codebooks the way the .qdpx project import does."""
 
 from __future__ import annotations
 
+import io
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
-from coding.codebook_import import CodebookImportError, codebook_import, rows_from_qdc
+from coding.codebook_import import CodebookImportError, codebook_import, renamed_codes, rows_from_csv, rows_from_qdc
 from coding.models import Code
+from coding.services import code_archive
 from projects.models import Membership, Project, Role
 from refiqda.tests.helpers import QDPX_SAMPLES, make_zip
-from reports.exchange import project_import_qdpx
+from reports.exchange import project_export_qdpx, project_import_qdpx
 
 pytestmark = pytest.mark.django_db
 
@@ -99,3 +102,94 @@ def test_an_error_names_the_code(owner, project, make_code):
 </Codes></CodeBook>"""
     with pytest.raises(CodebookImportError, match=r"x.qdc, code “Trust” \(33333333-.*\): a code named “Trust” already"):
         codebook_import(project=project, actor=owner, rows=rows_from_qdc(qdc, filename="x.qdc"), source="x.qdc")
+
+
+def _siblings(project: Project) -> dict[str | None, list[str]]:
+    """Each parent's children (None: the top level) in the codebook's order."""
+    out: dict[str | None, list[str]] = {}
+    for c in Code.objects.for_project(project).select_related("parent").order_by("position", "name"):
+        out.setdefault(c.parent.name if c.parent else None, []).append(c.name)
+    return out
+
+
+# The same code tree comes with NVivo's and QualCoder's demo projects; these names repeat under other parents.
+RENAMED_IN_DEMO_CODETREE = [
+    ("programming", "programming (cs_as_programming)"),
+    ("computational_literacy", "computational_literacy (practices)"),
+    ("citizenship", "citizenship (digital_citizenship)"),
+    ("digital_citizenship", "digital_citizenship (cs_literacy)"),
+    ("citizenship", "citizenship (2)"),
+    ("choice", "choice (electives)"),
+    ("graduation_requirement", "graduation_requirement (graduation_requirement)"),  # under a parent of the same name
+    ("pedagogy", "pedagogy (pedagogy)"),
+    ("cs_inclusion", "cs_inclusion (rq3_process)"),
+    ("fun", "fun (affect_toward_cs)"),
+]
+
+
+@pytest.mark.parametrize("path", [p for p in QDPX_SAMPLES if p.name in ("nvivo-mac-15-codetree.qdpx", "qc-demo.qdpx")],
+                         ids=lambda p: p.name)
+def test_a_real_codebook_with_repeated_names_imports_renamed_like_its_qdpx_project(owner, project, path):
+    rows = rows_from_qdc(path.read_bytes(), filename=path.name)
+    assert renamed_codes(rows) == RENAMED_IN_DEMO_CODETREE
+    codebook_import(project=project, actor=owner, rows=rows, source=path.name)
+    imported = project_import_qdpx(source=path.read_bytes(), owner=owner, filename=path.name)
+    fields = _without_colour(project)
+    assert len(fields) == 262 and fields == _without_colour(imported.project)
+    assert _siblings(project) == _siblings(imported.project)
+    assert [w for w in imported.warnings if "appears more than once" in w] == [
+        f"Code {old!r} appears more than once; imported as {new!r}." for old, new in renamed_codes(rows)]
+    assert fields["programming (cs_as_programming)"][5] == "cs_as_programming"
+    assert fields["citizenship (2)"][5] == "digital_citizenship (cs_literacy)"
+    assert fields["digital_citizenship (cs_literacy)"][5] == "cs_literacy"
+    assert _siblings(project)[None][:2] == ["rq1_definition", "rq2_curriculum_and_instruction"]
+    assert _siblings(project)["concepts"][:3] == ["abstraction", "algorithms", "computer_graphics"]
+
+
+def test_the_import_summary_names_the_renamed_codes(client_for, owner, project):
+    qdc = b"""<?xml version="1.0" encoding="utf-8"?>
+<CodeBook xmlns="urn:QDA-XML:codebook:1.0"><Codes>
+  <Code guid="11111111-1111-1111-1111-111111111111" name="Place" isCodable="true">
+    <Code guid="22222222-2222-2222-2222-222222222222" name="Home" isCodable="true"/>
+  </Code>
+  <Code guid="33333333-3333-3333-3333-333333333333" name="People" isCodable="true">
+    <Code guid="44444444-4444-4444-4444-444444444444" name="Home" isCodable="true"/>
+  </Code>
+</Codes></CodeBook>"""
+    response = client_for(owner).post(reverse("coding:import", args=[project.uuid]),
+                                      {"file": SimpleUploadedFile("book.qdc", qdc)}, follow=True)
+    assert "Imported 4 codes from book.qdc. Names that repeat in the file were imported as: “Home” as “Home (People)”." \
+        in response.content.decode()
+    assert _fields(project)["Home (People)"][6] == "People" and _fields(project)["Home"][6] == "Place"
+
+
+def test_a_csv_codebook_keeps_the_files_order_after_the_projects_codes(owner, project, make_code):
+    make_code("Zebra")
+    csv = b"name,parent\nZeta,\nBeta,Zeta\nAlpha,\nAardvark,Zeta\nYak,Later\nLater,\n"
+    codebook_import(project=project, actor=owner, rows=rows_from_csv(csv, filename="book.csv"), source="book.csv")
+    assert _siblings(project) == {None: ["Zebra", "Zeta", "Alpha", "Later"], "Zeta": ["Beta", "Aardvark"], "Later": ["Yak"]}
+
+
+def test_an_exported_codebook_with_archived_and_nested_codes_comes_back_the_same(client_for, owner, project,
+                                                                                  other_project, make_code):
+    place = make_code("Place", kind="latent", colour="#aa0000", definition="Where belonging is located.",
+                      include_when="a named place", exclude_when="metaphors of place", example="“Home is Lagos.”")
+    make_code("Kitchen", parent=make_code("Home", parent=place, colour="#00aa00"), example="“We cooked.”")
+    make_code("Borders", parent=place, kind="latent", include_when="visas, passports")
+    code_archive(code=make_code("Abroad", parent=place, definition="Old idea."), actor=owner)
+    code_archive(code=make_code("Zoning", kind="latent"), actor=owner)
+    make_code("Language")
+    c = client_for(owner)
+    qdc = c.get(reverse("reports:codebook_download", args=[project.uuid, "qdc"])).content
+    response = c.post(reverse("coding:import", args=[other_project.uuid]), {"file": SimpleUploadedFile("book.qdc", qdc)})
+    assert response.status_code == 302, response.content[:500]
+    assert _fields(other_project) == _fields(project)
+    assert _siblings(other_project) == _siblings(project)
+    assert {n for n, f in _fields(other_project).items() if f[7]} == {"Abroad", "Zoning"}
+    archived = Code.objects.get(project=other_project, name="Abroad")
+    assert [e.action for e in archived.events.order_by("pk")] == ["imported", "archived"]
+    # The .qdpx project export and import carry the flag the same way.
+    out = io.BytesIO()
+    project_export_qdpx(project=project, out=out)
+    imported = project_import_qdpx(source=out.getvalue(), owner=owner, filename="p.qdpx").project
+    assert _fields(imported) == _fields(project) and _siblings(imported) == _siblings(project)

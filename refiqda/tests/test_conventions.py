@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from refiqda.conventions import code_description, parse_code_description
+from refiqda.conventions import code_description, parse_code_description, unique_name
 
 
 def test_fields_round_trip():
@@ -18,3 +18,17 @@ def test_defaults_are_left_out_and_foreign_text_is_all_definition():
     assert parse_code_description("Just this.") == {"definition": "Just this."}
     assert parse_code_description("") == {"definition": ""}
     assert parse_code_description("Text.\n\nKind: weird") == {"definition": "Text.\n\nKind: weird"}
+
+
+def test_archived_travels_as_a_last_paragraph_and_only_a_plain_yes_counts():
+    text = code_description(definition="Old idea.", kind="latent", archived=True)
+    assert text == "Old idea.\n\nKind: latent\n\nArchived: yes"
+    assert parse_code_description(text) == {"definition": "Old idea.", "kind": "latent", "archived": True}
+    assert code_description(definition="Live.", archived=False) == "Live."
+    assert parse_code_description("Text.\n\nArchived: maybe") == {"definition": "Text.\n\nArchived: maybe"}
+
+
+def test_a_repeated_name_takes_its_parent_then_a_number():
+    taken: set[str] = set()
+    names = [unique_name(n, taken, 200, hint) for n, hint in [("Home", ""), ("home", "People"), ("Home", "People"), ("Home", "")]]
+    assert names == ["Home", "home (People)", "Home (2)", "Home (3)"]
