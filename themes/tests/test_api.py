@@ -74,7 +74,7 @@ def test_api_lists_themes_with_ordered_codes_for_viewers(project, theme, viewer,
 def test_api_theme_edit_needs_the_version_and_a_stale_one_is_409_with_the_newer_text(project, theme, owner, analyst):
     url = base(project) + f"/themes/{theme.uuid}/"
     unversioned = api(owner).patch(url, {"definition": "mine"}, format="json")
-    assert unversioned.status_code == 400 and "Send the version you edited" in unversioned.json()["version"]
+    assert unversioned.status_code == 400 and "Send the version you edited" in unversioned.json()["version"][0]
     fresh = api(analyst).patch(url, {"definition": "theirs", "version": 1}, format="json")
     assert fresh.status_code == 200 and fresh.json()["version"] == 2
     stale = api(owner).patch(url, {"name": "Candour", "definition": "mine", "version": 1}, format="json")
@@ -275,6 +275,21 @@ def test_api_applying_a_decision_to_a_theme_edited_since_is_409_until_the_curren
     applied = api(analyst).post(url + "apply/", {"version": 2}, format="json")
     assert applied.status_code == 200 and applied.json()["applied_at"] and applied.json()["message"] == "Decision applied."
     assert Theme.objects.get(pk=theme.pk).definition == "Meeting's"
+
+
+def test_api_a_decision_keeps_the_theme_version_the_caller_read_and_applying_then_asks(project, theme, owner, analyst):
+    review = services.review_create(project=project, actor=owner, title="R1", date="2026-11-22", themes=[theme])
+    url = base(project) + f"/reviews/{review.uuid}/decisions/"
+    current = api(analyst).post(url, {"theme": str(theme.uuid), "kind": "rename", "payload": {"name": "Candour"}}, format="json")
+    assert current.status_code == 201 and current.json()["theme_version"] == 1 and current.json()["notice"] == ""
+    services.theme_update(theme=theme, actor=owner, base_version=1, definition="Newer")
+    stale = api(analyst).post(url, {"theme": str(theme.uuid), "kind": "redefine", "payload": {"definition": "Meeting's"},
+                                    "theme_version": 1}, format="json")
+    assert stale.status_code == 201 and stale.json()["theme_version"] == 1
+    assert stale.json()["notice"].startswith("The theme changed since you opened this page (now version 2)")
+    assert api(analyst).post(url + f"{stale.json()['uuid']}/apply/", format="json").status_code == 409
+    bad = api(analyst).post(url, {"theme": str(theme.uuid), "kind": "rename", "payload": {"name": "X"}, "theme_version": 3}, format="json")
+    assert bad.status_code == 400 and "from 1 to 2" in bad.json()["theme_version"][0]
 
 
 def test_api_declining_a_decision_keeps_the_theme(project, theme, owner, analyst, viewer):

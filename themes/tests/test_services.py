@@ -317,6 +317,34 @@ def test_a_decision_records_the_version_of_its_theme(meeting, owner, analyst):
     assert _decide(meeting, owner, "rename", name="A2").theme_version == 2
 
 
+def test_a_decision_keeps_the_version_its_page_showed_and_applying_then_asks(meeting, owner, analyst):
+    services.theme_update(theme=meeting["a"], actor=analyst, base_version=1, definition="Edited while the page was open.")
+    a = Theme.objects.get(pk=meeting["a"].pk)
+    decision = services.decision_record(review=meeting["review"], theme=a, actor=owner, kind="redefine",
+                                        payload={"definition": "The meeting's definition."}, seen_version="1")
+    assert decision.theme_version == 1
+    assert services.decision_stale_notice(decision, a) == ("The theme changed since you opened this page (now version 2); "
+                                                           "applying this decision will show what changed and ask first.")
+    with pytest.raises(services.DecisionConflict):
+        services.decision_apply(decision=decision, actor=owner)
+    assert Theme.objects.get(pk=a.pk).definition == "Edited while the page was open."
+
+
+def test_a_decision_on_the_version_its_page_showed_has_no_notice(meeting, owner):
+    decision = services.decision_record(review=meeting["review"], theme=meeting["a"], actor=owner, kind="rename",
+                                        payload={"name": "A2"}, seen_version=1)
+    assert decision.theme_version == 1 and services.decision_stale_notice(decision, meeting["a"]) == ""
+
+
+@pytest.mark.parametrize("seen", ["2", 0, -1, "one", "1.5", True])
+def test_a_version_the_theme_never_had_is_refused_and_records_nothing(seen, meeting, owner):
+    with pytest.raises(ValidationError) as raised:
+        services.decision_record(review=meeting["review"], theme=meeting["a"], actor=owner, kind="rename",
+                                 payload={"name": "A2"}, seen_version=seen)
+    assert "from 1 to 1 (the theme's current version)" in raised.value.message_dict["theme_version"][0]
+    assert not meeting["review"].decisions.exists()
+
+
 @pytest.mark.parametrize("kind,payload", [("redefine", {"definition": "The meeting's definition."}), ("rename", {"name": "A2"}),
                                           ("merge", {"into": "B"}), ("split", {"name": "A-split", "codes": ["x"]})])
 def test_a_text_decision_on_a_theme_edited_since_is_refused_and_changes_nothing(kind, payload, meeting, owner, analyst):

@@ -421,6 +421,37 @@ def test_a_decision_on_a_theme_edited_since_shows_both_texts_and_changes_nothing
     assert Theme.objects.get(pk=b.pk).name == "Being a friend"
 
 
+@pytest.mark.parametrize("page", ["review", "present"])
+def test_the_decision_form_carries_the_theme_version_on_the_page(page, world, project, owner, analyst, client_for):
+    b, review = world["b"], world["review"]
+    services.theme_update(theme=b, actor=analyst, base_version=b.version, definition="Edited before the page opened.")
+    args = [review.uuid] if page == "review" else [review.uuid, 1]
+    html = client_for(owner).get(u(page, project, *args)).content.decode()
+    form = html.split(f'name="theme" value="{b.uuid}"')[1].split("</form>")[0]
+    assert '<input type="hidden" name="theme_version" value="2">' in form
+
+
+def test_a_decision_made_on_a_page_opened_before_an_edit_is_recorded_with_a_notice_and_apply_asks(world, project, owner, analyst, client_for):
+    b, review = world["b"], world["review"]
+    services.theme_update(theme=b, actor=analyst, base_version=b.version, definition="Analyst's edit while the page was open.")
+    client = client_for(owner)
+    page = client.post(u("decision_create", project, review.uuid),
+                       {"theme": b.uuid, "theme_version": "1", "kind": "redefine", "definition": "The meeting's definition."}, follow=True)
+    assert "The theme changed since you opened this page (now version 2)" in page.content.decode()
+    decision = Decision.objects.get(kind="redefine")
+    assert decision.theme_version == 1
+    asked = client.post(u("decision_apply", project, decision.uuid))
+    assert asked.status_code == 200 and "was edited after Round 1 decided this" in asked.content.decode()
+    assert Theme.objects.get(pk=b.pk).definition == "Analyst's edit while the page was open."
+
+
+def test_a_decision_with_a_version_the_theme_never_had_is_not_recorded(world, project, owner, client_for):
+    page = client_for(owner).post(u("decision_create", project, world["review"].uuid),
+                                  {"theme": world["b"].uuid, "theme_version": "7", "kind": "rename", "name": "X"}, follow=True)
+    assert "not recorded: The theme version the decision was made on must be a whole number from 1 to 1" in page.content.decode()
+    assert not Decision.objects.filter(kind="rename", payload__name="X").exists()
+
+
 def test_keeping_the_current_text_leaves_the_theme_and_shows_the_decision_not_applied(world, project, owner, analyst, client_for):
     b, decision, review = world["b"], world["decision"], world["review"]
     services.theme_update(theme=b, actor=analyst, base_version=b.version, name="Companionship")
