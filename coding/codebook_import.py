@@ -129,7 +129,7 @@ def rows_from_qdc(data: bytes, *, filename: str = "codebook.qdc") -> list[Row]:
         names[id(code)] = name
         rows.append(Row(where=f"{filename}, code “{code.name}” ({code.guid})", name=name,
                         parent=names[id(parent)] if parent else "", values={k: str(v) for k, v in values.items()},
-                        archived=archived, renamed_from=code.name if name != code.name else ""))
+                        archived=archived, renamed_from=code.name if name != code.name.strip() else ""))
     if not rows:
         raise CodebookImportError([f"{filename}: the codebook has no codes."])
     return rows
