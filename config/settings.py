@@ -234,6 +234,9 @@ SPECTACULAR_SETTINGS = {
         "TurnStatusEnum": "interviews.models.Turn.Status",
         "InterviewOriginEnum": "interviews.models.Interview.Origin",
         "CodingOriginEnum": "coding.models.Coding.Origin",
+        "ThemeStatusEnum": "themes.models.Theme.Status",
+        "DecisionKindEnum": "themes.models.Decision.Kind",
+        "MemoKindEnum": "themes.models.Memo.Kind",
     },
 }
 

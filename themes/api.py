@@ -50,12 +50,36 @@ def _with_codes(themes):
     return themes.select_related("parent").prefetch_related(Prefetch("theme_codes", queryset=placements, to_attr="ordered_codes"))
 
 
-class ThemeWriteSerializer(serializers.Serializer):
+class ThemeCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, required=False)
     definition = serializers.CharField(required=False, allow_blank=True)
     colour = serializers.RegexField(r"^#[0-9a-fA-F]{6}$", required=False)
-    parent = serializers.UUIDField(required=False, allow_null=True)
-    version = serializers.IntegerField(required=False)  # the version an edit is based on (PATCH)
+    parent = serializers.UUIDField(required=False, allow_null=True, help_text="Make it a sub-theme of this theme.")
+
+
+class ThemeEditSerializer(ThemeCreateSerializer):
+    version = serializers.IntegerField(help_text="The theme's `version` you edited: 409 if someone saved since.", error_messages={
+        "required": "Send the version you edited (the theme's `version`), so a colleague's newer edit is never overwritten."})
+
+
+class ThemeStatusSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=Theme.Status.choices)
+    reason = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False,
+                                   help_text="Why, for the theme's history.")
+
+
+class ThemeCodePlacementSerializer(serializers.Serializer):
+    code = serializers.UUIDField(help_text="The code to add, remove or move.")
+    action = serializers.ChoiceField(choices=["add", "remove", "move"], default="add",
+                                     error_messages={"invalid_choice": "Use add, remove or move."})
+    to = serializers.UUIDField(required=False, help_text="The theme to move the code to (move only).")
+    before = serializers.UUIDField(required=False, allow_null=True,
+                                   help_text="Place it before this code of the theme (add, move); without it, at the end.")
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["action"] == "move" and attrs.get("to") is None:
+            raise ValidationError({"to": "Name the theme to move the code to."})
+        return attrs
 
 
 class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -73,8 +97,9 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
     def _parent(self, value) -> Theme | None:
         return get_object_or_404(Theme.objects.for_project(self.project), uuid=value) if value else None
 
+    @extend_schema(request=ThemeCreateSerializer, responses={201: ThemeSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:
-        data = ThemeWriteSerializer(data=request.data)
+        data = ThemeCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             theme = services.theme_create(project=self.project, actor=request.user, name=data.validated_data.get("name", ""),
@@ -84,13 +109,12 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
             raise _drf(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=ThemeEditSerializer, responses=ThemeSerializer)
     def partial_update(self, request: Request, *args, **kwargs) -> Response:
         theme = self.get_object()
-        data = ThemeWriteSerializer(data=request.data, partial=True)
+        data = ThemeEditSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        if "version" not in v:
-            raise ValidationError({"version": "Send the version you edited (the theme's `version`), so a colleague's newer edit is never overwritten."})
         try:
             with transaction.atomic():  # a refused parent must not leave the new name saved
                 services.theme_update(theme=theme, actor=request.user, base_version=v["version"], name=v.get("name"),
@@ -108,33 +132,37 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
         services.theme_delete(theme=self.get_object(), actor=request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
+    @extend_schema(request=ThemeStatusSerializer, responses=ThemeSerializer)
     @action(detail=True, methods=["post"])
     def status(self, request: Request, *args, **kwargs) -> Response:
         theme = self.get_object()
+        data = ThemeStatusSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
         try:
-            services.theme_set_status(theme=theme, actor=request.user, status=request.data.get("status", ""), reason=request.data.get("reason", ""))
+            services.theme_set_status(theme=theme, actor=request.user, status=data.validated_data["status"], reason=data.validated_data["reason"])
         except DjangoValidationError as exc:
             raise _drf(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
 
+    @extend_schema(request=ThemeCodePlacementSerializer, responses=ThemeSerializer)
     @action(detail=True, methods=["post"])
     def codes(self, request: Request, *args, **kwargs) -> Response:
-        """Place a code: {"code": uuid, "action": "add"|"remove"|"move", "to": theme uuid (move), "before": code uuid}."""
+        """Place a code: add it to this theme, remove it, or move it to the theme `to` (before the code `before`)."""
         theme = self.get_object()
+        data = ThemeCodePlacementSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
         codes = Code.objects.for_project(self.project)
-        code = get_object_or_404(codes, uuid=request.data.get("code"))
-        before = get_object_or_404(codes, uuid=request.data["before"]) if request.data.get("before") else None
-        verb = request.data.get("action", "add")
+        code = get_object_or_404(codes, uuid=v["code"])
+        before = get_object_or_404(codes, uuid=v["before"]) if v.get("before") else None
         try:
-            if verb == "add":
+            if v["action"] == "add":
                 services.theme_add_code(theme=theme, actor=request.user, code=code, before=before)
-            elif verb == "remove":
+            elif v["action"] == "remove":
                 services.theme_remove_code(theme=theme, actor=request.user, code=code)
-            elif verb == "move":
-                target = get_object_or_404(Theme.objects.for_project(self.project), uuid=request.data.get("to"))
-                services.theme_move_code(code=code, source=theme, target=target, actor=request.user, before=before)
             else:
-                raise ValidationError({"action": "Use add, remove or move."})
+                target = get_object_or_404(Theme.objects.for_project(self.project), uuid=v["to"])
+                services.theme_move_code(code=code, source=theme, target=target, actor=request.user, before=before)
         except DjangoValidationError as exc:
             raise _drf(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
@@ -251,11 +279,10 @@ class MemoSerializer(serializers.ModelSerializer):
     interview = serializers.SlugRelatedField(slug_field="uuid", queryset=Interview.objects.none(), required=False, allow_null=True)
     code = serializers.SlugRelatedField(slug_field="uuid", queryset=Code.objects.none(), required=False, allow_null=True)
     theme = serializers.SlugRelatedField(slug_field="uuid", queryset=Theme.objects.none(), required=False, allow_null=True)
-    base_version = serializers.IntegerField(write_only=True, required=False)
 
     class Meta:
         model = Memo
-        fields = ["uuid", "title", "body", "kind", "interview", "code", "theme", "version", "base_version", "author", "created_at", "updated_at"]
+        fields = ["uuid", "title", "body", "kind", "interview", "code", "theme", "version", "author", "created_at", "updated_at"]
         read_only_fields = ["uuid", "version", "author", "created_at", "updated_at"]
 
     def __init__(self, *args, **kwargs):
@@ -265,6 +292,17 @@ class MemoSerializer(serializers.ModelSerializer):
             self.fields["interview"].queryset = Interview.objects.for_project(project)
             self.fields["code"].queryset = Code.objects.for_project(project)
             self.fields["theme"].queryset = Theme.objects.for_project(project)
+
+
+class MemoEditSerializer(serializers.Serializer):
+    """A memo edit: what it is attached to stays; title, body and kind left out keep their current value."""
+
+    base_version = serializers.IntegerField(help_text="The memo's `version` you edited: 409 with the newer revision if someone saved since.",
+                                            error_messages={"required": "Send the version you edited (base_version), so newer changes are never overwritten.",
+                                                            "invalid": "Must be a number."})
+    title = serializers.CharField(required=False, max_length=200, trim_whitespace=False)
+    body = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+    kind = serializers.ChoiceField(choices=Memo.Kind.choices, required=False)
 
 
 class MemoFilter(serializers.Serializer):
@@ -300,20 +338,21 @@ class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
         except DjangoValidationError as exc:
             raise _drf(exc) from None
 
+    @extend_schema(request=MemoEditSerializer, responses=MemoSerializer)
     def partial_update(self, request: Request, *args, **kwargs) -> Response:
         memo = self.get_object()
-        if "base_version" not in request.data:
-            raise ValidationError({"base_version": "Send the version you edited (base_version), so newer changes are never overwritten."})
+        data = MemoEditSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
         try:
-            memo = services.memo_update(memo=memo, actor=request.user, base_version=int(request.data["base_version"]),
-                                        title=request.data.get("title", memo.title), body=request.data.get("body", memo.body),
-                                        kind=request.data.get("kind", memo.kind))
+            memo = services.memo_update(memo=memo, actor=request.user, base_version=v["base_version"], title=v.get("title", memo.title),
+                                        body=v.get("body", memo.body), kind=v.get("kind", memo.kind))
         except services.MemoConflict as exc:
             return Response({"detail": str(exc), "latest": {"number": exc.latest.number, "title": exc.latest.title, "body": exc.latest.body,
                                                             "author": exc.latest.author.username if exc.latest.author else None}},
                             status=status.HTTP_409_CONFLICT)
-        except (DjangoValidationError, ValueError) as exc:
-            raise _drf(exc) if isinstance(exc, DjangoValidationError) else ValidationError({"base_version": "Must be a number."}) from None
+        except DjangoValidationError as exc:
+            raise _drf(exc) from None
         return Response(self.get_serializer(memo).data)
 
     def perform_destroy(self, instance):
@@ -355,6 +394,10 @@ class CommentFilter(serializers.Serializer):
     mentions = serializers.CharField(required=False, max_length=150, help_text="Only comments mentioning this username.")
 
 
+class CommentResolveSerializer(serializers.Serializer):
+    resolved = serializers.BooleanField(default=True, help_text="false reopens the thread.")
+
+
 @extend_schema_view(list=extend_schema(parameters=[CommentFilter]))
 class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     """Theme discussion: list (?theme=uuid, ?mentions=username), post, resolve/reopen."""
@@ -382,11 +425,13 @@ class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
         except DjangoValidationError as exc:
             raise _drf(exc) from None
 
+    @extend_schema(request=CommentResolveSerializer, responses=CommentSerializer)
     @action(detail=True, methods=["post"])
     def resolve(self, request: Request, *args, **kwargs) -> Response:
-        value = request.data.get("resolved", True)
-        resolved = value if isinstance(value, bool) else str(value).lower() not in ("0", "false", "no", "")
-        top = services.comment_resolve(comment=self.get_object(), actor=request.user, resolved=resolved)
+        comment = self.get_object()
+        data = CommentResolveSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        top = services.comment_resolve(comment=comment, actor=request.user, resolved=data.validated_data["resolved"])
         return Response(self.get_serializer(top).data)
 
 
@@ -400,8 +445,51 @@ class DecisionSerializer(serializers.ModelSerializer):
                   "declined_at", "declined_reason"]
 
 
+class DecisionRecordedSerializer(DecisionSerializer):
+    notice = serializers.CharField(help_text="Empty unless the theme changed since `theme_version`; then says how.")
+
+    class Meta(DecisionSerializer.Meta):
+        fields = [*DecisionSerializer.Meta.fields, "notice"]
+
+
+class DecisionAppliedSerializer(DecisionSerializer):
+    message = serializers.CharField(help_text="What changed, in words.")
+
+    class Meta(DecisionSerializer.Meta):
+        fields = [*DecisionSerializer.Meta.fields, "message"]
+
+
+class DecisionRecordSerializer(serializers.Serializer):
+    theme = serializers.UUIDField(help_text="The theme the decision is about.")
+    kind = serializers.ChoiceField(choices=Decision.Kind.choices)
+    payload = serializers.DictField(required=False, allow_null=True, default=dict, help_text=(
+        "By kind: rename {name}; merge {into: theme uuid}; split {name, codes: [code uuid]}; redefine {definition}; "
+        "status {status}; move_codes {to: theme uuid, codes: [code uuid]}."))
+    note = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
+    theme_version = serializers.IntegerField(required=False, allow_null=True, help_text=(
+        "The theme version the decision was made on (default: the current one); an older one makes applying ask first."))
+
+
 class DecisionConfirmSerializer(serializers.Serializer):
-    version = serializers.IntegerField(required=False, min_value=0)  # the theme's current version, to apply over an edit made since
+    version = serializers.IntegerField(required=False, min_value=0, help_text=(
+        "The theme's current version, to apply over an edit made since the decision was recorded."))
+
+
+class DecisionDeclineSerializer(serializers.Serializer):
+    reason = serializers.CharField(required=False, allow_blank=True, default="", help_text="Why the theme stays as it is.")
+
+
+class ReviewCreateSerializer(serializers.Serializer):
+    title = serializers.CharField(max_length=200)
+    date = serializers.DateField()
+    agenda = serializers.ListField(child=serializers.UUIDField(), required=False, default=list,
+                                   help_text="Uuids of this project's themes, in agenda order.")
+    attendees = serializers.ListField(child=serializers.CharField(max_length=150), required=False, default=list,
+                                      help_text="Members' usernames (names of non-members are left out).")
+
+
+class ReviewClosedSerializer(serializers.Serializer):
+    snapshot = serializers.UUIDField(help_text="The snapshot of the theme structure the meeting left.")
 
 
 class ReviewSerializer(serializers.ModelSerializer):
@@ -428,33 +516,38 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
     def get_queryset(self):
         return Review.objects.filter(project=self.project).prefetch_related("attendees", "agenda__theme", "decisions__theme")
 
+    @extend_schema(request=ReviewCreateSerializer, responses={201: ReviewSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:
-        data = ReviewSerializer(data=request.data)
+        data = ReviewCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        uuids = [str(u) for u in request.data.get("agenda", [])]
+        uuids = [str(u) for u in data.validated_data["agenda"]]
         themes = {str(t.uuid): t for t in Theme.objects.for_project(self.project).filter(uuid__in=uuids)}
         if len(themes) != len(set(uuids)):
             raise ValidationError({"agenda": "Every agenda item must be a theme of this project."})
         from projects.models import Membership
 
-        attendees = [m.user for m in Membership.objects.filter(project=self.project, user__username__in=request.data.get("attendees", [])).select_related("user")]
+        attendees = [m.user for m in Membership.objects.filter(project=self.project, user__username__in=data.validated_data["attendees"]).select_related("user")]
         review = services.review_create(project=self.project, actor=request.user, title=data.validated_data["title"], date=data.validated_data["date"],
                                         attendees=attendees, themes=[themes[u] for u in uuids])
         return Response(ReviewSerializer(self.get_queryset().get(pk=review.pk)).data, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=DecisionRecordSerializer, responses={201: DecisionRecordedSerializer})
     @action(detail=True, methods=["post"])
     def decisions(self, request: Request, *args, **kwargs) -> Response:
         review = self.get_object()
-        theme = get_object_or_404(Theme.objects.for_project(self.project), uuid=request.data.get("theme"))
+        data = DecisionRecordSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        v = data.validated_data
+        theme = get_object_or_404(Theme.objects.for_project(self.project), uuid=v["theme"])
         try:
-            decision = services.decision_record(review=review, theme=theme, actor=request.user, kind=request.data.get("kind", ""),
-                                                payload=request.data.get("payload") or {}, note=request.data.get("note", ""),
-                                                seen_version=request.data.get("theme_version"))
+            decision = services.decision_record(review=review, theme=theme, actor=request.user, kind=v["kind"],
+                                                payload=v["payload"] or {}, note=v["note"], seen_version=v.get("theme_version"))
         except DjangoValidationError as exc:
             raise _drf(exc) from None
         notice = services.decision_stale_notice(decision, theme)  # "" unless the theme changed since the caller read it
         return Response({**DecisionSerializer(decision).data, "notice": notice}, status=status.HTTP_201_CREATED)
 
+    @extend_schema(request=DecisionConfirmSerializer, responses=DecisionAppliedSerializer)
     @action(detail=True, methods=["post"], url_path=r"decisions/(?P<decision_uuid>[0-9a-f-]{36})/apply")
     def apply(self, request: Request, *args, decision_uuid: str = "", **kwargs) -> Response:
         """Apply a decision. If its theme was edited since it was recorded, 409 with the theme as it is now,
@@ -473,17 +566,21 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
             raise _drf(exc) from None
         return Response({**DecisionSerializer(outcome.decision).data, "message": outcome.message})
 
+    @extend_schema(request=DecisionDeclineSerializer, responses=DecisionSerializer)
     @action(detail=True, methods=["post"], url_path=r"decisions/(?P<decision_uuid>[0-9a-f-]{36})/decline")
     def decline(self, request: Request, *args, decision_uuid: str = "", **kwargs) -> Response:
         """Keep the theme as it is: the decision is marked not applied, with `reason` (optional) as its note."""
         review = self.get_object()
         decision = get_object_or_404(Decision.objects.filter(review=review), uuid=decision_uuid)
+        data = DecisionDeclineSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
         try:
-            decision = services.decision_decline(decision=decision, actor=request.user, reason=str(request.data.get("reason", "")))
+            decision = services.decision_decline(decision=decision, actor=request.user, reason=data.validated_data["reason"])
         except DjangoValidationError as exc:
             raise _drf(exc) from None
         return Response(DecisionSerializer(decision).data)
 
+    @extend_schema(request=None, responses=ReviewClosedSerializer)
     @action(detail=True, methods=["post"])
     def close(self, request: Request, *args, **kwargs) -> Response:
         review = self.get_object()
