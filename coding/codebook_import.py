@@ -30,7 +30,11 @@ COLUMNS = {
     "what does not count": "exclude_when", "exclude": "exclude_when", "exclude_when": "exclude_when", "exclusion": "exclude_when",
     "example": "example", "kind": "kind", "type": "kind", "colour": "colour", "color": "colour",
     "parent": "parent", "parent code": "parent",
+    "include when": "include_when", "exclude when": "exclude_when", "archived": "archived",
 }
+# Columns our own CSV export adds for reading (reports/codebook_export.py); an import skips them.
+EXPORT_ONLY_COLUMNS = {"themes", "coded segments"}
+ARCHIVED_YES = {"yes", "true", "1", "archived"}
 
 
 class CodebookImportError(Exception):
@@ -78,9 +82,9 @@ def rows_from_csv(data: bytes, *, filename: str = "codebook.csv") -> list[Row]:
     errors: list[str] = []
     for i, h in enumerate(header, start=1):
         key = COLUMNS.get(h.strip().lower())
-        if key is None and h.strip():
+        if key is None and h.strip() and h.strip().lower() not in EXPORT_ONLY_COLUMNS:
             errors.append(f"{filename}, line 1, column {i}: unknown column “{h.strip()}” "
-                          f"(expected name, definition, what counts, what does not count, example, kind, colour, parent).")
+                          f"(expected name, definition, what counts, what does not count, example, kind, colour, parent, archived).")
         fields.append(key)
     if "name" not in fields:
         errors.append(f"{filename}, line 1: no “name” column in the header.")
@@ -96,8 +100,10 @@ def rows_from_csv(data: bytes, *, filename: str = "codebook.csv") -> list[Row]:
                 errors.append(f"{filename}, line {line}: {len(record)} cells but the header has {len(fields)}.")
                 continue
             values = {f: (record[i].strip() if i < len(record) else "") for i, f in enumerate(fields) if f}
+            if "kind" in values:  # the export writes the display name ("Latent")
+                values["kind"] = values["kind"].lower()
             rows.append(Row(where=f"{filename}, line {line}", name=values.pop("name", ""), parent=values.pop("parent", ""),
-                            values=values))
+                            archived=values.pop("archived", "").lower() in ARCHIVED_YES, values=values))
     except csv.Error as exc:
         errors.append(f"{filename}, line {reader.line_num}: {exc}")
     if errors:
