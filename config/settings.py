@@ -237,6 +237,7 @@ SPECTACULAR_SETTINGS = {
         "ThemeStatusEnum": "themes.models.Theme.Status",
         "DecisionKindEnum": "themes.models.Decision.Kind",
         "MemoKindEnum": "themes.models.Memo.Kind",
+        "CodeKindEnum": "coding.models.Code.Kind",
     },
 }
 

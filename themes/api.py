@@ -51,13 +51,14 @@ def _with_codes(themes):
 
 
 class ThemeCreateSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=200, required=False)
+    name = serializers.CharField(max_length=200, error_messages={"required": "Give the theme a name.", "blank": "Give the theme a name."})
     definition = serializers.CharField(required=False, allow_blank=True)
     colour = serializers.RegexField(r"^#[0-9a-fA-F]{6}$", required=False)
     parent = serializers.UUIDField(required=False, allow_null=True, help_text="Make it a sub-theme of this theme.")
 
 
 class ThemeEditSerializer(ThemeCreateSerializer):
+    name = serializers.CharField(max_length=200, required=False)
     version = serializers.IntegerField(help_text="The theme's `version` you edited: 409 if someone saved since.", error_messages={
         "required": "Send the version you edited (the theme's `version`), so a colleague's newer edit is never overwritten."})
 
