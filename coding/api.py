@@ -89,6 +89,14 @@ class CodeSerializer(serializers.ModelSerializer):
         return self._usage(code)["uses_by_participant"]
 
 
+class CodeCreateSerializer(CodeSerializer):
+    """What creating a code takes: a new code is in use and at version 1, so neither `archived` nor `version`."""
+
+    class Meta(CodeSerializer.Meta):
+        fields = ["name", "definition", "include_when", "exclude_when", "example", "kind", "colour", "parent", "reason"]
+        read_only_fields = []
+
+
 def _drf_error(exc: DjangoValidationError) -> serializers.ValidationError:
     return serializers.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
 
@@ -198,6 +206,13 @@ class CodeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
         data.is_valid(raise_exception=True)
         code = code_archive(code=code, actor=request.user, archived=data.validated_data["archived"], reason=data.validated_data["reason"])
         return self._answer(Code.objects.get(pk=code.pk))
+
+    @extend_schema(request=CodeCreateSerializer, responses={201: CodeSerializer})
+    def create(self, request: Request, *args, **kwargs) -> Response:
+        serializer = CodeCreateSerializer(data=request.data, context=self.get_serializer_context())
+        serializer.is_valid(raise_exception=True)
+        self.perform_create(serializer)
+        return self._answer(serializer.instance, code_status=status.HTTP_201_CREATED)
 
     def perform_create(self, serializer) -> None:
         d = serializer.validated_data
