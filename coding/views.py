@@ -11,7 +11,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.html import escape
 from django.views.decorators.http import require_GET, require_POST
 
 from coding import queries
@@ -323,8 +322,8 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
     })
 
 
-def _coding_response(request: HttpRequest, result: CodingResult, *, action: str, code_id: int,
-                     extra_trigger: dict | None = None, extra_html: str = "") -> HttpResponse:
+def _coding_response(request: HttpRequest, result: CodingResult, *, action: str, code_id: int, segments: list[int],
+                     extra_trigger: dict | None = None) -> HttpResponse:
     if not result.is_member:
         raise Http404("No such interview.")
     if not result.can_write:
@@ -334,9 +333,7 @@ def _coding_response(request: HttpRequest, result: CodingResult, *, action: str,
     if not result.segments_found:
         return HttpResponseBadRequest("None of the selected segments can be coded here.")
     renderer, by_segment = chips_from_rows(result.chips, request.user.pk)
-    touched = _segment_ids(request)
-    # Extra HTML first: a new code's panel row must exist before its count is swapped into it.
-    parts = [extra_html] + [renderer.container(s, by_segment.get(s, []), oob=True) for s in touched]
+    parts = [renderer.container(s, by_segment.get(s, []), oob=True) for s in segments]
     parts.append(f'<span id="progress-interview" hx-swap-oob="true">{result.coded} / {result.codable}</span>')
     parts.append(f'<span id="uses-{code_id}" class="uses" hx-swap-oob="true">{result.code_count}</span>')
     response = HttpResponse("".join(parts))
@@ -384,7 +381,7 @@ def apply(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> Htt
     result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
                           code_id=code_id, segment_ids=segments,
                           any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))))
-    return _coding_response(request, result, action="apply", code_id=code_id)
+    return _coding_response(request, result, action="apply", code_id=code_id, segments=segments)
 
 
 @login_required
@@ -396,7 +393,7 @@ def remove(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> Ht
         return HttpResponseBadRequest(str(exc))
     result = coding_remove(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
                            code_id=code_id, segment_ids=segments)
-    return _coding_response(request, result, action="remove", code_id=code_id)
+    return _coding_response(request, result, action="remove", code_id=code_id, segments=segments)
 
 
 @login_required
@@ -412,19 +409,18 @@ def create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID
         segments = _segment_ids(request)
     except ValidationError as exc:
         return HttpResponseBadRequest(" ".join(exc.messages), content_type="text/plain; charset=utf-8")
-    result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
-                          code_id=code.pk, segment_ids=segments,
-                          any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))))
+    # The page adds the code to its panel and picker from the event (before any swap), as for a colleague's new code.
     new = {"id": code.pk, "name": code.name, "colour": code.colour, "kind": code.kind, "definition": ""}
-    row = (f'<ul hx-swap-oob="beforeend:#code-list-panel"><li><button type="button" class="code-row" data-code="{code.pk}">'
-           f'<span class="sw" style="--c:{escape(code.colour)}"></span>{escape(code.name)}'
-           f'<small class="muted">{escape(code.kind)}</small><span id="uses-{code.pk}" class="uses">0</span></button></li></ul>')
     if not segments:
-        response = HttpResponse(row)
+        response = HttpResponse("")
         response["HX-Trigger"] = json.dumps({"coding-changed": {"action": "create", "code": code.pk, "segments": [],
                                                                 "newCode": new}})
         return response
-    return _coding_response(request, result, action="apply", code_id=code.pk, extra_trigger={"newCode": new}, extra_html=row)
+    result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
+                          code_id=code.pk, segment_ids=segments,
+                          any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))))
+    return _coding_response(request, result, action="apply", code_id=code.pk, segments=segments,
+                            extra_trigger={"newCode": new})
 
 
 @login_required
@@ -442,7 +438,8 @@ def undo_create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid:
         return HttpResponseBadRequest("That code does not exist in this project.")
     result, kept_because = coding_undo_inline_create(code=code, interview=interview, actor=request.user, segment_ids=segments)
     undone = {"code": code.pk, "name": code.name, "archived": not kept_because, "keptBecause": kept_because}
-    return _coding_response(request, result, action="remove", code_id=code.pk, extra_trigger={"undoneCreate": undone})
+    return _coding_response(request, result, action="remove", code_id=code.pk, segments=segments,
+                            extra_trigger={"undoneCreate": undone})
 
 
 @login_required

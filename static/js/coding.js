@@ -150,7 +150,7 @@
       document.getElementById("filter-code").appendChild(opt);
     }
 
-    // The codebook panel's row for a code seen by polling (an inline-created code's row comes with its response).
+    // The codebook panel's row for a code created here or seen by polling.
     function addPanelRow(code, uses) {
       var li = document.createElement("li"), button = document.createElement("button");
       var swatch = document.createElement("span"), kind = document.createElement("small"), count = document.createElement("span");
@@ -165,7 +165,8 @@
 
     document.body.addEventListener("coding-changed", function (e) {
       var d = e.detail || {};
-      if (d.newCode && !codeById(d.newCode.id)) addCode(d.newCode);
+      // Fired before the response is swapped in: the panel row exists when its count arrives.
+      if (d.newCode && !codeById(d.newCode.id)) { addCode(d.newCode); addPanelRow(d.newCode, 0); }
       if (d.action === "apply" || d.action === "remove") {
         var c = codeById(d.code), n = (d.segments || []).length;
         if (d.action === "apply") pushRecent(d.code);
