@@ -138,7 +138,7 @@ def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     error, conflict = "", None
     if request.method == "POST":
         form = {field: request.POST.get(field, "") for field in ("name", "definition", "colour", "parent")}
-        form["version"] = _version(request.POST.get("version", ""))
+        form["version"] = posted_version(request.POST.get("version", ""))
         try:
             with transaction.atomic():  # a refused parent must not leave the new name saved
                 services.theme_update(theme=theme, actor=request.user, base_version=form["version"], name=form["name"],
@@ -162,8 +162,8 @@ def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
                                                       "conflict": conflict}, status=400 if error else 200)
 
 
-def _version(value: str) -> int:
-    """The version an edit was based on; a missing or garbled one matches no version, so the edit is refused, never forced."""
+def posted_version(value: str) -> int:
+    """The version a form says it was based on; a missing or garbled one matches no version, so the save is refused, never forced."""
     try:
         return int(value)
     except ValueError:

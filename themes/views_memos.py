@@ -18,6 +18,7 @@ from projects.permissions import member_or_404, writer_or_403
 from themes import services
 from themes.models import Memo, MemoRevision, Theme
 from themes.rendering import diff_lines, render_markdown
+from themes.views import posted_version
 
 TARGETS = {"interview": Interview, "code": Code, "theme": Theme}
 
@@ -126,10 +127,7 @@ def memo_edit(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
     conflict = None
     errors: dict = {}
     if request.method == "POST":
-        try:
-            base = int(request.POST.get("base_version", ""))
-        except ValueError:
-            base = -1
+        base = posted_version(request.POST.get("base_version", ""))
         form = {"title": request.POST.get("title", ""), "body": request.POST.get("body", ""),
                 "kind": request.POST.get("kind", memo.kind), "base_version": base}
         try:

@@ -20,6 +20,7 @@ from themes import queries, services, snapshots
 from themes.excerpts import theme_excerpts
 from themes.models import AgendaItem, Comment, Decision, Review, Snapshot, Theme, ThemeCode
 from themes.rendering import diff_lines, render_markdown
+from themes.views import posted_version
 
 
 def _review(membership: Membership, review_uuid) -> Review:
@@ -163,16 +164,6 @@ def _decision(membership: Membership, decision_uuid) -> Decision:
     return get_object_or_404(Decision.objects.filter(review__project=membership.project).select_related("review"), uuid=decision_uuid)
 
 
-def _confirmed_version(value: str | None) -> int | None:
-    """The theme version someone confirmed on the conflict page; a garbled one matches no version, so it asks again."""
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return -1
-
-
 def _conflict_context(conflict: services.DecisionConflict) -> dict:
     """The decision, the theme as it is now, who made that version, and a diff of the text the decision would replace."""
     decision, current = conflict.decision, conflict.current
@@ -189,8 +180,11 @@ def decision_apply(request: HttpRequest, project_uuid, decision_uuid) -> HttpRes
     membership = writer_or_403(request, project_uuid)
     decision = _decision(membership, decision_uuid)
     back = _next(request, reverse("themes:review", args=[membership.project.uuid, decision.review.uuid]))
+    # The version confirmed on the conflict page, if any; a garbled one matches no version, so it asks again.
+    confirmed = request.POST.get("version")
     try:
-        outcome = services.decision_apply(decision=decision, actor=request.user, confirmed_version=_confirmed_version(request.POST.get("version")))
+        outcome = services.decision_apply(decision=decision, actor=request.user,
+                                          confirmed_version=None if confirmed is None else posted_version(confirmed))
     except services.DecisionConflict as exc:
         # As on the theme editor, a conflict is a normal page (both texts and two choices): 200 here, 409 in the API.
         return render(request, "themes/decision_conflict.html", _ctx(membership, next=back, **_conflict_context(exc)))
