@@ -40,15 +40,19 @@ def thread_counts(themes: list[Theme], user) -> dict[int, dict]:
     return {r["theme_id"]: r for r in rows}
 
 
+def seen_in_thread(user) -> Exists:
+    """For a comment queryset: `user` has opened the comment's thread since it was posted."""
+    return Exists(ThreadRead.objects.filter(theme=OuterRef("theme_id"), user=user, last_read_at__gte=OuterRef("created_at")))
+
+
 def unread_mentions_count(project, user) -> int:
     """Comments mentioning `user` by someone else, seen neither on the Mentions page nor in their thread (1 query)."""
     mentions_read = MentionsRead.objects.filter(project=project, user=user).values("last_read_at")[:1]
-    thread_read_since = ThreadRead.objects.filter(theme=OuterRef("theme_id"), user=user, last_read_at__gte=OuterRef("created_at"))
     return (
         Comment.objects.filter(theme__project=project, theme__deleted_at__isnull=True, mentions=user)
         .exclude(author=user)
         .filter(created_at__gt=Coalesce(Subquery(mentions_read), Value(EPOCH)))
-        .exclude(Exists(thread_read_since))
+        .exclude(seen_in_thread(user))
         .count()
     )
 

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, Exists, Max, OuterRef, Q
+from django.db.models import Count, Max, Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -378,8 +378,7 @@ def mentions(request: HttpRequest, project_uuid) -> HttpResponse:
     read_before = services.mentions_mark_read(project=membership.project, user=request.user) if mine else None
     comments = list(
         Comment.objects.filter(theme__project=membership.project, theme__deleted_at__isnull=True, mentions=who)
-        .annotate(thread_seen=Exists(ThreadRead.objects.filter(theme=OuterRef("theme_id"), user=who,
-                                                               last_read_at__gte=OuterRef("created_at"))))
+        .annotate(thread_seen=queries.seen_in_thread(who))
         .select_related("author", "theme").order_by("-created_at")[:200]
     )
     names = [m.user.username for m in members]
