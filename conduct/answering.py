@@ -158,10 +158,11 @@ class _NoKey(Exception):
 
 def endpoint_for(participant: Participant) -> Endpoint:
     """The participant's endpoint with its key: the project's stored key, else OPENAI_API_KEY."""
-    live = LiveEndpoint.objects.select_related("api_key").filter(participant=participant).first()
+    # Without stored settings, an unsaved LiveEndpoint gives the model's defaults.
+    live = LiveEndpoint.objects.select_related("api_key").filter(participant=participant).first() or LiveEndpoint()
     base_url = participant.base_url or settings.OPENAI_BASE_URL or "https://api.openai.com/v1"
     api_key = settings.OPENAI_API_KEY
-    if live and live.api_key:
+    if live.api_key:
         try:
             api_key = live.api_key.reveal()
         except KeyUnreadable as exc:
@@ -182,11 +183,11 @@ def endpoint_for(participant: Participant) -> Endpoint:
         top_p=participant.top_p,
         seed=participant.seed,
         max_tokens=participant.max_tokens,
-        timeout=live.timeout_seconds if live else 60.0,
-        stream_answers=live.stream_answers if live else True,
-        can_stream=live.can_stream if live else True,
-        send_stream_options=live.send_stream_options if live else True,
-        max_tokens_param=live.max_tokens_param if live else "max_tokens",
+        timeout=live.timeout_seconds,
+        stream_answers=live.stream_answers,
+        can_stream=live.can_stream,
+        send_stream_options=live.send_stream_options,
+        max_tokens_param=live.max_tokens_param,
     )
 
 
