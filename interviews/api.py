@@ -6,8 +6,6 @@ get 404, viewers may read but not write (403).
 
 from __future__ import annotations
 
-import uuid
-
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db.models import Count, Prefetch
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
@@ -23,6 +21,7 @@ from interviews.services import interview_update, participant_update
 from interviews.services_import import (
     ImportOptions,
     ImportOptionsError,
+    _check_participant_choice,
     get_progress,
     importjob_create,
     importjob_discard,
@@ -197,21 +196,16 @@ def speaker_label_groups(job: ImportJob) -> list[dict]:
 
 def _check_participant(project, choice: str) -> str:
     """The participant choice, or a 400 naming the field (checked before anything is stored)."""
-    if choice == "auto":
-        return choice
     if choice.startswith("new:"):
         label = choice.removeprefix("new:").strip()
         if not label or len(label) > PARTICIPANT_LABEL_MAX:
             raise serializers.ValidationError({"participant": [
                 f"Give the new participant a label of 1 to {PARTICIPANT_LABEL_MAX} characters after \"new:\"."]})
-        return choice
     try:
-        wanted = uuid.UUID(choice)
-    except ValueError:
-        wanted = None
-    if wanted is None or not Participant.objects.filter(project=project, uuid=wanted).exists():
+        _check_participant_choice(project, choice)  # the import's own rule: auto, new:<label>, or a participant's uuid
+    except ImportOptionsError:
         raise serializers.ValidationError({"participant": [
-            f"{choice!r} is not a participant of this project: send auto, a participant's uuid, or new:<label>."]})
+            f"{choice!r} is not a participant of this project: send auto, a participant's uuid, or new:<label>."]}) from None
     return choice
 
 
