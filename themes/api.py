@@ -6,6 +6,8 @@ read but not write (403). Writes go through themes.services, like the pages.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import transaction
 from django.shortcuts import get_object_or_404
@@ -215,11 +217,9 @@ class ExemplarViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retrieve
     serializer_class = ExemplarSerializer
     lookup_field = "uuid"
 
-    @property
+    @cached_property
     def theme(self) -> Theme:
-        if not hasattr(self, "_theme"):
-            self._theme = get_object_or_404(Theme.objects.for_project(self.project), uuid=self.kwargs["theme_uuid"])
-        return self._theme
+        return get_object_or_404(Theme.objects.for_project(self.project), uuid=self.kwargs["theme_uuid"])
 
     def get_queryset(self):
         if getattr(self, "swagger_fake_view", False):
