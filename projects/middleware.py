@@ -50,9 +50,7 @@ class MalformedParameterMiddleware:
         return self.get_response(request)
 
     def process_view(self, request: HttpRequest, view_func, view_args, view_kwargs) -> HttpResponse | None:
-        # request.POST is only parsed for form posts (as CsrfViewMiddleware does); JSON bodies are DRF's.
-        sources = [request.GET] + ([request.POST] if request.method == "POST" and _is_form(request) else [])
-        name = next((name for source in sources for name, values in source.lists() if any("\x00" in v for v in values)), None)
+        name = _nul_parameter(request)
         if name is None:
             return None
         return _bad_request(request, f"Parameter “{name}” contains a NUL character, which no text may hold.")
@@ -63,8 +61,29 @@ class MalformedParameterMiddleware:
         return _bad_request(request, malformed_parameter_message(exception, [request.GET, request.POST]))
 
 
-def _is_form(request: HttpRequest) -> bool:
-    return request.content_type in ("application/x-www-form-urlencoded", "multipart/form-data")
+def _nul_parameter(request: HttpRequest) -> str | None:
+    """The first query or form parameter holding a NUL character, if any; cheap on every request.
+
+    A raw query string or url-encoded body without "%00" or a NUL byte cannot decode (as UTF-8,
+    the default) to a value holding one, so the parsed values are only scanned when it might.
+    """
+    sources = []
+    if _may_hold_nul(request, request.META.get("QUERY_STRING", "")):
+        sources.append(request.GET)
+    # request.POST is only parsed for form posts (as CsrfViewMiddleware does); JSON bodies are DRF's.
+    if request.method == "POST" and request.content_type == "multipart/form-data":
+        sources.append(request.POST)  # its raw body holds files, which may hold NUL bytes
+    elif request.method == "POST" and request.content_type == "application/x-www-form-urlencoded":
+        if _may_hold_nul(request, request.body):
+            sources.append(request.POST)
+    return next((name for source in sources for name, values in source.lists() if any("\x00" in v for v in values)), None)
+
+
+def _may_hold_nul(request: HttpRequest, raw: str | bytes) -> bool:
+    if request.encoding is not None:  # a declared charset (UTF-7 can spell NUL without a NUL byte): look
+        return True
+    nul, escaped = ("\x00", "%00") if isinstance(raw, str) else (b"\x00", b"%00")
+    return nul in raw or escaped in raw
 
 
 def _bad_request(request: HttpRequest, problem: str) -> HttpResponse:
