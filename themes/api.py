@@ -236,14 +236,15 @@ class ExemplarViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retrieve
         data.is_valid(raise_exception=True)
         v = data.validated_data
         segments = Segment.objects.filter(interview__project=self.project, interview__deleted_at__isnull=True).select_related("turn", "interview")
-        segment = segments.filter(pk=v["segment"]).first()
-        if segment is None:
-            raise ValidationError({"segment": [f"There is no segment {v['segment']} in this project's interviews."]})
-        end_segment = segments.filter(pk=v["end_segment"]).first() if v.get("end_segment") else None
-        if v.get("end_segment") and end_segment is None:
-            raise ValidationError({"end_segment": [f"There is no segment {v['end_segment']} in this project's interviews."]})
+        found = {}
+        for field in ("segment", "end_segment"):
+            if v.get(field):
+                found[field] = segments.filter(pk=v[field]).first()
+                if found[field] is None:
+                    raise ValidationError({field: [f"There is no segment {v[field]} in this project's interviews."]})
         try:
-            exemplar = services.exemplar_pin(theme=self.theme, actor=request.user, segment=segment, end_segment=end_segment, quote=v["quote"])
+            exemplar = services.exemplar_pin(theme=self.theme, actor=request.user, segment=found["segment"],
+                                             end_segment=found.get("end_segment"), quote=v["quote"])
         except DjangoValidationError as exc:
             raise _drf(exc) from None
         return self._answer(exemplar, code=status.HTTP_201_CREATED)
