@@ -706,9 +706,9 @@ def _carry_out(decision: Decision, theme: Theme, actor) -> str:
     """Make the decided change on the (locked, current) theme; returns a note when only part of it was still to do."""
     review, data, project = decision.review, decision.payload, decision.review.project
     if decision.kind == Decision.Kind.RENAME:
-        theme_update(theme=theme, actor=actor, base_version=theme.version, name=data["name"], review=review)
+        theme_update(theme=theme, actor=actor, base_version=None, name=data["name"], review=review)
     elif decision.kind == Decision.Kind.REDEFINE:
-        theme_update(theme=theme, actor=actor, base_version=theme.version, definition=data["definition"], review=review)
+        theme_update(theme=theme, actor=actor, base_version=None, definition=data["definition"], review=review)
     elif decision.kind == Decision.Kind.STATUS:
         theme_set_status(theme=theme, actor=actor, status=data["status"], reason=decision.note or f"decided in {review.title}", review=review)
     elif decision.kind == Decision.Kind.MERGE:
