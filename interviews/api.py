@@ -185,7 +185,6 @@ class ImportJobDetailSerializer(ImportJobSerializer):
                 "speaker_labels": speaker_label_groups(job)}
 
 
-PARTICIPANT_LABEL_MAX = Participant._meta.get_field("label").max_length
 PREVIEW_KEYS = ("key", "title", "started_at", "format", "models", "turns", "duplicate_of")
 def speaker_label_groups(job: ImportJob) -> list[dict]:
     """Per source file with speaker labels: each label with its guessed speaker, and the allowed choices."""
@@ -196,16 +195,12 @@ def speaker_label_groups(job: ImportJob) -> list[dict]:
 
 def _check_participant(project, choice: str) -> str:
     """The participant choice, or a 400 naming the field (checked before anything is stored)."""
-    if choice.startswith("new:"):
-        label = choice.removeprefix("new:").strip()
-        if not label or len(label) > PARTICIPANT_LABEL_MAX:
-            raise serializers.ValidationError({"participant": [
-                f"Give the new participant a label of 1 to {PARTICIPANT_LABEL_MAX} characters after \"new:\"."]})
     try:
         _check_participant_choice(project, choice)  # the import's own rule: auto, new:<label>, or a participant's uuid
-    except ImportOptionsError:
-        raise serializers.ValidationError({"participant": [
-            f"{choice!r} is not a participant of this project: send auto, a participant's uuid, or new:<label>."]}) from None
+    except ImportOptionsError as e:
+        problem = f'{str(e).rstrip(".")} after "new:".' if choice.startswith("new:") else (
+            f"{choice!r} is not a participant of this project: send auto, a participant's uuid, or new:<label>.")
+        raise serializers.ValidationError({"participant": [problem]}) from None
     return choice
 
 

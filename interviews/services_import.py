@@ -349,8 +349,9 @@ def _wanted(key: str, duplicate_of: Any, options: ImportOptions) -> bool:
 
 def _check_participant_choice(project: Project, choice: str) -> None:
     if choice == "auto" or choice.startswith("new:"):
-        if choice.startswith("new:") and not choice[4:].strip():
-            raise ImportOptionsError("Give the new participant a label.")
+        label_max = Participant._meta.get_field("label").max_length
+        if choice.startswith("new:") and not 0 < len(choice[4:].strip()) <= label_max:
+            raise ImportOptionsError(f"Give the new participant a label of 1 to {label_max} characters.")
         return
     if not Participant.objects.filter(project=project, uuid=_uuid_or_none(choice)).exists():
         raise ImportOptionsError("Choose a participant of this project.")
