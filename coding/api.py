@@ -147,13 +147,9 @@ class CodeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
         if self.action != "list":
             return codes
         wanted = query_filters(self.request, CodeFilter)
-        if "kind" in wanted:
-            codes = codes.filter(kind=wanted["kind"])
-        if "archived" in wanted:
-            codes = codes.filter(archived=wanted["archived"])
-        if "q" in wanted:
-            codes = codes.filter(Q(name__icontains=wanted["q"]) | Q(definition__icontains=wanted["q"]))
-        return codes
+        words = wanted.pop("q", None)
+        codes = codes.filter(**wanted)
+        return codes.filter(Q(name__icontains=words) | Q(definition__icontains=words)) if words else codes
 
     def get_serializer_context(self) -> dict:
         context = {**super().get_serializer_context(), "project": self.project}
@@ -280,9 +276,9 @@ class CodingResultSerializer(serializers.Serializer):
 
 
 class CodingFilter(serializers.Serializer):
-    interview = serializers.UUIDField(required=False)
-    code = serializers.UUIDField(required=False)
-    coder = serializers.CharField(required=False, max_length=150, help_text="A coder's username.")
+    interview = serializers.UUIDField(required=False, source="interview__uuid")
+    code = serializers.UUIDField(required=False, source="code__uuid")
+    coder = serializers.CharField(required=False, max_length=150, source="coder__username", help_text="A coder's username.")
 
 
 @extend_schema_view(list=extend_schema(parameters=[CodingFilter]))
@@ -299,14 +295,7 @@ class CodingViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.DestroyMod
             "code", "interview", "coder").order_by("interview_id", "segment_id", "id")
         if self.action != "list":
             return qs
-        wanted = query_filters(self.request, CodingFilter)
-        if "interview" in wanted:
-            qs = qs.filter(interview__uuid=wanted["interview"])
-        if "code" in wanted:
-            qs = qs.filter(code__uuid=wanted["code"])
-        if "coder" in wanted:
-            qs = qs.filter(coder__username=wanted["coder"])
-        return qs
+        return qs.filter(**query_filters(self.request, CodingFilter))
 
     @extend_schema(request=CodingCreateSerializer, responses={200: CodingResultSerializer, 201: CodingResultSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:
@@ -349,7 +338,7 @@ class NoteSerializer(serializers.ModelSerializer):
 
 
 class NoteFilter(serializers.Serializer):
-    turn = serializers.UUIDField(required=False, help_text="Only the notes on this turn.")
+    turn = serializers.UUIDField(required=False, source="turn__uuid", help_text="Only the notes on this turn.")
 
 
 class NotePlace(serializers.Serializer):
@@ -383,8 +372,7 @@ class NoteViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.GenericVie
         if getattr(self, "swagger_fake_view", False):
             return Note.objects.none()
         notes = Note.objects.for_interview(self.interview).select_related("turn").defer("turn__text", "turn__metadata")
-        wanted = query_filters(self.request, NoteFilter)
-        return notes.filter(turn__uuid=wanted["turn"]) if "turn" in wanted else notes
+        return notes.filter(**query_filters(self.request, NoteFilter))
 
     def _place(self) -> Turn | None:
         """The turn named by ?turn= (None: the interview itself); 400 if it is not one of the interview's."""
