@@ -39,7 +39,11 @@ def login_failures(username: str, address: str) -> int:
 def login_failure_record(username: str, address: str) -> int:
     """Count one failed attempt; the window starts at the first failure."""
     _, window = _limits()
-    key = _key(username, address)
+    return count_in_window(_key(username, address), window)
+
+
+def count_in_window(key: str, window: int) -> int:
+    """Add one to the cache counter `key`, whose window of `window` seconds starts at its first count; the new count."""
     cache.add(key, 0, timeout=window)
     try:
         return cache.incr(key)

@@ -21,7 +21,7 @@ from projects import services
 from projects.forms import InvitationSignupForm
 from projects.models import Invitation
 from projects.permissions import owner_or_403
-from projects.ratelimit import client_address
+from projects.ratelimit import client_address, count_in_window
 
 # The newest invitation link, kept in the owner's session until the members page has shown it once.
 NEW_LINK_SESSION_KEY = "rta_new_invitation_link"
@@ -146,12 +146,7 @@ def invitation_link_misses(address: str) -> int:
 
 
 def invitation_link_miss_record(address: str) -> None:
-    key = _misses_key(address)
-    cache.add(key, 0, timeout=60 * 60)
-    try:
-        cache.incr(key)
-    except ValueError:  # expired between add and incr
-        cache.set(key, 1, timeout=60 * 60)
+    count_in_window(_misses_key(address), 60 * 60)
 
 
 def invitation_link_misses_clear(address: str) -> None:
