@@ -34,6 +34,7 @@ from coding.services import (
     note_save,
 )
 from interviews.models import Interview, Turn
+from projects.api_exceptions import drf_error
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 from projects.models import Project
@@ -95,10 +96,6 @@ class CodeCreateSerializer(CodeSerializer):
     class Meta(CodeSerializer.Meta):
         fields = ["name", "definition", "include_when", "exclude_when", "example", "kind", "colour", "parent", "reason"]
         read_only_fields = []
-
-
-def _drf_error(exc: DjangoValidationError) -> serializers.ValidationError:
-    return serializers.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
 
 
 class CodeFilter(serializers.Serializer):
@@ -173,7 +170,7 @@ class CodeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
         try:
             target = code_merge(source=source, target=target, actor=request.user, reason=data.validated_data["reason"])
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from exc
+            raise drf_error(exc) from exc
         return self._answer(target)
 
     @extend_schema(request=CodeSplitSerializer, responses={201: CodeSerializer(many=True)})
@@ -189,7 +186,7 @@ class CodeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
             new_codes = code_split(code=code, actor=request.user, names=v["names"], reason=v["reason"],
                                    assignments=assignments, archive_original=v["archive_original"])
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from exc
+            raise drf_error(exc) from exc
         context = {"project": self.project, "usage": code_usage(self.project)}
         return Response(CodeSerializer(new_codes, many=True, context=context).data, status=status.HTTP_201_CREATED)
 
@@ -219,7 +216,7 @@ class CodeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
                 exclude_when=d.get("exclude_when", ""), example=d.get("example", ""), colour=d.get("colour", ""),
                 parent=d.get("parent"), reason=d.get("reason", ""))
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from exc
+            raise drf_error(exc) from exc
 
     def update(self, request: Request, *args, **kwargs) -> Response:
         code = self.get_object()
@@ -244,7 +241,7 @@ class CodeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
             return Response({"detail": str(conflict), "current": CodeSerializer(conflict.current, context=self.get_serializer_context()).data},
                             status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from exc
+            raise drf_error(exc) from exc
         return Response(CodeSerializer(code, context=self.get_serializer_context()).data)
 
 
@@ -402,6 +399,6 @@ class NoteViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.GenericVie
         try:
             note = note_save(interview=self.interview, turn=turn, author=request.user, text=data.validated_data["text"])
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from exc
+            raise drf_error(exc) from exc
         return Response(NoteSerializer(note, context=self.get_serializer_context()).data,
                         status=status.HTTP_200_OK if existed else status.HTTP_201_CREATED)

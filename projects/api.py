@@ -10,6 +10,7 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from projects.api_exceptions import drf_error
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 from projects.models import AuditEvent, Membership, Project, Role
@@ -60,10 +61,6 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
         serializer.instance = project_create(owner=self.request.user, **serializer.validated_data)
 
 
-def _drf_error(exc: DjangoValidationError) -> ValidationError:
-    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
-
-
 class MembershipAddSerializer(serializers.Serializer):
     user = serializers.CharField(max_length=254, help_text="The username or email address of an existing account.")
     role = serializers.ChoiceField(choices=Role.choices, default=Role.ANALYST)
@@ -104,7 +101,7 @@ class MembershipViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retrie
             membership = membership_add(project=self.project, actor=request.user, username_or_email=data.validated_data["user"],
                                         role=data.validated_data["role"])
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from None
+            raise drf_error(exc) from None
         return Response(MembershipSerializer(membership).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=MembershipRoleSerializer, responses=MembershipSerializer)
@@ -115,14 +112,14 @@ class MembershipViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retrie
         try:
             membership = membership_change_role(membership=membership, actor=request.user, role=data.validated_data["role"])
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from None
+            raise drf_error(exc) from None
         return Response(MembershipSerializer(membership).data)
 
     def destroy(self, request: Request, *args, **kwargs) -> Response:
         try:
             membership_remove(membership=self.get_object(), actor=request.user)
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from None
+            raise drf_error(exc) from None
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -209,5 +206,5 @@ class TrashViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.GenericVi
         try:
             restored = trash_restore(project=self.project, actor=request.user, **data.validated_data)
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from None
+            raise drf_error(exc) from None
         return Response(TrashRestoredSerializer({"restored": restored}).data)

@@ -1,4 +1,4 @@
-"""The REST API's exception handler: DRF's, plus a 400 for a malformed parameter."""
+"""The REST API's exception handler (DRF's, plus a 400 for a malformed parameter), and services' errors as 400s."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if isinstance(exc, DjangoValidationError):
         exc = ValidationError({"detail": malformed_parameter_message(exc, _parameters(context.get("request")))})
     return exception_handler(exc, context)
+
+
+def drf_error(exc: DjangoValidationError) -> ValidationError:
+    """A service's Django ValidationError as DRF's 400: field errors by field, others as `detail`."""
+    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
 
 
 def _parameters(request) -> list:
