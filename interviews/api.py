@@ -28,6 +28,7 @@ from interviews.services_import import (
     importjob_queue,
     preview_speaker_labels,
 )
+from projects.api_exceptions import drf_error
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 
@@ -73,9 +74,6 @@ class InterviewWriteSerializer(serializers.Serializer):
         if project is not None:
             self.fields["participant"].queryset = Participant.objects.filter(project=project)
 
-
-def _drf_error(exc: DjangoValidationError) -> serializers.ValidationError:
-    return serializers.ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
 
 
 class SegmentSerializer(serializers.ModelSerializer):
@@ -297,7 +295,7 @@ class ParticipantViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retri
             participant_update(participant=participant, actor=self.request.user,
                                **{f: d.get(f, getattr(participant, f)) for f in fields})
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from None
+            raise drf_error(exc) from None
 
 
 class InterviewFilter(serializers.Serializer):
@@ -332,7 +330,7 @@ class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retriev
             interview_update(interview=interview, actor=request.user,
                              **{f: data.validated_data.get(f, getattr(interview, f)) for f in fields})
         except DjangoValidationError as exc:
-            raise _drf_error(exc) from None
+            raise drf_error(exc) from None
         return Response(InterviewSerializer(self.get_queryset().get(pk=interview.pk)).data)
 
     def get_queryset(self):

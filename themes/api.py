@@ -21,14 +21,11 @@ from rest_framework.response import Response
 
 from coding.models import Code
 from interviews.models import Interview, Segment
+from projects.api_exceptions import drf_error
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 from themes import services, snapshots
 from themes.models import Comment, Decision, Exemplar, Memo, Review, Snapshot, Theme, ThemeCode
-
-
-def _drf(exc: DjangoValidationError) -> ValidationError:
-    return ValidationError(exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages})
 
 
 class ThemeSerializer(serializers.ModelSerializer):
@@ -109,7 +106,7 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
                                           definition=data.validated_data.get("definition", ""), parent=self._parent(data.validated_data.get("parent")),
                                           colour=data.validated_data.get("colour", ""))
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(request=ThemeEditSerializer, responses=ThemeSerializer)
@@ -128,7 +125,7 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
             return Response({"detail": str(exc), "current": ThemeSerializer(self.get_queryset().get(pk=exc.current.pk)).data},
                             status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
 
     def destroy(self, request: Request, *args, **kwargs) -> Response:
@@ -144,7 +141,7 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
         try:
             services.theme_set_status(theme=theme, actor=request.user, status=data.validated_data["status"], reason=data.validated_data["reason"])
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
 
     @extend_schema(request=ThemeCodePlacementSerializer, responses=ThemeSerializer)
@@ -167,7 +164,7 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
                 target = get_object_or_404(Theme.objects.for_project(self.project), uuid=v["to"])
                 services.theme_move_code(code=code, source=theme, target=target, actor=request.user, before=before)
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
 
 
@@ -246,7 +243,7 @@ class ExemplarViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retrieve
             exemplar = services.exemplar_pin(theme=self.theme, actor=request.user, segment=found["segment"],
                                              end_segment=found.get("end_segment"), quote=v["quote"])
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         return self._answer(exemplar, code=status.HTTP_201_CREATED)
 
     @extend_schema(request=ExemplarTrimSerializer, responses=ExemplarSerializer)
@@ -258,7 +255,7 @@ class ExemplarViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retrieve
             services.exemplar_trim(exemplar=exemplar, actor=request.user, quote=data.validated_data["quote"],
                                    note=data.validated_data.get("note"))
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         return self._answer(exemplar)
 
     def destroy(self, request: Request, *args, **kwargs) -> Response:
@@ -338,7 +335,7 @@ class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
             serializer.instance = services.memo_create(project=self.project, actor=self.request.user, title=v.get("title", ""), body=v.get("body", ""),
                                                        kind=v.get("kind", Memo.Kind.REFLEXIVE), interview=v.get("interview"), code=v.get("code"), theme=v.get("theme"))
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
 
     @extend_schema(request=MemoEditSerializer, responses=MemoSerializer)
     def partial_update(self, request: Request, *args, **kwargs) -> Response:
@@ -354,7 +351,7 @@ class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
                                                             "author": exc.latest.author.username if exc.latest.author else None}},
                             status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         return Response(self.get_serializer(memo).data)
 
     def perform_destroy(self, instance):
@@ -425,7 +422,7 @@ class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
         try:
             serializer.instance = services.comment_post(theme=v["theme"], actor=self.request.user, body=v["body"], parent=v.get("parent"))
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
 
     @extend_schema(request=CommentResolveSerializer, responses=CommentSerializer)
     @action(detail=True, methods=["post"])
@@ -545,7 +542,7 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
             decision = services.decision_record(review=review, theme=theme, actor=request.user, kind=v["kind"],
                                                 payload=v["payload"] or {}, note=v["note"], seen_version=v.get("theme_version"))
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         notice = services.decision_stale_notice(decision, theme)  # "" unless the theme changed since the caller read it
         return Response({**DecisionSerializer(decision).data, "notice": notice}, status=status.HTTP_201_CREATED)
 
@@ -565,7 +562,7 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
                              "current": ThemeSerializer(_with_codes(Theme.objects.filter(pk=exc.current.pk)).get()).data},
                             status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         return Response({**DecisionSerializer(outcome.decision).data, "message": outcome.message})
 
     @extend_schema(request=DecisionDeclineSerializer, responses=DecisionSerializer)
@@ -579,7 +576,7 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
         try:
             decision = services.decision_decline(decision=decision, actor=request.user, reason=data.validated_data["reason"])
         except DjangoValidationError as exc:
-            raise _drf(exc) from None
+            raise drf_error(exc) from None
         return Response(DecisionSerializer(decision).data)
 
     @extend_schema(request=None, responses=ReviewClosedSerializer)
