@@ -36,6 +36,7 @@ from coding.services import (
     note_save,
 )
 from interviews.models import Interview, Speaker, Turn
+from projects.forms import add_service_errors
 from projects.models import Membership
 from projects.permissions import member_or_404, writer_or_403
 
@@ -89,7 +90,7 @@ def code_new(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
                                colour=d["colour"], definition=d["definition"], include_when=d["include_when"],
                                exclude_when=d["exclude_when"], example=d["example"], parent=d["parent"], reason=d["reason"])
         except ValidationError as exc:
-            _form_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             messages.success(request, f"Code “{code.name}” created.")
             return redirect("coding:codebook", project_uuid=project_uuid)
@@ -97,14 +98,6 @@ def code_new(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     return render(request, "coding/codebook.html", _ctx(
         membership, nodes=nodes, participants=participants, form=form, q="", kind="", archived=False, filtered=False,
         interviews=queries.interview_progress(membership.project)), status=400)
-
-
-def _form_errors(form, exc: ValidationError) -> None:
-    if hasattr(exc, "error_dict"):
-        for field, errors in exc.message_dict.items():
-            form.add_error(field if field in form.fields else None, errors)
-    else:
-        form.add_error(None, exc.messages)
 
 
 @login_required
@@ -152,7 +145,7 @@ def code_edit(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> Http
             return render(request, "coding/code_detail.html",
                           _detail_ctx(membership, conflict.current, edit_form=form, conflict=conflict.current), status=409)
         except ValidationError as exc:
-            _form_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             messages.success(request, "Code saved.")
             return redirect("coding:code_detail", project_uuid=project_uuid, code_uuid=code_uuid)
@@ -167,7 +160,7 @@ def _code_action(request: HttpRequest, project_uuid: UUID, code_uuid: UUID, form
         try:
             message, target = action(code, form.cleaned_data)
         except ValidationError as exc:
-            _form_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             messages.success(request, message)
             return redirect("coding:code_detail", project_uuid=project_uuid, code_uuid=target.uuid)

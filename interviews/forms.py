@@ -94,12 +94,3 @@ AttributeFormSet = forms.formset_factory(AttributeRowForm, formset=BaseAttribute
 def attribute_initial(attributes: Any) -> list[dict[str, str]]:
     attributes = attributes if isinstance(attributes, dict) else {}
     return [{"key": key, "value": shown_value(value)} for key, value in attributes.items()]
-
-
-def add_service_errors(form: forms.Form, exc: ValidationError) -> None:
-    """Show a service's ValidationError on the form: next to the field it names, else above the form."""
-    if not hasattr(exc, "error_dict"):
-        form.add_error(None, exc.messages)
-        return
-    for field, problems in exc.message_dict.items():
-        form.add_error(field if field in form.fields else None, problems)

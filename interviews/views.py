@@ -15,12 +15,13 @@ from django.shortcuts import redirect, render
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
-from interviews.forms import InterviewForm, add_service_errors
+from interviews.forms import InterviewForm
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.provenance import interview_provenance, turn_provenance
 from interviews.rendering import render_turns
 from interviews.services import interview_update
 from interviews.statistics import DEPTH_CHOICES, project_statistics, statistics_csv, statistics_xlsx
+from projects.forms import add_service_errors
 from projects.permissions import member_or_404, writer_or_403
 
 VIEWS = ("read", "segments")

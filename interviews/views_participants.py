@@ -12,9 +12,10 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 
-from interviews.forms import AttributeFormSet, ParticipantForm, add_service_errors, attribute_initial
+from interviews.forms import AttributeFormSet, ParticipantForm, attribute_initial
 from interviews.models import Participant
 from interviews.services import participant_update
+from projects.forms import add_service_errors
 from projects.permissions import member_or_404, writer_or_403
 
 

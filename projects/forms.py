@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib.auth import password_validation
+from django.core.exceptions import ValidationError
 
 from projects.models import Membership, Project, Role
 
@@ -57,3 +58,14 @@ class PositionalityForm(forms.ModelForm):
         model = Membership
         fields = ["positionality"]
         widgets = {"positionality": forms.Textarea(attrs={"rows": 6})}
+
+
+def add_service_errors(form: forms.Form, exc: ValidationError, *, renamed: dict[str, str] | None = None) -> None:
+    """Show a service's ValidationError on the form: next to the field it names (a service name the form calls
+    otherwise through `renamed`), else above the form."""
+    if not hasattr(exc, "error_dict"):
+        form.add_error(None, exc.messages)
+        return
+    for name, problems in exc.message_dict.items():
+        name = (renamed or {}).get(name, name)
+        form.add_error(name if name in form.fields else None, problems)

@@ -18,7 +18,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from projects import services
-from projects.forms import InvitationSignupForm
+from projects.forms import InvitationSignupForm, add_service_errors
 from projects.models import Invitation
 from projects.permissions import owner_or_403
 from projects.ratelimit import client_address, count_in_window
@@ -115,16 +115,10 @@ def _accept_with_new_account(request: HttpRequest, invitation: Invitation) -> Ht
                 invitation=invitation, username=form.cleaned_data["username"], password=form.cleaned_data["password1"])
             login(request, membership.user, backend=settings.AUTHENTICATION_BACKENDS[0])
     except ValidationError as exc:
-        _add_service_errors(form, exc)
+        add_service_errors(form, exc, renamed={"password": "password1"})
         return _render_accept(request, invitation=invitation, form=form, status=400)
     messages.success(request, f"Welcome to “{invitation.project.name}”, {membership.user.username}.")
     return redirect("project_home", project_uuid=invitation.project.uuid)
-
-
-def _add_service_errors(form: InvitationSignupForm, exc: ValidationError) -> None:
-    fields = {"username": "username", "password": "password1"}
-    for name, errors in exc.message_dict.items():
-        form.add_error(fields.get(name), errors)
 
 
 def _render_accept(request: HttpRequest, *, invitation: Invitation | None = None, form: InvitationSignupForm | None = None,
