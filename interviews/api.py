@@ -300,7 +300,7 @@ class ParticipantViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retri
 
 class InterviewFilter(serializers.Serializer):
     depth = serializers.ChoiceField(choices=Interview.Depth.choices, required=False)
-    participant = serializers.UUIDField(required=False, help_text="Only this participant's interviews.")
+    participant = serializers.UUIDField(required=False, source="participant__uuid", help_text="Only this participant's interviews.")
 
 
 @extend_schema_view(list=extend_schema(parameters=[InterviewFilter]))
@@ -335,11 +335,8 @@ class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retriev
 
     def get_queryset(self):
         qs = Interview.objects.for_project(self.project).annotate(turn_count=Count("turns"))
-        wanted = query_filters(self.request, InterviewFilter) if self.action == "list" else {}
-        if "depth" in wanted:
-            qs = qs.filter(depth=wanted["depth"])
-        if "participant" in wanted:
-            qs = qs.filter(participant__uuid=wanted["participant"])
+        if self.action == "list":
+            qs = qs.filter(**query_filters(self.request, InterviewFilter))
         if self.action == "retrieve":
             qs = qs.prefetch_related(Prefetch("turns", Turn.objects.order_by("position").prefetch_related(
                 Prefetch("segments", Segment.objects.order_by("position")))))

@@ -306,7 +306,7 @@ class MemoEditSerializer(serializers.Serializer):
 
 class MemoFilter(serializers.Serializer):
     kind = serializers.ChoiceField(choices=Memo.Kind.choices, required=False)
-    author = serializers.CharField(required=False, max_length=150, help_text="The author's username.")
+    author = serializers.CharField(required=False, max_length=150, source="author__username", help_text="The author's username.")
 
 
 @extend_schema_view(list=extend_schema(parameters=[MemoFilter]))
@@ -319,12 +319,7 @@ class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
 
     def get_queryset(self):
         memos = Memo.objects.for_project(self.project)
-        wanted = query_filters(self.request, MemoFilter) if self.action == "list" else {}
-        if "kind" in wanted:
-            memos = memos.filter(kind=wanted["kind"])
-        if "author" in wanted:
-            memos = memos.filter(author__username=wanted["author"])
-        return memos
+        return memos.filter(**query_filters(self.request, MemoFilter)) if self.action == "list" else memos
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "project": self.project}
@@ -389,8 +384,9 @@ class CommentSerializer(serializers.ModelSerializer):
 
 
 class CommentFilter(serializers.Serializer):
-    theme = serializers.UUIDField(required=False, help_text="Only this theme's discussion.")
-    mentions = serializers.CharField(required=False, max_length=150, help_text="Only comments mentioning this username.")
+    theme = serializers.UUIDField(required=False, source="theme__uuid", help_text="Only this theme's discussion.")
+    mentions = serializers.CharField(required=False, max_length=150, source="mentions__username",
+                                     help_text="Only comments mentioning this username.")
 
 
 class CommentResolveSerializer(serializers.Serializer):
@@ -407,12 +403,7 @@ class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
     def get_queryset(self):
         comments = (Comment.objects.filter(theme__project=self.project, theme__deleted_at__isnull=True)
                     .select_related("theme", "parent", "author").prefetch_related("mentions"))
-        wanted = query_filters(self.request, CommentFilter) if self.action == "list" else {}
-        if "theme" in wanted:
-            comments = comments.filter(theme__uuid=wanted["theme"])
-        if "mentions" in wanted:
-            comments = comments.filter(mentions__username=wanted["mentions"])
-        return comments
+        return comments.filter(**query_filters(self.request, CommentFilter)) if self.action == "list" else comments
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "project": self.project}
