@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coding.models import Code, Coding, Note
-from coding.queries import codebook_tree
+from coding.queries import codebook_tree, interview_segment_progress
 from coding.services import (
     CodeConflict,
     code_archive,
@@ -308,7 +308,8 @@ class CodingViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.DestroyMod
         if not result.code_found or not result.segments_found:
             raise serializers.ValidationError({"detail": "The code is archived or none of the segments can be coded "
                                                          "(interviewer and system turns only with any_speaker)."})
-        return Response({"created": result.changed, "coded": result.coded, "codable": result.codable},
+        coded, codable = interview_segment_progress(result.interview_id)
+        return Response({"created": result.changed, "coded": coded, "codable": codable},
                         status=status.HTTP_201_CREATED if result.changed else status.HTTP_200_OK)
 
     def perform_destroy(self, instance: Coding) -> None:

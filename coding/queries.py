@@ -113,13 +113,20 @@ def project_progress(project: Project) -> tuple[int, int]:
     cached = cache.get(key)
     if cached is not None:
         return tuple(cached)  # type: ignore[return-value]
-    coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
-    agg = Segment.objects.filter(
-        interview__project=project, interview__deleted_at__isnull=True, speaker=Speaker.PARTICIPANT
-    ).aggregate(codable=Count("id"), coded=Count("id", filter=Q(coded_exists)))
-    value = (agg["coded"], agg["codable"])
+    value = _coded_and_codable(Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True))
     cache.set(key, value, PROGRESS_TTL)
     return value
+
+
+def interview_segment_progress(interview_id: int) -> tuple[int, int]:
+    """(coded, codable) participant segments of one interview; one query."""
+    return _coded_and_codable(Segment.objects.filter(interview_id=interview_id))
+
+
+def _coded_and_codable(segments) -> tuple[int, int]:
+    coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
+    agg = segments.filter(speaker=Speaker.PARTICIPANT).aggregate(codable=Count("id"), coded=Count("id", filter=Q(coded_exists)))
+    return agg["coded"], agg["codable"]
 
 
 def interview_codings(interview: Interview, code_order: dict[int, int]) -> dict[int, list[tuple[int, int]]]:

@@ -327,7 +327,6 @@ def _coding_response(request: HttpRequest, result: CodingResult, *, action: str,
         return HttpResponseBadRequest("None of the selected segments can be coded here.")
     renderer, by_segment = chips_from_rows(result.chips, request.user.pk)
     parts = [renderer.container(s, by_segment.get(s, []), oob=True) for s in segments]
-    parts.append(f'<span id="progress-interview" hx-swap-oob="true">{result.coded} / {result.codable}</span>')
     parts.append(f'<span id="uses-{code_id}" class="uses" hx-swap-oob="true">{result.code_count}</span>')
     response = HttpResponse("".join(parts))
     trigger = {"action": action, "code": code_id, "segments": result.changed, **(extra_trigger or {})}

@@ -18,9 +18,9 @@ def _statement(name: str) -> PreparedStatement:
                              [("divisor", "integer"), ("word", "text")])
 
 
-def _prepared_names() -> list[str]:
+def _prepared_names(prefix: str) -> list[str]:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT name FROM pg_prepared_statements ORDER BY name")
+        cursor.execute("SELECT name FROM pg_prepared_statements WHERE name LIKE %s ORDER BY name", [prefix + "%"])
         return [name for (name,) in cursor.fetchall()]
 
 
@@ -31,7 +31,7 @@ def test_the_first_use_on_a_connection_prepares_and_later_uses_only_execute():
         assert statement.fetchone({"divisor": 4, "word": "first"}) == (25, "first!")
         assert statement.fetchone({"divisor": 5, "word": "second", "ignored": 1}) == (20, "second!")
     assert [q["sql"].split()[0] for q in queries.captured_queries] == ["PREPARE", "EXECUTE"]
-    assert _prepared_names() == ["t_first_use_1"]
+    assert _prepared_names("t_first_use") == ["t_first_use_1"]
 
 
 @pytest.mark.django_db

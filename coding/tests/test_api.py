@@ -200,3 +200,18 @@ def test_coding_list_filters_are_validated(client_for, viewer, project, intervie
         response = client_for(viewer).get(_codings(project), {name: "not-a-uuid"})
         assert response.status_code == 400 and name in response.json()
     assert client_for(viewer).get(_codings(project), {"interview": str(interview.uuid), "coder": "nobody"}).json()["results"] == []
+
+
+def test_applying_through_the_api_reports_the_interviews_progress(client_for, analyst, owner, project, interview,
+                                                                   participant_segments, make_code):
+    trust, home = make_code("Trust"), make_code("Home")
+    first, second = participant_segments[0].pk, participant_segments[1].pk
+
+    def apply(user, code, segments):
+        body = {"interview": str(interview.uuid), "code": str(code.uuid), "segments": segments}
+        answer = client_for(user).post(_codings(project), body, content_type="application/json").json()
+        return answer["coded"], answer["codable"]
+
+    assert apply(analyst, trust, [first]) == (1, len(participant_segments))
+    assert apply(owner, home, [first]) == (1, len(participant_segments))  # a segment counts once, whoever coded it
+    assert apply(owner, trust, [first, second]) == (2, len(participant_segments))

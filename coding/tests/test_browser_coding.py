@@ -63,6 +63,7 @@ def test_code_by_keyboard_create_inline_undo_filter_and_compare(page, login, liv
     expect(page.locator(f"#chips-{s[2].pk} .chip")).to_have_count(0)
     expect(page.locator(f"#chips-{s[3].pk} .chip")).to_have_count(1)
     assert _chips(page, s[3]) == ["TrustOO"]
+    expect(page.locator("#progress-interview")).to_have_text(f"3 / {len(s)}")  # the owner's chip keeps s[3] coded
 
     # k back to the second segment, x removes its only code of mine.
     page.keyboard.press("Escape")
@@ -70,6 +71,7 @@ def test_code_by_keyboard_create_inline_undo_filter_and_compare(page, login, liv
     page.keyboard.press("j")
     page.keyboard.press("x")
     expect(page.locator(f"#chips-{s[1].pk} .chip")).to_have_count(0)
+    expect(page.locator("#progress-interview")).to_have_text(f"2 / {len(s)}")
     assert set(Coding.objects.filter(coder=analyst).values_list("segment_id", flat=True)) == {s[0].pk}
 
     # n jumps to the next uncoded participant segment (the third: the fourth is coded by the owner).

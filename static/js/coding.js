@@ -473,6 +473,8 @@
       ch.appendChild(small);
       return ch;
     }
+    // The interview's progress is counted here, from the chips on the page, after every swap and
+    // poll: the apply request's work then grows with the segments it touches, not with the interview.
     function updateProgress() {
       var all = transcript.querySelectorAll(".seg:not(.other)").length;
       var coded = transcript.querySelectorAll(".seg.coded:not(.other)").length;
@@ -494,7 +496,7 @@
       }
       interviewCoded = now;
     }
-    document.body.addEventListener("htmx:afterSettle", syncProjectProgress);
+    document.body.addEventListener("htmx:afterSettle", updateProgress);
     function poll() {
       if (document.hidden || inFlight) return;
       var seen = changes;
