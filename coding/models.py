@@ -94,11 +94,13 @@ class Coding(models.Model):
         HUMAN = "human", "Human"
         SUGGESTION = "suggestion", "Accepted AI suggestion"
 
-    segment = models.ForeignKey(Segment, on_delete=models.CASCADE, related_name="codings")
-    code = models.ForeignKey(Code, on_delete=models.CASCADE, related_name="codings")
+    # No single-column indexes on segment, code and interview: the unique constraint and the two
+    # indexes below start with them, and every index is written on each apply.
+    segment = models.ForeignKey(Segment, on_delete=models.CASCADE, related_name="codings", db_index=False)
+    code = models.ForeignKey(Code, on_delete=models.CASCADE, related_name="codings", db_index=False)
     coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="codings")
     # Denormalised from segment for per-interview counts and retrieval without a join.
-    interview = models.ForeignKey(Interview, on_delete=models.CASCADE, related_name="codings")
+    interview = models.ForeignKey(Interview, on_delete=models.CASCADE, related_name="codings", db_index=False)
     origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.HUMAN)
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
