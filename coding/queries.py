@@ -266,11 +266,19 @@ def interview_codings_state(interview: Interview) -> tuple[list[tuple[int, int, 
     return codings, codes
 
 
+# The interview's segments and codings are read through its own indexes whatever the table
+# statistics say: with stale statistics (after a large import) the planner once scanned every
+# segment of every interview, and looked up each segment's codings one by one (4.5 ms, now 1.7).
 _TRANSCRIPT_SQL = """
-SELECT t.id, t.position, t.speaker, s.id, s.position, s.text, s.speaker, s.kind,
-       ARRAY(SELECT ARRAY[c.code_id, c.coder_id] FROM coding_coding c WHERE c.segment_id = s.id)
-FROM interviews_turn t LEFT JOIN interviews_segment s ON s.turn_id = t.id
-WHERE t.interview_id = %s
+WITH s AS MATERIALIZED (
+    SELECT id, turn_id, position, text, speaker, kind FROM interviews_segment WHERE interview_id = %(interview)s
+), pairs AS (
+    SELECT segment_id, array_agg(ARRAY[code_id, coder_id]) AS pairs FROM coding_coding
+    WHERE interview_id = %(interview)s GROUP BY segment_id
+)
+SELECT t.id, t.position, t.speaker, s.id, s.position, s.text, s.speaker, s.kind, pairs.pairs
+FROM interviews_turn t LEFT JOIN s ON s.turn_id = t.id LEFT JOIN pairs ON pairs.segment_id = s.id
+WHERE t.interview_id = %(interview)s
 ORDER BY t.position, s.position
 """
 
@@ -291,7 +299,7 @@ def interview_transcript(interview: Interview, code_order: dict[int, int]
     codings: dict[int, list[tuple[int, int]]] = {}
     last = len(code_order)
     with connection.cursor() as cur:
-        cur.execute(_TRANSCRIPT_SQL, [interview.pk])
+        cur.execute(_TRANSCRIPT_SQL, {"interview": interview.pk})
         for turn_id, turn_pos, turn_speaker, seg_id, seg_pos, text, seg_speaker, kind, pairs in cur.fetchall():
             if not turns or turns[-1][0] != turn_id:
                 turns.append((turn_id, turn_pos, turn_speaker))
