@@ -117,3 +117,13 @@ def test_mentioning_yourself_is_not_news(project, theme, analyst):
     comment = Comment.objects.create(theme=theme, author=analyst, body="Note to self, @arjun")  # e.g. an import
     comment.mentions.add(analyst)
     assert unread_mentions_count(project, analyst) == 0
+
+
+def test_a_mention_by_a_deleted_account_still_counts(project, theme, owner, analyst):
+    from django.contrib.auth import get_user_model
+
+    leaver = get_user_model().objects.create_user("leaver", password="x")
+    Membership.objects.create(project=project, user=leaver, role=Role.ANALYST)
+    services.comment_post(theme=theme, actor=leaver, body="@arjun before I go")
+    leaver.delete()  # the comment stays, without an author
+    assert unread_mentions_count(project, analyst) == 1
