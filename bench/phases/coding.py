@@ -79,7 +79,7 @@ def _setup(corpus, quick: bool):
     return user, project, codes, interviews, docs
 
 
-def _start_gunicorn(port: int) -> subprocess.Popen:
+def _start_gunicorn(port: int, app: str = "config.wsgi:application") -> subprocess.Popen:
     from django.db import connection
 
     db = connection.settings_dict
@@ -89,7 +89,7 @@ def _start_gunicorn(port: int) -> subprocess.Popen:
         "DJANGO_SETTINGS_MODULE": "config.settings_test", "DEBUG": "false", "LOG_LEVEL": "ERROR",
     })
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi:application", "-b", f"127.0.0.1:{port}",
+        [str(Path(sys.executable).parent / "gunicorn"), app, "-b", f"127.0.0.1:{port}",
          "-w", str(WORKERS), "--worker-class", "gthread", "--threads", str(THREADS), "--keep-alive", "75", "--log-level", "warning"],
         cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
@@ -130,6 +130,22 @@ def _worker_memory_mb(master: int) -> tuple[float, float]:
         except OSError:
             pass
     return rss, hwm
+
+
+def _floor(session, items: list[tuple[str, int]], codes: list[int]) -> dict:
+    """p50 / p95 ms of the same client posting the same forms to bench/floor_app.py under the same gunicorn setup."""
+    port = _free_port()
+    proc = _start_gunicorn(port, app="bench.floor_app:application")
+    try:
+        client = _clone(session)
+        lat = []
+        for i, (iv, seg) in enumerate(items):
+            t0 = time.perf_counter()
+            client.post(f"http://127.0.0.1:{port}/p/x/interviews/{iv}/code/apply/", data={"code": codes[i % len(codes)], "segments": seg})
+            lat.append(time.perf_counter() - t0)
+        return {"p50": _pct(lat[20:], 50) * 1000, "p95": _pct(lat[20:], 95) * 1000}
+    finally:
+        _stop(proc)
 
 
 def _login(base: str, username: str):
@@ -255,6 +271,7 @@ def run(ctx: Context) -> Section:
             lat += apply(session, i, work[i])
         wall = time.perf_counter() - t_all
         seq = {"p50": _pct(lat, 50) * 1000, "p95": _pct(lat, 95) * 1000, "p99": _pct(lat, 99) * 1000, "rate": len(lat) / wall}
+        floor = _floor(session, work[:n_seq], codes)
 
         items = iter(enumerate(work[n_seq:n_seq + n_conc], start=n_seq))
         lock = threading.Lock()
@@ -384,6 +401,8 @@ def run(ctx: Context) -> Section:
         ["apply a code, 1 client: p50 / p95 ms (target ≤ 4 / 8)", f"{seq['p50']:.2f} / {seq['p95']:.2f}",
          f"{peer(tg, 'b_highlight_seq', 'p50_ms')} / {peer(tg, 'b_highlight_seq', 'p95_ms')}" if tg else "13.1 / 16.8 (ref)",
          f"{peer(dc, 'b_highlight_seq', 'p50_ms')} / {peer(dc, 'b_highlight_seq', 'p95_ms')}" if dc else "9.2 / 13.3 (ref)"],
+        ["… floor: the same client and gunicorn setup against an app that only reads the form (bench/floor_app.py): p50 / p95 ms",
+         f"{floor['p50']:.2f} / {floor['p95']:.2f}", None, None],
         ["apply a code, 1 client: requests/s", round(seq["rate"]), peer(tg, "b_highlight_seq", "throughput_per_s") or "75 (ref)",
          peer(dc, "b_highlight_seq", "throughput_per_s") or "103 (ref)"],
         ["8 clients: codings/s (target ≥ 400) / p95 ms (target ≤ 40)", f"{conc['rate']:.0f} / {conc['p95']:.1f}",
