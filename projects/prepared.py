@@ -9,7 +9,9 @@ Django's cursor, so query counting and logging see one query as before.
 
 PostgreSQL keeps a prepared statement for the life of its session (a rollback does not drop
 it) and replans it when a table it reads changes or is analysed, so a plan made while a table
-was small is not kept once it has grown.
+was small is not kept once it has grown. It needs each Django connection to be one PostgreSQL
+session: a direct connection, as in docker-compose.yml, or a pooler in session mode (not
+PgBouncer's transaction mode).
 """
 
 from __future__ import annotations
