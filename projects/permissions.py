@@ -17,11 +17,10 @@ from projects.models import Membership, Role
 def get_membership(user, project_uuid: UUID | str) -> Membership | None:
     if not user.is_authenticated:
         return None
-    return (
-        Membership.objects.select_related("project", "user")
-        .filter(user=user, project__uuid=project_uuid)
-        .first()
-    )
+    membership = Membership.objects.select_related("project").filter(user=user, project__uuid=project_uuid).first()
+    if membership is not None:
+        membership.user = user  # the request's user, already loaded: no join for a second copy
+    return membership
 
 
 def member_or_404(request: HttpRequest, project_uuid: UUID | str, *, level: str = Role.VIEWER) -> Membership:
