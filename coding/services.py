@@ -294,12 +294,10 @@ def code_split(*, code: Code, actor: Any, names: Sequence[str], reason: str = ""
 
 # --- codings: the hot path ---------------------------------------------------------------
 
-# One statement: membership check, the insert (a duplicate is ignored), the chips of the
-# touched segments and the code's count in this interview. The main query does not see rows the
-# INSERT adds (one snapshot), so `ins` is unioned in. Its work grows with the segments touched,
-# not with the interview: the page counts its coded segments itself (static/js/coding.js), as it
-# does for colleagues' codings it polls for.
-_APPLY_SQL = """
+# What both statements start from: the caller's membership, the interview in that project, and
+# the selected segments found by primary key (left to itself, the planner may walk the interview's
+# index instead: fine for a small interview, 1 ms more for a 4,000-segment one).
+_SCOPE_SQL = """
 WITH m AS (
     SELECT mm.role, mm.project_id FROM projects_membership mm JOIN projects_project p ON p.id = mm.project_id
     WHERE mm.user_id = %(user)s AND p.uuid = %(project)s
@@ -307,10 +305,22 @@ WITH m AS (
     SELECT i.id FROM interviews_interview i JOIN m ON m.project_id = i.project_id
     WHERE i.uuid = %(interview)s AND i.deleted_at IS NULL
 ), picked AS MATERIALIZED (
-    -- The selected segments, found by primary key. Left to itself, the planner may walk the
-    -- interview's index instead: fine for a small interview, 1 ms more for a 4,000-segment one.
     SELECT s.id, s.interview_id, s.speaker FROM interviews_segment s WHERE s.id = ANY(%(segments)s::bigint[])
-), seg AS (
+)"""
+
+# The touched segments' chips (a `chips` CTE of segment, code, coder), in the order the page shows them.
+_CHIPS_JSON_SQL = """
+       (SELECT coalesce(json_agg(json_build_array(ch.segment_id, ch.code_id, ch.coder_id, c.name, c.colour, c.kind,
+                                                  u.username, u.first_name, u.last_name)
+                                 ORDER BY ch.segment_id, c.position, c.name, ch.coder_id), '[]')
+          FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),"""
+
+# One statement: membership check, the insert (a duplicate is ignored), the chips of the
+# touched segments and the code's count in this interview. The main query does not see rows the
+# INSERT adds (one snapshot), so `ins` is unioned in. Its work grows with the segments touched,
+# not with the interview: the page counts its coded segments itself (static/js/coding.js), as it
+# does for colleagues' codings it polls for.
+_APPLY_SQL = _SCOPE_SQL + """, seg AS (
     SELECT picked.id, picked.interview_id FROM picked JOIN iv ON iv.id = picked.interview_id
     WHERE picked.speaker = 'participant' OR %(any_speaker)s
 ), cd AS (
@@ -335,26 +345,13 @@ WITH m AS (
     UNION ALL SELECT segment_id, code_id, coder_id FROM ins
 )
 SELECT (SELECT role FROM m), (SELECT id FROM iv), (SELECT count(*) FROM seg), (SELECT count(*) FROM cd),
-       (SELECT coalesce(array_agg(segment_id), '{}') FROM ins),
-       (SELECT coalesce(json_agg(json_build_array(ch.segment_id, ch.code_id, ch.coder_id, c.name, c.colour, c.kind,
-                                                  u.username, u.first_name, u.last_name)
-                                 ORDER BY ch.segment_id, c.position, c.name, ch.coder_id), '[]')
-          FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),
+       (SELECT coalesce(array_agg(segment_id), '{}') FROM ins),""" + _CHIPS_JSON_SQL + """
        (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd) AND interview_id = (SELECT id FROM iv))
          + (SELECT count(*) FROM ins)
 """
 
 # The same shape for removal: only the requesting coder's own codings are removed.
-_REMOVE_SQL = """
-WITH m AS (
-    SELECT mm.role, mm.project_id FROM projects_membership mm JOIN projects_project p ON p.id = mm.project_id
-    WHERE mm.user_id = %(user)s AND p.uuid = %(project)s
-), iv AS (
-    SELECT i.id FROM interviews_interview i JOIN m ON m.project_id = i.project_id
-    WHERE i.uuid = %(interview)s AND i.deleted_at IS NULL
-), picked AS MATERIALIZED (
-    SELECT s.id, s.interview_id FROM interviews_segment s WHERE s.id = ANY(%(segments)s::bigint[])
-), seg AS (
+_REMOVE_SQL = _SCOPE_SQL + """, seg AS (
     SELECT picked.id FROM picked JOIN iv ON iv.id = picked.interview_id
 ), cd AS (
     SELECT c.id FROM coding_code c JOIN m ON m.project_id = c.project_id WHERE c.id = %(code)s AND c.deleted_at IS NULL
@@ -374,11 +371,7 @@ WITH m AS (
     WHERE segment_id IN (SELECT id FROM seg) AND id NOT IN (SELECT id FROM del)
 )
 SELECT (SELECT role FROM m), (SELECT id FROM iv), (SELECT count(*) FROM seg), (SELECT count(*) FROM cd),
-       (SELECT coalesce(array_agg(segment_id), '{}') FROM del),
-       (SELECT coalesce(json_agg(json_build_array(ch.segment_id, ch.code_id, ch.coder_id, c.name, c.colour, c.kind,
-                                                  u.username, u.first_name, u.last_name)
-                                 ORDER BY ch.segment_id, c.position, c.name, ch.coder_id), '[]')
-          FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),
+       (SELECT coalesce(array_agg(segment_id), '{}') FROM del),""" + _CHIPS_JSON_SQL + """
        (SELECT count(*) FROM coding_coding WHERE code_id = (SELECT id FROM cd) AND interview_id = (SELECT id FROM iv))
          - (SELECT count(*) FROM del)
 """
