@@ -1,5 +1,6 @@
-"""The per-request connection health check (config/postgresql): no round trip on a healthy
-connection, a fresh connection after the server dropped the old one."""
+"""The PostgreSQL backend (config/postgresql): the per-request health check (no round trip on a
+healthy connection, a fresh connection after the server dropped the old one), and test databases
+that are dropped even while a leftover connection holds them."""
 
 from __future__ import annotations
 
@@ -61,3 +62,20 @@ def test_a_connection_the_server_dropped_is_replaced_before_the_request_uses_it(
         cursor.execute("SELECT 1")
         assert cursor.fetchone() == (1,)
     assert persistent.connection.info.backend_pid != pid
+
+
+def test_a_test_database_is_dropped_even_while_a_leftover_connection_holds_it(observer):
+    name = f"{connection.settings_dict['NAME']}_drop_probe"
+    observer.execute(f'DROP DATABASE IF EXISTS "{name}"')
+    observer.execute(f'CREATE DATABASE "{name}"')
+    s = connection.settings_dict
+    leftover = psycopg.connect(host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"],
+                               password=s["PASSWORD"], dbname=name, autocommit=True)
+    try:
+        connection.creation._destroy_test_db(name, verbosity=0)
+        assert observer.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone() is None
+        with pytest.raises(psycopg.OperationalError):
+            leftover.execute("SELECT 1")
+    finally:
+        leftover.close()
+        observer.execute(f'DROP DATABASE IF EXISTS "{name}"')

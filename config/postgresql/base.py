@@ -15,8 +15,12 @@ import select
 
 from django.db.backends.postgresql.base import DatabaseWrapper as PostgresDatabaseWrapper
 
+from config.postgresql.creation import DatabaseCreation
+
 
 class DatabaseWrapper(PostgresDatabaseWrapper):
+    creation_class = DatabaseCreation
+
     def close_if_health_check_failed(self) -> None:
         if (self.connection is not None and self.health_check_enabled and not self.health_check_done
                 and self._socket_is_quiet()):
