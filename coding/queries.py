@@ -307,5 +307,8 @@ def interview_transcript(interview: Interview, code_order: dict[int, int]
                 continue
             segments.append((seg_id, turn_id, seg_pos, text, seg_speaker, kind))
             if pairs:
-                codings[seg_id] = sorted(((p[0], p[1]) for p in pairs), key=lambda p: (code_order.get(p[0], last), p[1]))
+                chips = [(code, coder) for code, coder in pairs]
+                if len(chips) > 1:  # most coded segments carry one chip: no sort to pay for
+                    chips.sort(key=lambda p: (code_order.get(p[0], last), p[1]))
+                codings[seg_id] = chips
     return turns, segments, codings
