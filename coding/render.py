@@ -123,6 +123,26 @@ def render_transcript(*, turns: Sequence[tuple[int, int, str]], segments: Sequen
     return mark_safe("".join(out))  # noqa: S308 -- every interpolated value above is escaped or an int
 
 
+def render_code_rows(codes: Sequence[dict[str, Any]]) -> SafeString:
+    """The codes panel: a button per code with its uses here; archived codes stay, hidden, for their chips.
+
+    Built here like the transcript: a template loop cost ~90 µs per code, 9 ms for a codebook of 100.
+    codes: workspace_codes rows with "here" (uses in this interview) added.
+    """
+    return mark_safe("".join([  # noqa: S308 -- every interpolated value is escaped or an int
+        f'<li{" hidden" if c["archived"] else ""}><button type="button" class="code-row" data-code="{c["id"]}" '
+        f'title="{escape(c["definition"])}"><span class="sw" style="--c:{escape(c["colour"])}"></span>{escape(c["name"])}'
+        f'<small class="muted">{escape(c["kind"])}</small>'
+        f'<span id="uses-{c["id"]}" class="uses" title="Uses in this interview">{c["here"]}</span></button></li>'
+        for c in codes
+    ]))
+
+
+def render_code_options(codes: Sequence[dict[str, Any]]) -> SafeString:
+    """The code filter's options, archived codes included (their chips can still be filtered)."""
+    return mark_safe("".join([f'<option value="{c["id"]}">{escape(c["name"])}</option>' for c in codes]))  # noqa: S308
+
+
 def render_notes(*, key: str, notes: Sequence[Any], me: int, coders: dict[int, CoderInfo], oob: bool = False) -> str:
     """A notes block (interview: key "interview", turn: "t<id>"); data-mine carries the user's own note for editing."""
     mine = ""

@@ -19,7 +19,14 @@ from coding.codebook_import import CodebookImportError, codebook_import, renamed
 from coding.excerpts import excerpts_by_participant, excerpts_for_codes
 from coding.forms import ArchiveForm, CodeCreateForm, CodeEditForm, ImportForm, MergeForm, MoveForm, SplitForm
 from coding.models import Code, CodeEvent, Note
-from coding.render import ChipRenderer, chips_from_rows, render_notes, render_transcript
+from coding.render import (
+    ChipRenderer,
+    chips_from_rows,
+    render_code_options,
+    render_code_rows,
+    render_notes,
+    render_transcript,
+)
 from coding.services import (
     PALETTE,
     CodeConflict,
@@ -298,7 +305,8 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
                "archived": c["archived"]} for c in codes]
     return render(request, "coding/workspace.html", {
         "project": project, "membership": membership, "nav": "interviews", "interview": interview,
-        "transcript": transcript, "codes": codes, "picker": picker,
+        "transcript": transcript, "codes": codes, "code_rows": render_code_rows(codes), "code_options": render_code_options(codes),
+        "picker": picker,
         "coders": [coders[c] for c in coders_here if c in coders], "coded": coded, "codable": codable,
         "project_coded": project_coded, "project_codable": project_codable, "any_speaker": any_speaker,
         "interview_notes": render_notes(key="interview", notes=notes.get(None, []), me=request.user.pk, coders=coders),
