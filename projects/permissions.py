@@ -17,7 +17,9 @@ from projects.models import Membership, Role
 def get_membership(user, project_uuid: UUID | str) -> Membership | None:
     if not user.is_authenticated:
         return None
-    membership = Membership.objects.select_related("project").filter(user=user, project__uuid=project_uuid).first()
+    # (project, user) is unique: order_by() drops the default ordering by username, a join on auth_user.
+    membership = (Membership.objects.select_related("project").filter(user=user, project__uuid=project_uuid)
+                  .order_by().first())
     if membership is not None:
         membership.user = user  # the request's user, already loaded: no join for a second copy
     return membership
