@@ -1,8 +1,8 @@
 """Test databases are dropped even while a connection the test session could not close holds them.
 
-Browser tests leave live-server threads waiting on the browser's keep-alive sockets, each with
-its persistent database connection (CONN_MAX_AGE); when the session ends before they notice, a
-plain DROP DATABASE fails ("being accessed by other users"), pytest warns and the database is
+Some connections outlive the tests that opened them: a live-server thread still waiting on a
+client's keep-alive socket, for one, keeps its persistent connection (CONN_MAX_AGE). A plain
+DROP DATABASE then fails ("being accessed by other users"), pytest warns and the database is
 left behind. PostgreSQL 13 and later end those sessions as part of the drop.
 """
 
