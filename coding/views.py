@@ -81,8 +81,7 @@ def codebook(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     if request.htmx and not request.htmx.boosted:
         return render(request, "coding/codebook.html#code-list", ctx)
     ctx["interviews"] = queries.interview_progress(membership.project)
-    template = "coding/codebook.html#code-list" if request.htmx and not request.htmx.boosted else "coding/codebook.html"
-    return render(request, template, ctx)
+    return render(request, "coding/codebook.html", ctx)
 
 
 @login_required
