@@ -3,6 +3,7 @@ from __future__ import annotations
 from django import forms
 
 from coding.models import Code
+from projects.widgets import QuickSelect
 
 REASON_HELP = "Optional: why — kept in the codebook's history."
 
@@ -23,7 +24,8 @@ class CodeEditForm(CodeForm):
 
 
 class CodeCreateForm(CodeForm):
-    parent = forms.ModelChoiceField(queryset=Code.objects.none(), required=False, empty_label="(top level)")
+    parent = forms.ModelChoiceField(queryset=Code.objects.none(), required=False, empty_label="(top level)",
+                                    widget=QuickSelect)
 
     def __init__(self, *args, project=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -32,7 +34,8 @@ class CodeCreateForm(CodeForm):
 
 
 class MoveForm(forms.Form):
-    parent = forms.ModelChoiceField(queryset=Code.objects.none(), required=False, empty_label="(top level)")
+    parent = forms.ModelChoiceField(queryset=Code.objects.none(), required=False, empty_label="(top level)",
+                                    widget=QuickSelect)
     reason = forms.CharField(required=False, help_text=REASON_HELP)
 
     def __init__(self, *args, code: Code, **kwargs) -> None:
@@ -41,7 +44,7 @@ class MoveForm(forms.Form):
 
 
 class MergeForm(forms.Form):
-    target = forms.ModelChoiceField(queryset=Code.objects.none(), label="Merge into")
+    target = forms.ModelChoiceField(queryset=Code.objects.none(), label="Merge into", widget=QuickSelect)
     reason = forms.CharField(required=False, help_text=REASON_HELP)
 
     def __init__(self, *args, code: Code, **kwargs) -> None:
