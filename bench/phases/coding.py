@@ -225,7 +225,7 @@ def run(ctx: Context) -> Section:
     from django.test.utils import CaptureQueriesContext
     from django.urls import reverse
 
-    from coding.models import Coding
+    from coding.models import Code, Coding
     from coding.services import code_create
     from interviews.models import Segment
 
@@ -351,6 +351,20 @@ def run(ctx: Context) -> Section:
                 client.get(url)
             return statistics.median(server) * 1000, statistics.median(http) * 1000, len(q.captured_queries), len(r.content), r.status_code
 
+        def server_get(url: str, n: int) -> str:
+            """Median ms in-process / queries / KB of one page."""
+            client.get(url)
+            times = []
+            for _ in range(n):
+                t0 = time.perf_counter()
+                r = client.get(url)
+                times.append(time.perf_counter() - t0)
+            if r.status_code != 200:
+                raise RuntimeError(f"{url} answered {r.status_code}")
+            with CaptureQueriesContext(connection) as q:
+                client.get(url)
+            return f"{statistics.median(times) * 1000:.1f} / {len(q.captured_queries)} / {len(r.content) // 1024}"
+
         def render_only(iv) -> float:
             """The transcript's HTML alone (the part a template loop made dominant), median ms."""
             from coding import queries
@@ -379,6 +393,8 @@ def run(ctx: Context) -> Section:
         for i in range(len(codes) + 1, 101):
             code_create(project=project, actor=user, name=f"more-{i:03d}", definition=f"Another code, number {i}")
         h100_server, _, h100_queries, h100_bytes, _ = open_page(heavy, reps)
+        codebook_page = server_get(reverse("coding:codebook", args=[project.uuid]), reps)
+        excerpts_page = server_get(reverse("coding:excerpts", args=[project.uuid, Code.objects.get(pk=codes[0]).uuid]), reps)
         rss_end, hwm_end = _worker_memory_mb(proc.pid)
         # Last, so its codings do not change the pages above: segments nobody coded yet, any code.
         wrk = _wrk_apply(base, session, str(project.uuid), work[n_seq + n_conc + 400:], codes, 5 if ctx.quick else 15)
@@ -429,6 +445,9 @@ def run(ctx: Context) -> Section:
         ["… of which the transcript HTML (Python fast path), ms", f"{h_render:.2f}", None, None],
         ["… the same page with a 100-code codebook: server ms / queries / KB of HTML",
          f"{h100_server:.1f} / {h100_queries} / {h100_bytes // 1024}", None, None],
+        ["codebook page, 100 codes with their uses per participant: server ms / queries / KB", codebook_page, None, None],
+        ["a code's excerpts page (every excerpt of code-01 across the project): server ms / queries / KB", excerpts_page,
+         None, None],
         [f"open 10× interview ({len(big_segments)} segments, {big_codings} codings): server ms (target ≤ 150)",
          f"{b_server:.1f}", None, None],
         ["… over HTTP p50 ms (peers: 10× document + highlights)", f"{b_http:.1f}",
