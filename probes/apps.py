@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ProbesConfig(AppConfig):
+    name = "probes"
+    verbose_name = "Probe studies"
+
+    def ready(self) -> None:
+        from probes import tasks  # noqa: F401 - connects the worker_ready handler that resumes runs

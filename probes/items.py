@@ -1,0 +1,213 @@
+"""Reading probe items from CSV, XLSX or JSONL, filtering them and drawing a balanced sample.
+
+Pure functions over rows (no database), so the import service can check everything
+before it writes anything: an import lands whole or not at all.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import random
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO
+
+FORMATS = ("csv", "xlsx", "jsonl")
+
+
+class ItemImportError(ValueError):
+    """The file cannot be imported; the message names the row and column."""
+
+
+@dataclass
+class ItemRow:
+    line: int  # 1-based data row (CSV/XLSX: header is row 0; JSONL: line number)
+    text: str
+    labels: dict[str, str]
+    attributes: dict[str, Any]
+
+
+@dataclass
+class ItemFilters:
+    min_words: int = 0
+    exclude_words: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"min_words": self.min_words, "exclude_words": self.exclude_words}
+
+    def reason_to_drop(self, text: str) -> str | None:
+        """"short" or "excluded word", or None when the row is kept."""
+        if self.min_words and len(text.split()) < self.min_words:
+            return "short"
+        if self.exclude_words and _word_pattern(tuple(self.exclude_words)).search(text):
+            return "excluded word"
+        return None
+
+
+_patterns: dict[tuple[str, ...], re.Pattern[str]] = {}
+
+
+def _word_pattern(words: tuple[str, ...]) -> re.Pattern[str]:
+    """Whole words, case-insensitive: "wife" drops "my wife" but not "midwifery"."""
+    if words not in _patterns:
+        _patterns[words] = re.compile(r"\b(?:" + "|".join(re.escape(w) for w in words) + r")\b", re.IGNORECASE)
+    return _patterns[words]
+
+
+def format_of(filename: str) -> str:
+    ext = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
+    if ext not in FORMATS:
+        raise ItemImportError(f"{filename}: choose a .csv, .xlsx or .jsonl file (this one ends in “.{ext}”).")
+    return ext
+
+
+def read_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str, Any]]]:
+    """(row number, {column: value}) for every data row of the file."""
+    fmt = format_of(filename)
+    if fmt == "csv":
+        return _csv_records(filename, data)
+    if fmt == "xlsx":
+        return _xlsx_records(filename, data)
+    return _jsonl_records(filename, data)
+
+
+def _csv_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str, Any]]]:
+    try:
+        text = data.read().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ItemImportError(f"{filename}: not UTF-8 text (byte {exc.start}); save the sheet as CSV UTF-8.")
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    for number, record in enumerate(reader, start=1):
+        if None in record:
+            raise ItemImportError(f"{filename}, row {number}: more cells than the header has columns.")
+        yield number, record
+
+
+def _xlsx_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str, Any]]]:
+    from openpyxl import load_workbook
+
+    _check_unpacked_size(filename, data)
+    try:
+        workbook = load_workbook(data, read_only=True, data_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable workbook is the user's file, not our bug
+        raise ItemImportError(f"{filename}: not a readable XLSX workbook ({type(exc).__name__}).")
+    rows = workbook.worksheets[0].iter_rows(values_only=True)
+    header = [str(h).strip() if h is not None else "" for h in next(rows, ())]
+    for number, values in enumerate(rows, start=1):
+        if all(v is None for v in values):
+            continue
+        yield number, {h: _json_value(v) for h, v in zip(header, values, strict=False) if h}
+
+
+def _json_value(value: Any) -> Any:
+    """A cell as JSON can store it: dates and times as ISO text, empty cells as ""."""
+    if value is None:
+        return ""
+    if isinstance(value, str | int | float | bool):
+        return value
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _check_unpacked_size(filename: str, data: BinaryIO) -> None:
+    """An XLSX is a ZIP: refuse one that would unpack beyond the deployment's limit (a ZIP bomb)."""
+    import zipfile
+
+    from django.conf import settings
+
+    limit = int(getattr(settings, "RTA_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024))
+    try:
+        with zipfile.ZipFile(data) as archive:
+            unpacked = sum(info.file_size for info in archive.infolist())
+    except zipfile.BadZipFile:
+        raise ItemImportError(f"{filename}: not a readable XLSX workbook (not a ZIP file).")
+    finally:
+        data.seek(0)
+    if unpacked > limit:
+        raise ItemImportError(f"{filename}: the workbook would unpack to {unpacked:,} bytes, over the limit of {limit:,}.")
+
+
+def _jsonl_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str, Any]]]:
+    for number, raw in enumerate(data, start=1):
+        line = raw.decode("utf-8", errors="replace").strip()
+        if not line:
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ItemImportError(f"{filename}, line {number}: not valid JSON ({exc.msg}, column {exc.colno}).")
+        if not isinstance(record, dict):
+            raise ItemImportError(f"{filename}, line {number}: expected a JSON object with one item's fields.")
+        yield number, record
+
+
+def item_rows(
+    filename: str, records: Iterable[tuple[int, dict[str, Any]]], *, text_column: str, label_columns: list[str]
+) -> list[ItemRow]:
+    """Check every record and split it into text, labels and attributes."""
+    rows: list[ItemRow] = []
+    for number, record in records:
+        where = "line" if filename.lower().endswith(".jsonl") else "row"
+        _check_columns(f"{filename}, {where} {number}" if rows else filename, record, [text_column, *label_columns])
+        text = _cell(record.get(text_column))
+        if not text:
+            raise ItemImportError(f"{filename}, {where} {number}, column “{text_column}”: the text is empty.")
+        labels = {}
+        for column in label_columns:
+            value = _cell(record.get(column))
+            if not value:
+                raise ItemImportError(f"{filename}, {where} {number}, column “{column}”: the ground-truth label is empty.")
+            labels[column] = value
+        attributes = {_no_nul(k): _no_nul(v) for k, v in record.items() if k not in labels and k != text_column}
+        rows.append(ItemRow(number, text, labels, attributes))
+    if not rows:
+        raise ItemImportError(f"{filename}: no data rows.")
+    return rows
+
+
+def _check_columns(where: str, record: dict[str, Any], wanted: list[str]) -> None:
+    missing = [c for c in wanted if c not in record]
+    if missing:
+        found = ", ".join(f"“{c}”" for c in record) or "none"
+        raise ItemImportError(f"{where}: no column {', '.join(f'“{c}”' for c in missing)}; the columns are {found}.")
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else _no_nul(str(value)).strip()
+
+
+def _no_nul(value: Any) -> Any:
+    """PostgreSQL text and jsonb cannot hold NUL characters; they carry nothing a reader sees."""
+    return value.replace("\x00", "") if isinstance(value, str) else value
+
+
+def filtered(rows: list[ItemRow], filters: ItemFilters) -> tuple[list[ItemRow], dict[str, int]]:
+    """The rows the filters keep, and how many each filter dropped."""
+    kept, dropped = [], {"short": 0, "excluded word": 0}
+    for row in rows:
+        reason = filters.reason_to_drop(row.text)
+        if reason:
+            dropped[reason] += 1
+        else:
+            kept.append(row)
+    return kept, dropped
+
+
+def balanced_sample(rows: list[ItemRow], *, column: str, per_label: int, seed: int) -> list[ItemRow]:
+    """`per_label` rows of each value of `column`, drawn with `seed`; the same seed draws the same rows.
+
+    Raises when a label has fewer rows than asked: a silently unbalanced sample would bias every rate.
+    """
+    groups: dict[str, list[ItemRow]] = defaultdict(list)
+    for row in rows:
+        groups[row.labels[column]].append(row)
+    short = {label: len(members) for label, members in groups.items() if len(members) < per_label}
+    if short:
+        have = ", ".join(f"“{label}” has {n}" for label, n in sorted(short.items()))
+        raise ItemImportError(f"Cannot sample {per_label} per label after filtering: {have}.")
+    rng = random.Random(seed)
+    chosen = [row for label in sorted(groups) for row in rng.sample(groups[label], per_label)]
+    return sorted(chosen, key=lambda row: row.line)

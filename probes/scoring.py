@@ -1,0 +1,179 @@
+"""Table 1 of a probe: per condition × model, per ground-truth group, rates, accuracy and tests.
+
+Only parsed answers count towards N; unparsed and failed answers are reported beside it.
+Subsets split the answers by what their rationale cites: "cites" = the applied categories
+include any of the chosen ones, "none" = they include none of them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from probes.models import Answer, Probe
+from probes.stats import TestResult, difference_test, wilson
+
+ALL, CITES, NONE = "all", "cites", "none"
+SUBSET_NAMES = {ALL: "All answers", CITES: "Cites the chosen categories", NONE: "Cites none of them"}
+
+
+@dataclass
+class Rate:
+    count: int
+    n: int
+
+    @property
+    def value(self) -> float | None:
+        return self.count / self.n if self.n else None
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        return wilson(self.count, self.n)
+
+
+@dataclass
+class GroupRow:
+    group: str  # a ground-truth value
+    n: int
+    predicted: dict[str, Rate]  # label → rate of predicting it
+    accuracy: Rate
+
+
+@dataclass
+class Cell:
+    condition: str
+    model: str
+    subset: str
+    labels: list[str]
+    groups: list[GroupRow]
+    accuracy: Rate
+    confusion: list[list[int]]  # rows: groups in order; columns: labels in order
+    test: TestResult | None
+    unparsed: int = 0
+    failed: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.accuracy.n
+
+    @property
+    def subset_name(self) -> str:
+        return SUBSET_NAMES[self.subset]
+
+
+@dataclass
+class Scores:
+    truth_column: str
+    chosen: list[str]
+    cells: list[Cell]
+    novel: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # condition → [(category, count)]
+
+
+@dataclass
+class _Row:
+    truth: str
+    label: str
+    categories: list[str]
+    status: str
+
+
+def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | None = None) -> Scores:
+    """Table 1 for the probe: one Cell per condition × model × subset (only "all" when nothing is chosen)."""
+    truth_column = truth_column or probe.truth_column
+    chosen_set = {c.lower() for c in chosen or []}
+    rows: dict[tuple[str, str], list[_Row]] = defaultdict(list)
+    labels: dict[str, list[str]] = {}
+    offered: dict[str, set[str]] = {}
+    answers = Answer.objects.filter(item__probe=probe).order_by("condition__name", "participant__label").values_list(
+        "condition__name", "participant__label", "item__labels", "label", "categories", "status",
+        "condition_version__labels", "condition_version__categories",
+    )
+    for condition, model, item_labels, label, categories, status, version_labels, version_categories in answers.iterator():
+        rows[(condition, model)].append(_Row(str(item_labels.get(truth_column, "")), label, categories or [], status))
+        labels.setdefault(condition, list(version_labels))
+        offered.setdefault(condition, set()).update(c.lower() for c in version_categories)
+    cells = []
+    for (condition, model), cell_rows in rows.items():
+        subsets = [ALL, CITES, NONE] if chosen_set else [ALL]
+        for subset in subsets:
+            cells.append(_cell(condition, model, subset, labels[condition], cell_rows, chosen_set))
+    novel = {condition: _novel(cell_rows_of(rows, condition), offered[condition]) for condition in labels}
+    return Scores(truth_column=truth_column, chosen=list(chosen or []), cells=cells, novel=novel)
+
+
+def cell_rows_of(rows: dict[tuple[str, str], list[_Row]], condition: str) -> list[_Row]:
+    return [row for (c, _), members in rows.items() if c == condition for row in members]
+
+
+def _in_subset(row: _Row, subset: str, chosen: set[str]) -> bool:
+    if subset == ALL:
+        return True
+    cites = any(c.lower() in chosen for c in row.categories)
+    return cites if subset == CITES else not cites
+
+
+def _cell(condition: str, model: str, subset: str, labels: list[str], rows: list[_Row], chosen: set[str]) -> Cell:
+    status_counts = Counter(row.status for row in rows if _in_subset(row, subset, chosen))
+    parsed = [row for row in rows if row.status == Answer.Status.DONE and _in_subset(row, subset, chosen)]
+    groups = sorted({row.truth for row in parsed})
+    confusion = [[sum(1 for r in parsed if r.truth == g and r.label == label) for label in labels] for g in groups]
+    group_rows = []
+    for g, counts in zip(groups, confusion, strict=True):
+        n = sum(counts)
+        predicted = {label: Rate(count, n) for label, count in zip(labels, counts, strict=True)}
+        correct = sum(count for label, count in zip(labels, counts, strict=True) if _same(label, g))
+        group_rows.append(GroupRow(group=g, n=n, predicted=predicted, accuracy=Rate(correct, n)))
+    correct = sum(1 for r in parsed if _same(r.label, r.truth))
+    return Cell(
+        condition=condition, model=model, subset=subset, labels=labels, groups=group_rows,
+        accuracy=Rate(correct, len(parsed)), confusion=confusion, test=difference_test(confusion),
+        unparsed=status_counts[Answer.Status.UNPARSED], failed=status_counts[Answer.Status.FAILED],
+    )
+
+
+def _same(label: str, truth: str) -> bool:
+    return label.strip().lower() == truth.strip().lower()
+
+
+def _novel(rows: list[_Row], offered: set[str]) -> list[tuple[str, int]]:
+    """Categories the model applied that the condition did not offer, most cited first."""
+    counts = Counter(c for row in rows if row.status == Answer.Status.DONE for c in row.categories if c.lower() not in offered)
+    return sorted(counts.items(), key=lambda item: (-item[1], item[0].lower()))
+
+
+def categories_cited(probe: Probe) -> list[str]:
+    """Every category any condition offers, for choosing the subsets."""
+    seen: dict[str, str] = {}
+    for categories in probe.conditions.values_list("versions__categories", flat=True):
+        for c in categories or []:
+            seen.setdefault(c.lower(), c)
+    return sorted(seen.values(), key=str.lower)
+
+
+SUMMARY_HEADERS = [
+    "Condition", "Model", "Subset", "Ground truth", "N", "Predicted label", "Count", "Rate", "Rate 95% CI low",
+    "Rate 95% CI high", "Group accuracy", "Accuracy (all groups)", "Accuracy 95% CI low", "Accuracy 95% CI high",
+    "Test", "P-value", "Unparsed", "Failed",
+]
+
+
+def summary_rows(scores: Scores) -> list[list[Any]]:
+    """Table 1 in long form: one row per condition × model × subset × ground-truth group × predicted label."""
+    out = []
+    for cell in scores.cells:
+        low, high = cell.accuracy.interval or (None, None)
+        for group in cell.groups:
+            for label, rate in group.predicted.items():
+                r_low, r_high = rate.interval or (None, None)
+                out.append([
+                    cell.condition, cell.model, cell.subset_name, group.group, group.n, label, rate.count,
+                    _round(rate.value), _round(r_low), _round(r_high), _round(group.accuracy.value),
+                    _round(cell.accuracy.value), _round(low), _round(high), cell.test.test if cell.test else "",
+                    _round(cell.test.p_value, 6) if cell.test else None, cell.unparsed, cell.failed,
+                ])
+    return out
+
+
+def _round(value: float | None, digits: int = 4) -> float | None:
+    return None if value is None else round(value, digits)

@@ -1,0 +1,322 @@
+"""Writes for probe studies: setting up a probe, importing items, conditions, runs, re-parsing."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+from typing import Any, BinaryIO
+
+import jsonschema
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from interviews.models import Participant
+from probes import items as item_files
+from probes.models import Answer, Condition, ConditionVersion, Item, OutputFormat, Probe
+from probes.prompting import ParseError, agent_steps, item_fields, parse, placeholders
+from projects.audit import audit_record_many
+from projects.models import AuditEvent, Project
+
+# -- the probe ----------------------------------------------------------------
+
+
+@transaction.atomic
+def probe_create(*, project: Project, user: Any, name: str, description: str = "") -> Probe:
+    """A new, empty probe."""
+    probe = Probe(project=project, name=name.strip(), description=description.strip(), created_by=user)
+    probe.full_clean()
+    probe.save()
+    return probe
+
+
+@transaction.atomic
+def probe_configure(
+    *, probe: Probe, participants: list[Participant], repetitions: int, concurrency: int
+) -> Probe:
+    """Choose the models (the project's live participants), repetitions and answers in flight."""
+    foreign = [p.label for p in participants if p.project_id != probe.project_id or not p.is_live]
+    if foreign:
+        raise ValidationError({"participants": f"Not a live participant of this project: {', '.join(foreign)}."})
+    if repetitions < 1 or concurrency < 1:
+        raise ValidationError("Repetitions and concurrency must be at least 1.")
+    probe.repetitions, probe.concurrency = repetitions, concurrency
+    probe.full_clean()
+    probe.save(update_fields=["repetitions", "concurrency"])
+    probe.participants.set(participants)
+    return probe
+
+
+# -- items --------------------------------------------------------------------
+
+
+@dataclass
+class ItemImport:
+    filename: str
+    data: BinaryIO
+    text_column: str
+    label_columns: list[str]
+    filters: item_files.ItemFilters
+    per_label: int | None = None
+    seed: int | None = None
+
+
+@transaction.atomic
+def items_import(*, probe: Probe, spec: ItemImport) -> int:
+    """Replace the probe's items with the file's rows that pass the filters (and the sample); all or nothing.
+
+    Raises ItemImportError naming the file, row and column of the first problem.
+    """
+    if Answer.objects.filter(item__probe=probe).exists():
+        raise item_files.ItemImportError("This probe already has answers; create a new probe for other items.")
+    if not spec.text_column or not spec.label_columns:
+        raise item_files.ItemImportError("Name the text column and at least one ground-truth label column.")
+    limit = int(getattr(settings, "RTA_MAX_UPLOAD_BYTES", 200 * 1024 * 1024))
+    raw = spec.data.read(limit + 1)
+    if len(raw) > limit:
+        raise item_files.ItemImportError(f"{spec.filename}: larger than the upload limit of {limit:,} bytes.")
+    records = item_files.read_records(spec.filename, io.BytesIO(raw))
+    rows = item_files.item_rows(spec.filename, records, text_column=spec.text_column, label_columns=spec.label_columns)
+    kept, dropped = item_files.filtered(rows, spec.filters)
+    sample: dict[str, Any] = {}
+    if spec.per_label:
+        seed = spec.seed if spec.seed is not None else _new_seed()
+        kept = item_files.balanced_sample(kept, column=spec.label_columns[0], per_label=spec.per_label, seed=seed)
+        sample = {"per_label": spec.per_label, "seed": seed, "column": spec.label_columns[0]}
+    if not kept:
+        raise item_files.ItemImportError(f"{spec.filename}: the filters leave no rows ({_said(dropped)}).")
+    Item.objects.filter(probe=probe).delete()
+    Item.objects.bulk_create(
+        [Item(probe=probe, position=r.line, text=r.text, labels=r.labels, attributes=r.attributes) for r in kept],
+        batch_size=2000,
+    )
+    probe.label_columns = spec.label_columns
+    probe.import_report = {
+        "source": spec.filename, "sha256": hashlib.sha256(raw).hexdigest(), "text_column": spec.text_column,
+        "label_columns": spec.label_columns, "filters": spec.filters.as_dict(), "rows_read": len(rows),
+        "dropped": dropped, "sample": sample, "items": len(kept), "imported_at": timezone.now().isoformat(),
+    }
+    probe.save(update_fields=["label_columns", "import_report"])
+    return len(kept)
+
+
+def _new_seed() -> int:
+    import secrets
+
+    return secrets.randbelow(2**31)
+
+
+def _said(dropped: dict[str, int]) -> str:
+    return ", ".join(f"{n} dropped as {why}" for why, n in dropped.items() if n) or "none dropped"
+
+
+# -- conditions -----------------------------------------------------------------
+
+VERSION_FIELDS = (
+    "template", "system_prompt", "temperature", "seed", "max_tokens", "output_format", "json_schema",
+    "label_key", "categories_key", "rationale_key", "labels", "categories", "pipeline",
+)
+
+
+@transaction.atomic
+def condition_save(*, probe: Probe, condition: Condition | None, user: Any, name: str, **fields: Any) -> ConditionVersion:
+    """Create a condition or save an edit as a new version; unchanged content adds none."""
+    unknown = set(fields) - set(VERSION_FIELDS)
+    if unknown:
+        raise TypeError(f"Unknown condition fields: {', '.join(sorted(unknown))}")
+    condition = condition or Condition(probe=probe)
+    condition.name = name.strip()
+    condition.full_clean()
+    condition.save()
+    latest = condition.versions.order_by("-number").first()
+    if latest and all(getattr(latest, key) == value for key, value in fields.items()):
+        return latest
+    version = ConditionVersion(condition=condition, number=(latest.number if latest else 0) + 1, created_by=user, **fields)
+    version.full_clean()
+    _check_version(probe, version)
+    version.save()
+    return version
+
+
+def _check_version(probe: Probe, version: ConditionVersion) -> None:
+    if not version.labels:
+        raise ValidationError({"labels": "List the labels the model may answer with, e.g. “woman, man”."})
+    first = probe.items.order_by("position").first()
+    known = set(item_fields(first)) if first else {"text"}
+    _check_pipeline(version)
+    allowed = known | {"previous"} if version.pipeline else known
+    for index, agent in enumerate(agent_steps(version)):
+        for where in ("template", "system_prompt"):
+            unknown = [name for name in placeholders(agent.get(where) or "") if name not in allowed]
+            if unknown and first is not None:
+                field = where if index == 0 else "pipeline"
+                raise ValidationError({field: f"{{{unknown[0]}}} is not a field of the items; they have: "
+                                              f"{', '.join(sorted(allowed))}."})
+    if version.output_format == OutputFormat.JSON_SCHEMA and version.json_schema:
+        _check_schema(version)
+
+
+def _check_pipeline(version: ConditionVersion) -> None:
+    if not version.pipeline:
+        return
+    if version.output_format != OutputFormat.JSON_SCHEMA:
+        raise ValidationError({"pipeline": "Agents pass strict JSON to each other: choose the JSON schema output."})
+    if not isinstance(version.pipeline, list) or not all(
+        isinstance(a, dict) and isinstance(a.get("name"), str) and a["name"].strip() and isinstance(a.get("template"), str)
+        for a in version.pipeline
+    ):
+        raise ValidationError({"pipeline": "Give a list of agents, each {\"name\": …, \"template\": …} with an optional "
+                                           "\"system_prompt\"."})
+
+
+def _check_schema(version: ConditionVersion) -> None:
+    try:
+        jsonschema.Draft202012Validator.check_schema(version.json_schema)
+    except jsonschema.SchemaError as exc:
+        raise ValidationError({"json_schema": f"Not a valid JSON schema: {exc.message}"})
+    properties = version.json_schema.get("properties") or {}
+    missing = [k for k in (version.label_key, version.categories_key, version.rationale_key) if k and k not in properties]
+    if missing:
+        raise ValidationError({"json_schema": f"The schema has no property “{missing[0]}” (named in the keys)."})
+
+
+# -- runs -----------------------------------------------------------------------
+
+
+class RunNotReady(ValueError):
+    """The probe lacks items, conditions or models; the message says which."""
+
+
+@transaction.atomic
+def run_start(*, probe: Probe, retry_failed: bool = False) -> int:
+    """Create the missing answers (latest condition versions) and start or resume the run; returns answers created.
+
+    Answers already done are never asked again; answers a lost worker held are asked again, and
+    failed ones too when `retry_failed` (their last failure stays in the provenance until then).
+    """
+    probe = Probe.objects.select_for_update().get(pk=probe.pk)
+    participants = list(probe.participants.filter(is_live=True))
+    conditions = list(probe.conditions.prefetch_related("versions"))
+    missing = [what for what, have in (("items", probe.items.exists()), ("conditions", conditions),
+                                       ("models", participants)) if not have]
+    if missing:
+        raise RunNotReady(f"Add {' and '.join(missing)} before running the probe.")
+    item_ids = list(probe.items.values_list("pk", flat=True))
+    rows = [
+        Answer(item_id=item_id, condition=c, condition_version=max(c.versions.all(), key=lambda v: v.number),
+               participant=p, repetition=r)
+        for c in conditions for p in participants for item_id in item_ids for r in range(1, probe.repetitions + 1)
+    ]
+    before = Answer.objects.filter(item__probe=probe).count()
+    Answer.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
+    created = Answer.objects.filter(item__probe=probe).count() - before
+    if retry_failed:
+        Answer.objects.filter(item__probe=probe, status=Answer.Status.FAILED).update(status=Answer.Status.PENDING, reason="")
+    probe.run_state, probe.run_started_at = Probe.RunState.RUNNING, timezone.now()
+    probe.save(update_fields=["run_state", "run_started_at"])
+    from probes.running import answers_requeue_lost, probe_pump  # running.py imports this module
+
+    answers_requeue_lost(probe=probe)
+    transaction.on_commit(lambda: probe_pump(probe.pk))
+    return created
+
+
+@transaction.atomic
+def run_cancel(*, probe: Probe) -> int:
+    """Stop handing out answers; queued ones go back to pending, running ones stop at once. Returns answers put back."""
+    Probe.objects.filter(pk=probe.pk).update(run_state=Probe.RunState.CANCELLED)
+    return Answer.objects.filter(item__probe=probe, status=Answer.Status.QUEUED).update(
+        status=Answer.Status.PENDING, queued_at=None
+    )
+
+
+@transaction.atomic
+def answers_reparse(*, condition: Condition) -> dict[str, int]:
+    """Parse the condition's answers again with its latest version's parser (after a fix); failed answers stay."""
+    version = condition.versions.order_by("-number").first()
+    counts = {"done": 0, "unparsed": 0}
+    answers = list(Answer.objects.select_for_update().filter(
+        condition=condition, status__in=(Answer.Status.DONE, Answer.Status.UNPARSED)).only("pk", "text", "status"))
+    for answer in answers:
+        for key, value in parsed_fields(version, answer.text).items():
+            setattr(answer, key, value)
+        counts[str(answer.status)] += 1
+    Answer.objects.bulk_update(answers, ["status", "reason", "label", "categories", "rationale", "parsed"], batch_size=500)
+    return counts
+
+
+def parsed_fields(version: ConditionVersion, text: str, *, step: str = "") -> dict[str, Any]:
+    """The Answer fields that parsing `text` gives: done with label, categories, rationale, or unparsed with a reason.
+
+    `step` names the pipeline agent whose answer did not parse, so the later agents were not asked.
+    """
+    try:
+        parsed = parse(version, text)
+    except ParseError as exc:
+        reason = f"The {step} agent's answer: {exc} The later agents were not asked." if step else str(exc)
+        return {"status": Answer.Status.UNPARSED, "reason": reason, "label": "", "categories": [], "rationale": "",
+                "parsed": {}}
+    return {"status": Answer.Status.DONE, "reason": "", "label": parsed.label, "categories": parsed.categories,
+            "rationale": parsed.rationale, "parsed": parsed.fields}
+
+
+
+# -- rationales as interviews -----------------------------------------------------
+
+PROBE_SOURCE_FORMAT = "probe"
+
+
+@transaction.atomic
+def condition_to_interviews(*, condition: Condition, user: Any) -> int:
+    """One interview per parsed answer of the condition: the prompt, then the rationale as the model's turn.
+
+    The item's ground truth and attributes, the condition and the predicted label become the
+    interview's attributes (metadata["attributes"]), so tables can group by them. Answers made
+    into interviews before are skipped; returns the number of interviews created.
+    """
+    from interviews.models import Interview, Segment, Speaker, Turn
+    from interviews.segment_store import segments_for_turns
+    from probes.prompting import messages_for
+
+    probe = condition.probe
+    answers = Answer.objects.for_probe(probe).filter(condition=condition, status=Answer.Status.DONE).exclude(rationale="")
+    done_before = set(Interview.objects.alive().filter(project=probe.project, source_format=PROBE_SOURCE_FORMAT)
+                      .values_list("source_conversation_id", flat=True))
+    made: list[tuple[str, str]] = []
+    for answer in answers:
+        key = f"probe-answer:{answer.uuid}"
+        if key in done_before:
+            continue
+        interview = Interview.objects.create(
+            project=probe.project, participant=answer.participant, origin=Interview.Origin.IMPORTED,
+            title=f"{probe.name} · {condition.name} · item {answer.item.position} · #{answer.repetition}"[:300],
+            conducted_at=answer.finished_at, source_format=PROBE_SOURCE_FORMAT, source_conversation_id=key,
+            source_filename=str(probe.import_report.get("source", ""))[:500], created_by=user,
+            metadata={"attributes": _interview_attributes(answer), "probe": _probe_provenance(answer)},
+        )
+        prompt = messages_for(answer.condition_version, answer.item)[-1]["content"]
+        turns = Turn.objects.bulk_create([
+            Turn(interview=interview, position=0, speaker=Speaker.INTERVIEWER, text=prompt),
+            Turn(interview=interview, position=1, speaker=Speaker.PARTICIPANT, text=answer.rationale,
+                 model_slug=(answer.provenance.get("model_returned") or answer.participant.model_id)[:200],
+                 timestamp=answer.finished_at, metadata={"provenance": answer.provenance}),
+        ])
+        Segment.objects.bulk_create(segments_for_turns(interview, turns))
+        made.append((str(interview.uuid), f"Interview “{interview.title}” made from a probe answer's rationale"))
+    audit_record_many(project=probe.project, actor=user, action=AuditEvent.Action.CREATED, target_type="interview",
+                      targets=made)
+    return len(made)
+
+
+def _interview_attributes(answer: Answer) -> dict[str, Any]:
+    item = answer.item
+    return {**item.attributes, **item.labels, "condition": answer.condition.name, "predicted": answer.label,
+            "categories": "; ".join(answer.categories)}
+
+
+def _probe_provenance(answer: Answer) -> dict[str, Any]:
+    return {"probe": str(answer.item.probe.uuid), "answer": str(answer.uuid), "item": answer.item.position,
+            "condition": answer.condition.name, "condition_version": answer.condition_version.number,
+            "repetition": answer.repetition}

@@ -1,0 +1,61 @@
+"""Celery tasks of the probes app: one task per answer, and resuming runs when a worker starts."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+from django.db import connections
+
+from projects.jobs import send_or_keep
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(bind=True, acks_late=True, ignore_result=True)
+def probe_answer_task(self, answer_id: int) -> str:
+    """Ask for one probe answer (idempotent: claims the row first, a second delivery is skipped)."""
+    from probes.running import answer_run
+
+    return answer_run(answer_id, worker=self.request.hostname or "")
+
+
+def enqueue_answers(answer_ids: list[int]) -> None:
+    """Send answers to the worker; without a broker (laptop mode) each runs in a thread.
+
+    Run inline, every finished answer would pump the next from inside the previous one's call.
+    """
+    from config.celery import app
+
+    for answer_id in answer_ids:
+        if app.conf.task_always_eager and getattr(settings, "PROBES_EAGER_IN_THREAD", True):
+            threading.Thread(target=_run_in_thread, args=(answer_id,), daemon=True).start()
+        else:
+            send_or_keep(probe_answer_task, answer_id)
+
+
+def _run_in_thread(answer_id: int) -> None:
+    from probes.running import answer_run
+
+    try:
+        answer_run(answer_id, worker="in-process")
+    finally:
+        connections.close_all()  # this thread's own connections only
+
+
+@worker_ready.connect
+def _resume_probe_runs(sender=None, **kwargs) -> None:
+    """A worker (re)starts: answers its previous life held go back to the queue, running probes continue."""
+    from probes.running import probes_resume
+
+    hostname = getattr(sender, "hostname", "") or ""
+    try:
+        sent = probes_resume(worker=hostname)
+    except Exception:  # a resume must never stop the worker from starting
+        log.exception("resuming probe runs failed")
+        return
+    if sent:
+        log.warning("Resumed probe runs: %s answers sent again", len(sent))

@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def rate(value) -> str:
+    """A scoring Rate as "0.75 [0.30, 0.95]"; "—" when nothing was counted."""
+    if value is None or value.value is None:
+        return "—"
+    low, high = value.interval
+    return f"{value.value:.2f} [{low:.2f}, {high:.2f}]"
+
+
+@register.filter
+def p_value(test) -> str:
+    if test is None:
+        return "—"
+    return "< 0.001" if test.p_value < 0.001 else f"{test.p_value:.3f}"
+
+
+@register.filter
+def get(mapping, key):
+    return mapping.get(key) if mapping else None

@@ -1,0 +1,63 @@
+"""Filling templates and parsing answers: JSON schema and labelled lines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from probes.models import Condition, ConditionVersion, Item, OutputFormat
+from probes.prompting import ParseError, messages_for, parse, response_format
+
+
+def version(**kwargs) -> ConditionVersion:
+    fields = {"template": "Review: {text}\nStars: {stars}. Keep {braces} as written.", "system_prompt": "Classify.",
+              "labels": ["woman", "man"], "categories": ["Declaration", "Emotional Expression"]} | kwargs
+    return ConditionVersion(condition=Condition(name="Primed for emotion"), number=1, **fields)
+
+
+def lines_version() -> ConditionVersion:
+    return version(output_format=OutputFormat.LABELLED_LINES, label_key="Gender", categories_key="Codes Applied",
+                   rationale_key="Rationale")
+
+
+def test_the_template_is_filled_from_the_item_and_unknown_braces_stay():
+    item = Item(text="So rude!", labels={"gender": "woman"}, attributes={"stars": 1})
+    assert messages_for(version(), item) == [
+        {"role": "system", "content": "Classify."},
+        {"role": "user", "content": "Review: So rude!\nStars: 1. Keep {braces} as written."},
+    ]
+
+
+def test_a_json_condition_sends_a_strict_schema_built_from_its_keys():
+    sent = response_format(version())
+    assert sent["type"] == "json_schema" and sent["json_schema"]["strict"] is True
+    assert sent["json_schema"]["name"] == "Primed_for_emotion"
+    assert sent["json_schema"]["schema"]["properties"]["label"] == {"type": "string", "enum": ["woman", "man"]}
+    assert response_format(lines_version()) is None
+
+
+def test_json_answers_parse_and_are_validated_again():
+    answer = json.dumps({"label": "woman", "categories": ["Emotional Expression", "Tone"], "rationale": "Warm."})
+    parsed = parse(version(), answer)
+    assert (parsed.label, parsed.categories, parsed.rationale) == ("woman", ["Emotional Expression", "Tone"], "Warm.")
+    with pytest.raises(ParseError, match="Does not match the JSON schema at label: 'other' is not one of"):
+        parse(version(), json.dumps({"label": "other", "categories": [], "rationale": ""}))
+    with pytest.raises(ParseError, match="Not valid JSON"):
+        parse(version(), "The author is a woman.")
+
+
+def test_labelled_lines_parse_with_markdown_and_multi_line_rationales():
+    text = ("**Gender:** Woman\nCodes Applied: Emotional Expression; Textual Style\n"
+            "Rationale: The review is emotional.\nIt uses many exclamation marks.")
+    parsed = parse(lines_version(), text)
+    assert parsed.label == "woman"
+    assert parsed.categories == ["Emotional Expression", "Textual Style"]
+    assert parsed.rationale == "The review is emotional.\nIt uses many exclamation marks."
+
+
+def test_labelled_lines_without_the_label_or_with_another_label_are_unparsed():
+    with pytest.raises(ParseError, match="No “Gender:” line"):
+        parse(lines_version(), "I cannot tell.")
+    with pytest.raises(ParseError, match="“Gender” is “unknown”, which is not one of: woman, man"):
+        parse(lines_version(), "Gender: unknown")

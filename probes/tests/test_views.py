@@ -1,0 +1,216 @@
+"""Probe pages: who may see and change what, bounded queries, and the forms' messages."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from interviews.models import Interview, Segment
+from probes.models import Answer, Condition, Item, Probe
+from probes.tests.conftest import sheet
+
+
+def url(name, project, probe=None, **kwargs):
+    args = {"project_uuid": project.uuid} | ({"probe_uuid": probe.uuid} if probe else {}) | kwargs
+    return reverse(f"probes:{name}", kwargs=args)
+
+
+CONDITION_POST = {
+    "name": "Plain", "template": "Review: {text}", "system_prompt": "", "output_format": "json_schema",
+    "label_key": "label", "categories_key": "categories", "rationale_key": "rationale", "labels": "woman, man",
+    "categories": "Declaration, Other", "json_schema": "",
+}
+
+
+def writes(project, probe):
+    """Every POST endpoint of a probe, with data that works for a member."""
+    condition = probe.conditions.first()
+    return [
+        (url("list", project), {"name": "Another probe"}),
+        (url("setup", project, probe), {"repetitions": "1", "concurrency": "2"}),
+        (url("condition_create", project, probe), CONDITION_POST),
+        (url("condition_edit", project, probe, condition_uuid=condition.uuid), CONDITION_POST | {"name": condition.name}),
+        (url("reparse", project, probe, condition_uuid=condition.uuid), {}),
+        (url("to_interviews", project, probe, condition_uuid=condition.uuid), {}),
+        (url("cancel", project, probe), {}),
+        (url("dry_run", project, probe), {}),
+        (url("run", project, probe), {}),
+    ]
+
+
+def test_outsiders_get_404_on_every_page_and_action(answered, project, outsider, client_for):
+    client = client_for(outsider)
+    for page in ("list",):
+        assert client.get(url(page, project)).status_code == 404
+    for page in ("detail", "results"):
+        assert client.get(url(page, project, answered)).status_code == 404
+    assert client.get(url("detail", project, answered), HTTP_HX_REQUEST="true").status_code == 404
+    for target, data in writes(project, answered):
+        assert client.post(target, data).status_code == 404, target
+    assert client.get(reverse("reports:probe_answers", args=[project.uuid, answered.uuid, "csv"])).status_code == 404
+
+
+def test_viewers_see_the_pages_but_every_write_is_403(answered, project, viewer, client_for):
+    client = client_for(viewer)
+    assert client.get(url("list", project)).status_code == 200
+    for page in ("detail", "results"):
+        assert client.get(url(page, project, answered)).status_code == 200
+    progress = client.get(url("detail", project, answered), HTTP_HX_REQUEST="true").content.decode()
+    assert progress.lstrip().startswith('<div id="run-progress"') and "32 done" in progress
+    for target, data in writes(project, answered):
+        assert client.post(target, data).status_code == 403, target
+    assert Probe.objects.count() == 1 and Interview.objects.count() == 0
+
+
+def test_an_analyst_creates_a_probe_and_imports_items(project, analyst, client_for):
+    client = client_for(analyst)
+    response = client.post(url("list", project), {"name": "Reviews", "description": ""})
+    probe = Probe.objects.get(name="Reviews")
+    assert response.status_code == 302 and response["Location"] == url("detail", project, probe)
+    upload = sheet()
+    upload.name = "reviews.csv"
+    data = {"file": upload, "text_column": "text", "label_columns": "gender", "min_words": "14",
+            "exclude_words": "wife, husband", "per_label": "2", "seed": "42"}
+    assert client.post(url("items_import", project, probe), data).status_code == 302
+    probe.refresh_from_db()
+    assert Item.objects.filter(probe=probe).count() == 4
+    assert probe.import_report["sample"] == {"per_label": 2, "seed": 42, "column": "gender"}
+    assert probe.import_report["filters"] == {"min_words": 14, "exclude_words": ["wife", "husband"]}
+    page = client.get(url("detail", project, probe)).content.decode()
+    assert "4 items from" in page and "seed <code>42</code>" in page
+
+
+def test_a_bad_sheet_names_row_and_column_and_imports_nothing(probe, project, analyst, client_for):
+    upload = io.BytesIO(b"text,gender\nFine review,woman\n,man\n")
+    upload.name = "reviews.csv"
+    data = {"file": upload, "text_column": "text", "label_columns": "gender"}
+    response = client_for(analyst).post(url("items_import", project, probe), data)
+    assert response.status_code == 400
+    assert "reviews.csv, row 2, column “text”: the text is empty." in response.content.decode()
+    assert not Item.objects.exists()
+
+
+def test_a_condition_edit_is_a_new_version_and_bad_placeholders_are_named(answered, project, analyst, client_for):
+    client = client_for(analyst)
+    condition = Condition.objects.get(probe=answered, name="Control")
+    edit = url("condition_edit", project, answered, condition_uuid=condition.uuid)
+    response = client.post(edit, CONDITION_POST | {"name": "Control", "template": "Review: {text} by {author}"})
+    assert response.status_code == 400
+    assert "{author} is not a field of the items; they have: gender, stars, text." in response.content.decode()
+    assert client.post(edit, CONDITION_POST | {"name": "Control"}).status_code == 302
+    assert list(condition.versions.values_list("number", flat=True)) == [2, 1]
+    bad_json = client.post(url("condition_create", project, answered), CONDITION_POST | {"json_schema": "{oops"})
+    assert "Not valid JSON" in bad_json.content.decode()
+
+
+def test_the_rationales_become_interviews_with_attributes_and_segments(answered, project, analyst, client_for):
+    condition = Condition.objects.get(probe=answered, name="Primed")
+    target = url("to_interviews", project, answered, condition_uuid=condition.uuid)
+    assert client_for(analyst).post(target).status_code == 302
+    interviews = Interview.objects.filter(project=project)
+    assert interviews.count() == 16  # 8 items × 2 models
+    one = interviews.get(title="Gender from reviews · Primed · item 3 · #1", participant__label="Model A")
+    assert one.metadata["attributes"] == {"stars": "1", "gender": "woman", "condition": "Primed", "predicted": "woman",
+                                          "categories": "Declaration"}
+    answer_turn = one.turns.get(position=1)
+    assert answer_turn.text == "The author writes about the visit. It reads like item 3."
+    assert list(Segment.objects.filter(turn=answer_turn).values_list("text", flat=True)) == [
+        "The author writes about the visit.", "It reads like item 3."]
+    # A second click makes no duplicates.
+    client_for(analyst).post(target)
+    assert interviews.count() == 16
+
+
+def test_the_answers_and_scores_download(answered, project, viewer, client_for):
+    client = client_for(viewer)
+    response = client.get(reverse("reports:probe_answers", args=[project.uuid, answered.uuid, "csv"]))
+    body = b"".join(response.streaming_content).decode("utf-8-sig")
+    header, *rows = body.strip().splitlines()
+    assert header.startswith("Item text,Ground truth: gender,stars,Condition,Condition version,Model")
+    assert len(rows) == Answer.objects.count() == 32
+    assert response["Content-Disposition"].startswith('attachment; filename="Chatbots-and-identity-Gender-from-reviews-answers-')
+    xlsx = client.get(reverse("reports:probe_answers", args=[project.uuid, answered.uuid, "xlsx"]))
+    assert xlsx.status_code == 200 and b"".join(xlsx.streaming_content)[:2] == b"PK"
+    scores = client.get(reverse("reports:probe_summary", args=[project.uuid, answered.uuid, "csv"]) + "?cites=Declaration")
+    text = b"".join(scores.streaming_content).decode("utf-8-sig")
+    assert "Control,Model A,All answers,man,4,man,4,1.0," in text
+    assert "Cites the chosen categories" in text
+    assert client.get(reverse("reports:probe_summary", args=[project.uuid, answered.uuid, "pdf"])).status_code == 404
+
+
+def count_queries(client, target, **headers) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(target, **headers).status_code == 200
+    return len(queries)
+
+
+@pytest.mark.parametrize("page", ["list", "detail", "results", "progress"])
+def test_pages_cost_the_same_number_of_queries_with_more_rows(answered, project, owner, client_for, page, conditions):
+    client = client_for(owner)
+    target = url(page, project) if page == "list" else url("detail" if page == "progress" else page, project, answered)
+    headers = {"HTTP_HX_REQUEST": "true"} if page == "progress" else {}
+    small = count_queries(client, target, **headers)
+    # More items, answers and probes: the page's queries stay the same.
+    from probes.services import probe_create
+
+    probe_create(project=project, user=owner, name="Second probe")
+    item = Item.objects.create(probe=answered, position=99, text="item-9 Another rude visit.", labels={"gender": "man"})
+    for answer in Answer.objects.filter(item__position=1):
+        answer.pk, answer.uuid, answer.item = None, None, item
+        import uuid
+
+        answer.uuid = uuid.uuid4()
+        answer.save()
+    assert count_queries(client, target, **headers) == small
+
+
+def test_an_item_file_over_the_upload_limit_is_refused(probe, project, analyst, client_for, settings):
+    settings.RTA_MAX_UPLOAD_BYTES = 100
+    upload = sheet()
+    upload.name = "reviews.csv"
+    response = client_for(analyst).post(url("items_import", project, probe),
+                                        {"file": upload, "text_column": "text", "label_columns": "gender"})
+    assert response.status_code == 400
+    assert "reviews.csv: larger than the upload limit of 100 bytes." in response.content.decode()
+    assert not Item.objects.exists()
+
+
+def test_an_answer_page_shows_item_parse_and_provenance_in_bounded_queries(answered, project, viewer, client_for):
+    answer = Answer.objects.filter(condition__name="Control").order_by("pk").first()
+    Answer.objects.filter(pk=answer.pk).update(provenance={
+        "model_requested": "model a", "model_returned": "model-a-2026", "system_fingerprint": "fp_1",
+        "usage": {"prompt_tokens": 20, "completion_tokens": 7}, "latency_ms": 512, "attempts": [{"ok": True}],
+        "request": {"model": "model a", "messages": [{"role": "user", "content": "Review: item-1"}]},
+        "raw_response": {"id": "chatcmpl-1"},
+    })
+    target = url("answer", project, answered, answer_uuid=answer.uuid)
+    client = client_for(viewer)
+    with CaptureQueriesContext(connection) as queries:
+        body = client.get(target).content.decode()
+    # Session, user, membership with project, the answer with item, probe, condition, version and participant,
+    # and the navigation's unread-mentions badge.
+    assert len(queries) == 5
+    assert "model-a-2026" in body and "fp_1" in body and "512 ms · 1 attempt" in body and "chatcmpl-1" in body
+    assert "Ground truth: gender" in body
+    other = Probe.objects.create(project=project, name="Other")
+    assert client.get(url("answer", project, other, answer_uuid=answer.uuid)).status_code == 404
+
+
+def test_the_condition_page_lists_versions_in_bounded_queries(answered, project, owner, client_for):
+    from probes.services import VERSION_FIELDS, condition_save
+
+    condition = Condition.objects.get(probe=answered, name="Control")
+    target = url("condition_edit", project, answered, condition_uuid=condition.uuid)
+    client = client_for(owner)
+    few = count_queries(client, target)
+    version = condition.versions.get()
+    for n in range(3):
+        fields = {f: getattr(version, f) for f in VERSION_FIELDS} | {"template": f"Review {n}: {{text}}"}
+        condition_save(probe=answered, condition=condition, user=owner, name="Control", **fields)
+    assert count_queries(client, target) == few
+    page = client.get(target).content.decode()
+    assert "v4" in page and "Answers asked with it" in page

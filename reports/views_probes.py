@@ -1,0 +1,43 @@
+"""Downloads of probe answers and scores, written by the report writers."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.views.decorators.http import require_GET
+
+from probes.models import Probe
+from probes.scoring import probe_scores
+from projects.permissions import member_or_404
+from reports.probe_exports import answers_table, probe_filename, summary_table
+from reports.views import _download
+from reports.writers import FORMATS
+
+ANSWER_FORMATS = ("csv", "xlsx")
+
+
+@login_required
+@require_GET
+def probe_answers(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fmt: str) -> HttpResponse:
+    """Every answer of the probe with provenance, as CSV or XLSX."""
+    membership = member_or_404(request, project_uuid)
+    probe = get_object_or_404(Probe.objects.select_related("project"), project=membership.project, uuid=probe_uuid)
+    if fmt not in ANSWER_FORMATS:
+        raise Http404("Answers download as csv or xlsx.")
+    return _download(answers_table(probe), fmt, probe_filename(probe, "answers", fmt))
+
+
+@login_required
+@require_GET
+def probe_summary(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fmt: str) -> HttpResponse:
+    """Table 1 (with the subsets chosen on the results page) in any table format."""
+    membership = member_or_404(request, project_uuid)
+    probe = get_object_or_404(Probe.objects.select_related("project"), project=membership.project, uuid=probe_uuid)
+    if fmt not in FORMATS:
+        raise Http404(f"Choose one of {', '.join(FORMATS)}.")
+    truth = request.GET.get("truth", "")
+    scores = probe_scores(probe, truth_column=truth if truth in probe.label_columns else "", chosen=request.GET.getlist("cites"))
+    return _download(summary_table(probe, scores), fmt, probe_filename(probe, "scores", fmt))
