@@ -1,0 +1,520 @@
+"""The AI second reader: a coder agent proposes codes from the codebook, a critic checks them.
+
+In reflexive TA the researcher's interpretation is the analysis, so nothing here codes: a run
+leaves Suggestions (and ideas for new codes) that a person accepts or rejects one by one
+(coding.services.suggestion_accept / suggestion_reject).
+
+A run is cut into windows of a few dozen participant segments, each with the question it
+answers. Each window is one idempotent task (`window_run`): the coder's and the critic's
+request and raw answer are kept as ReaderSteps before anything is parsed, so a worker killed
+mid-window repeats at most the call it was making, and a redelivered task reuses what is kept.
+Both agents answer in strict JSON schemas; a proposal for a segment outside the window or a
+code outside the codebook is dropped and counted, never applied.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import connections, transaction
+from django.db.models import Sum
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from coding.agreement import cohen_kappa, gwet_ac1, kappa_chance_p_value, span_iou
+from coding.models import Code, CodeIdea, Coding, ReaderSettings, ReaderStep, Suggestion, SuggestionRun
+from conduct.answering import EndpointUnavailable, endpoint_for
+from conduct.client import stream_answer
+from conduct.egress import stays_local
+from interviews.models import Interview, Participant, Segment, Speaker, Turn
+from projects.audit import audit_record
+from projects.jobs import enqueue
+from projects.models import AuditEvent, Project
+
+PROMPT_VERSION = "second-reader/2026-11-24"
+WINDOW_SEGMENTS = 40
+CHARS_PER_TOKEN = 4  # a rough English average, for the estimate shown before a run starts
+
+CODER_SYSTEM = (
+    "You are a second reader in a reflexive thematic analysis of interviews with AI chatbots. "
+    "You propose codes for the participant's sentences, from the codebook given, so the researcher "
+    "can reflect on them; the researcher decides. Propose a code only where its definition and "
+    "include rules fit and its exclude rules do not. Quote the exact words of the sentence that are "
+    "your evidence. Use only segment ids and code ids that appear in the message. "
+    "Proposing nothing for a sentence is fine."
+)
+CODER_IDEAS = (
+    " Where something important is not captured by any code, you may propose a new code idea "
+    "with a name, a definition and the segment ids it fits."
+)
+CRITIC_SYSTEM = (
+    "You check another reader's code proposals for interview sentences against the codebook. "
+    "For each proposal decide: keep it (the code's definition fits the sentence), change it to "
+    "another code id from the codebook that fits better, or reject it. Give your reason in one or "
+    "two sentences. Judge each proposal by the definition and the sentence alone."
+)
+
+CODER_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "code_proposals",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["proposals", "new_code_ideas"],
+            "properties": {
+                "proposals": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False,
+                    "required": ["segment_id", "code_id", "rationale", "evidence"],
+                    "properties": {"segment_id": {"type": "integer"}, "code_id": {"type": "integer"},
+                                   "rationale": {"type": "string"}, "evidence": {"type": "string"}},
+                }},
+                "new_code_ideas": {"type": "array", "items": {
+                    "type": "object", "additionalProperties": False,
+                    "required": ["name", "definition", "segment_ids", "rationale"],
+                    "properties": {"name": {"type": "string"}, "definition": {"type": "string"},
+                                   "segment_ids": {"type": "array", "items": {"type": "integer"}},
+                                   "rationale": {"type": "string"}},
+                }},
+            },
+        },
+    },
+}
+CRITIC_SCHEMA = {
+    "type": "json_schema",
+    "json_schema": {
+        "name": "proposal_verdicts",
+        "strict": True,
+        "schema": {
+            "type": "object",
+            "additionalProperties": False,
+            "required": ["verdicts"],
+            "properties": {"verdicts": {"type": "array", "items": {
+                "type": "object", "additionalProperties": False,
+                "required": ["proposal", "verdict", "code_id", "reason"],
+                "properties": {"proposal": {"type": "integer"},
+                               "verdict": {"type": "string", "enum": ["keep", "change", "reject"]},
+                               "code_id": {"type": ["integer", "null"]}, "reason": {"type": "string"}},
+            }}},
+        },
+    },
+}
+
+
+# -- settings and starting a run -------------------------------------------------------
+
+
+def reader_settings(project: Project) -> ReaderSettings:
+    return ReaderSettings.objects.select_related("endpoint").filter(project=project).first() or ReaderSettings(
+        project=project
+    )
+
+
+@transaction.atomic
+def reader_settings_save(*, project: Project, user: Any, enabled: bool, endpoint: Participant | None,
+                         local_only: bool) -> ReaderSettings:
+    """An owner turns the second reader on or off and chooses the endpoint that receives transcript text."""
+    if endpoint is not None and (endpoint.project_id != project.pk or not endpoint.is_live):
+        raise ValidationError({"endpoint": "Choose one of this project's live participants."})
+    if enabled and endpoint is None:
+        raise ValidationError({"endpoint": "Choose the endpoint that reads the transcripts."})
+    current = reader_settings(project)
+    current.enabled, current.endpoint, current.local_only, current.updated_by = enabled, endpoint, local_only, user
+    if enabled:
+        _check_local(current)
+    current.save()
+    where = f" ({endpoint.label}, {endpoint_url(endpoint)})" if enabled and endpoint else ""
+    audit_record(project=project, actor=user, action=AuditEvent.Action.CHANGED, target_type="second reader",
+                 summary=f"AI second reader {'enabled' if enabled else 'disabled'}{where}")
+    return current
+
+
+def endpoint_url(endpoint: Participant) -> str:
+    try:
+        return endpoint_for(endpoint).base_url
+    except EndpointUnavailable as exc:
+        return exc.failure.message
+
+
+def _check_local(current: ReaderSettings) -> None:
+    if current.local_only and current.endpoint and not stays_local(endpoint_url(current.endpoint)):
+        raise ValidationError({"endpoint": "This project sends transcript text only to local endpoints, and "
+                                           f"{endpoint_url(current.endpoint)} is not on this machine or network."})
+
+
+def codebook_for_prompt(project: Project) -> list[dict[str, Any]]:
+    """The live, unarchived codes with everything a reader needs to apply them."""
+    codes = Code.objects.for_project(project).filter(archived=False).select_related("parent").order_by("position", "name")
+    return [
+        {"id": code.pk, "name": code.name, "kind": code.kind, "parent": code.parent.name if code.parent else None,
+         "definition": code.definition, "include_when": code.include_when, "exclude_when": code.exclude_when,
+         "example": code.example}
+        for code in codes
+    ]
+
+
+def plan_windows(interviews: Iterable[Interview], size: int = WINDOW_SEGMENTS) -> list[list[int]]:
+    """Participant segments in reading order, cut into windows that never span two interviews."""
+    windows: list[list[int]] = []
+    for interview in interviews:
+        ids = list(Segment.objects.filter(interview=interview, speaker=Speaker.PARTICIPANT)
+                   .order_by("position").values_list("pk", flat=True))
+        windows.extend(ids[i:i + size] for i in range(0, len(ids), size))
+    return windows
+
+
+def estimate(project: Project, interviews: Sequence[Interview], *, with_critic: bool = True) -> dict[str, int]:
+    """Requests and input tokens a run over `interviews` would send, before anything is sent."""
+    windows = plan_windows(interviews)
+    text = Segment.objects.filter(interview__in=interviews, speaker=Speaker.PARTICIPANT).aggregate(
+        chars=Sum(Length("text")))["chars"] or 0
+    codebook = len(json.dumps(codebook_for_prompt(project)))
+    per_request = codebook + len(CODER_SYSTEM) + 200
+    agents = 2 if with_critic else 1
+    tokens = (per_request * len(windows) * agents + text * agents) // CHARS_PER_TOKEN
+    return {"windows": len(windows), "requests": len(windows) * agents, "input_tokens": tokens}
+
+
+@transaction.atomic
+def run_start(*, project: Project, user: Any, interviews: Sequence[Interview], with_critic: bool = True,
+              new_code_ideas: bool = False) -> SuggestionRun:
+    """Start a run over `interviews` with the codebook as it is now; asking again later makes a new run."""
+    current = reader_settings(project)
+    if not current.enabled or current.endpoint is None:
+        raise ValidationError("The AI second reader is off for this project: an owner enables it first.")
+    _check_local(current)
+    try:
+        endpoint = endpoint_for(current.endpoint)
+    except EndpointUnavailable as exc:
+        raise ValidationError(exc.failure.message) from exc
+    codebook = codebook_for_prompt(project)
+    if not codebook:
+        raise ValidationError("The codebook is empty: the second reader proposes codes from it.")
+    windows = plan_windows(interviews)
+    if not windows:
+        raise ValidationError("These interviews have no participant sentences to read.")
+    run = SuggestionRun.objects.create(
+        project=project, created_by=user, endpoint=current.endpoint, model=endpoint.model,
+        endpoint_url=endpoint.base_url, prompt_version=PROMPT_VERSION, with_critic=with_critic,
+        new_code_ideas=new_code_ideas, codebook=codebook, windows=windows,
+    )
+    run.interviews.set(interviews)
+    audit_record(project=project, actor=user, action=AuditEvent.Action.CREATED, target=run,
+                 summary=f"AI suggestions asked of {endpoint.model} for {len(interviews)} interview(s), "
+                         f"{len(windows)} window(s), text sent to {endpoint.base_url}")
+    transaction.on_commit(lambda: enqueue_windows(run.pk, len(windows)))
+    return run
+
+
+def enqueue_windows(run_id: int, count: int) -> None:
+    """Each window to the worker; without a broker (laptop mode) in one thread, so the page shows progress."""
+    from coding.tasks import reader_window_task
+    from config.celery import app
+
+    if app.conf.task_always_eager and getattr(settings, "READER_EAGER_IN_THREAD", True):
+        threading.Thread(target=_windows_in_thread, args=(run_id, count), daemon=True).start()
+        return
+    for window in range(count):
+        if app.conf.task_always_eager:
+            window_run(run_id, window)
+        else:
+            with transaction.atomic():
+                enqueue(reader_window_task, run_id, window)
+
+
+def _windows_in_thread(run_id: int, count: int) -> None:
+    """Laptop mode: a few windows at a time, as a worker's thread pool would send them."""
+    def one(window: int) -> None:
+        try:
+            window_run(run_id, window)
+        finally:
+            connections.close_all()  # this thread's own connections only
+
+    with ThreadPoolExecutor(max_workers=getattr(settings, "READER_CONCURRENCY", 4)) as pool:
+        list(pool.map(one, range(count)))
+
+
+@transaction.atomic
+def run_cancel(*, run: SuggestionRun, user: Any) -> None:
+    """Stop asking: windows not yet sent are skipped; suggestions already made stay for review."""
+    if run.status == SuggestionRun.Status.RUNNING:
+        SuggestionRun.objects.filter(pk=run.pk).update(status=SuggestionRun.Status.CANCELLED, finished_at=timezone.now())
+        audit_record(project=run.project, actor=user, action=AuditEvent.Action.CHANGED, target=run,
+                     summary="AI suggestion run cancelled")
+
+
+def progress(run: SuggestionRun) -> dict[str, int]:
+    agents = 2 if run.with_critic else 1
+    steps = run.steps.count()
+    return {"windows": len(run.windows), "steps": steps, "total_steps": len(run.windows) * agents,
+            "percent": round(100 * steps / max(1, len(run.windows) * agents))}
+
+
+# -- one window ----------------------------------------------------------------------
+
+
+def window_run(run_id: int, window: int) -> str:
+    """Ask the coder (then the critic) about one window and keep what survives; safe to run twice."""
+    run = SuggestionRun.objects.select_related("endpoint").get(pk=run_id)
+    if run.status == SuggestionRun.Status.CANCELLED:
+        return "cancelled"
+    segments = _window_segments(run, window)
+    code_ids = {code["id"] for code in run.codebook}
+    coder = _step(run, window, ReaderStep.Agent.CODER, lambda: _coder_messages(run, segments), CODER_SCHEMA)
+    proposals, ideas, dropped = parse_coder(coder, segment_ids={s.pk for s in segments}, code_ids=code_ids)
+    verdicts: dict[int, dict[str, Any]] = {}
+    critic = None
+    if run.with_critic and proposals and coder.ok:
+        critic = _step(run, window, ReaderStep.Agent.CRITIC,
+                       lambda: _critic_messages(run, segments, proposals), CRITIC_SCHEMA)
+        verdicts = parse_critic(critic, count=len(proposals), code_ids=code_ids)
+    _keep(run, window, segments, proposals, verdicts, ideas, dropped, critic)
+    _finish_if_complete(run)
+    return "done"
+
+
+def _window_segments(run: SuggestionRun, window: int) -> list[Segment]:
+    ids = run.windows[window]
+    segments = {s.pk: s for s in Segment.objects.filter(pk__in=ids, interview__project=run.project)}
+    return [segments[pk] for pk in ids if pk in segments]
+
+
+def _step(run: SuggestionRun, window: int, agent: str, messages_for, response_format: dict) -> ReaderStep:
+    """The kept step, or a new request whose answer is kept before it is used."""
+    kept = ReaderStep.objects.filter(run=run, window=window, agent=agent).first()
+    if kept is not None:
+        return kept
+    messages = messages_for()
+    try:
+        endpoint = endpoint_for(run.endpoint) if run.endpoint else None
+    except EndpointUnavailable as exc:
+        endpoint, error = None, exc.failure.message
+    else:
+        error = "" if endpoint else "The run's endpoint was deleted."
+    if endpoint is None:
+        result_text, provenance, ok = "", {}, False
+    else:
+        result = stream_answer(endpoint, messages, response_format=response_format)
+        result_text, provenance = result.text, result.provenance
+        ok = result.failure is None
+        error = result.failure.message if result.failure else ""
+    step, _ = ReaderStep.objects.get_or_create(
+        run=run, window=window, agent=agent,
+        defaults={"ok": ok, "request": {"messages": messages, "response_format": response_format},
+                  "raw_answer": result_text, "provenance": provenance, "error": error},
+    )
+    return step
+
+
+def _segment_lines(segments: Sequence[Segment]) -> str:
+    """Each sentence with its id, under the question its answer replied to."""
+    questions = _questions_for({s.turn_id for s in segments})
+    lines, last_turn = [], None
+    for segment in segments:
+        if segment.turn_id != last_turn:
+            question = questions.get(segment.turn_id)
+            lines.append(f"\nQuestion: {question}" if question else "\n(Answer)")
+            last_turn = segment.turn_id
+        lines.append(f"[{segment.pk}] {segment.text}")
+    return "\n".join(lines).strip()
+
+
+def _questions_for(turn_ids: set[int]) -> dict[int, str]:
+    """The interviewer's turn just before each answer turn."""
+    turns = Turn.objects.filter(pk__in=turn_ids).values_list("pk", "interview_id", "position")
+    questions = {}
+    for pk, interview_id, position in turns:
+        question = (Turn.objects.filter(interview_id=interview_id, position__lt=position, speaker=Speaker.INTERVIEWER)
+                    .order_by("-position").values_list("text", flat=True).first())
+        if question:
+            questions[pk] = question
+    return questions
+
+
+def _coder_messages(run: SuggestionRun, segments: Sequence[Segment]) -> list[dict[str, str]]:
+    system = CODER_SYSTEM + (CODER_IDEAS if run.new_code_ideas else " Leave new_code_ideas empty.")
+    user = (f"Codebook (JSON):\n{json.dumps(run.codebook, ensure_ascii=False)}\n\n"
+            f"Participant sentences, each with its segment id:\n{_segment_lines(segments)}")
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+
+
+def _critic_messages(run: SuggestionRun, segments: Sequence[Segment], proposals: list[dict]) -> list[dict[str, str]]:
+    texts = {s.pk: s.text for s in segments}
+    listed = [{"proposal": i, "segment_id": p["segment_id"], "sentence": texts[p["segment_id"]],
+               "code_id": p["code_id"], "rationale": p["rationale"]} for i, p in enumerate(proposals)]
+    user = (f"Codebook (JSON):\n{json.dumps(run.codebook, ensure_ascii=False)}\n\n"
+            f"Proposals (JSON):\n{json.dumps(listed, ensure_ascii=False)}")
+    return [{"role": "system", "content": CRITIC_SYSTEM}, {"role": "user", "content": user}]
+
+
+def _loads(step: ReaderStep) -> Any:
+    try:
+        return json.loads(step.raw_answer)
+    except (json.JSONDecodeError, RecursionError, ValueError):
+        return None
+
+
+def parse_coder(step: ReaderStep, *, segment_ids: set[int], code_ids: set[int]
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Counter[str]]:
+    """Valid proposals (one per segment and code) and ideas; what was dropped, counted by reason."""
+    dropped: Counter[str] = Counter()
+    if not step.ok:
+        return [], [], dropped
+    data = _loads(step)
+    if not isinstance(data, dict) or not isinstance(data.get("proposals"), list):
+        dropped["answer not in the schema"] += 1
+        return [], [], dropped
+    proposals, seen = [], set()
+    for item in data["proposals"]:
+        if not isinstance(item, dict) or not isinstance(item.get("segment_id"), int) or not isinstance(item.get("code_id"), int):
+            dropped["proposal not in the schema"] += 1
+        elif item["segment_id"] not in segment_ids:
+            dropped["segment not in the window"] += 1
+        elif item["code_id"] not in code_ids:
+            dropped["code not in the codebook"] += 1
+        elif (item["segment_id"], item["code_id"]) in seen:
+            dropped["repeated proposal"] += 1
+        else:
+            seen.add((item["segment_id"], item["code_id"]))
+            proposals.append({"segment_id": item["segment_id"], "code_id": item["code_id"],
+                              "rationale": str(item.get("rationale") or ""), "evidence": str(item.get("evidence") or "")})
+    ideas = []
+    for idea in data.get("new_code_ideas") or []:
+        if isinstance(idea, dict) and str(idea.get("name") or "").strip():
+            ids = [i for i in idea.get("segment_ids") or [] if isinstance(i, int) and i in segment_ids]
+            ideas.append({"name": str(idea["name"]).strip()[:200], "definition": str(idea.get("definition") or ""),
+                          "rationale": str(idea.get("rationale") or ""), "segment_ids": ids})
+    return proposals, ideas, dropped
+
+
+def parse_critic(step: ReaderStep, *, count: int, code_ids: set[int]) -> dict[int, dict[str, Any]]:
+    """The critic's verdict per proposal index; a proposal the critic did not judge keeps no verdict."""
+    data = _loads(step) if step.ok else None
+    items = data.get("verdicts") if isinstance(data, dict) else None
+    verdicts: dict[int, dict[str, Any]] = {}
+    for item in items if isinstance(items, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("proposal"), int) or not 0 <= item["proposal"] < count:
+            continue
+        verdict = item.get("verdict")
+        if verdict == "change" and item.get("code_id") not in code_ids:
+            verdict = "reject"  # a change to a code outside the codebook cannot stand
+        if verdict in ("keep", "change", "reject"):
+            verdicts[item["proposal"]] = {"verdict": verdict, "code_id": item.get("code_id"),
+                                          "reason": str(item.get("reason") or "")}
+    return verdicts
+
+
+VERDICTS = {"keep": Suggestion.Verdict.KEPT, "change": Suggestion.Verdict.CHANGED, "reject": Suggestion.Verdict.REJECTED}
+
+
+@transaction.atomic
+def _keep(run: SuggestionRun, window: int, segments: Sequence[Segment], proposals: list[dict], verdicts: dict,
+          ideas: list[dict], dropped: Counter[str], critic: ReaderStep | None) -> None:
+    """Proposals that survive become suggestions (rejected ones too, marked, when the critic ran)."""
+    if Suggestion.objects.filter(run=run, segment__in=segments).exists() or CodeIdea.objects.filter(run=run, window=window).exists():
+        return  # this window was kept by an earlier delivery of the task
+    rows, interview_of = [], {segment.pk: segment.interview_id for segment in segments}
+    for index, proposal in enumerate(proposals):
+        verdict = verdicts.get(index)
+        code_id, proposed = proposal["code_id"], None
+        if verdict and verdict["verdict"] == "change":
+            code_id, proposed = verdict["code_id"], proposal["code_id"]
+        rows.append(Suggestion(
+            run=run, segment_id=proposal["segment_id"], interview_id=interview_of[proposal["segment_id"]], code_id=code_id, proposed_code_id=proposed,
+            rationale=proposal["rationale"], evidence=proposal["evidence"],
+            critic_verdict=VERDICTS[verdict["verdict"]] if verdict else Suggestion.Verdict.NONE,
+            critic_reason=verdict["reason"] if verdict else "", model=run.model, prompt_version=run.prompt_version,
+        ))
+    Suggestion.objects.bulk_create(rows, ignore_conflicts=True)
+    for idea in ideas:
+        made = CodeIdea.objects.create(run=run, window=window, name=idea["name"], definition=idea["definition"],
+                                       rationale=idea["rationale"])
+        made.segments.set(idea["segment_ids"])
+    coder = ReaderStep.objects.get(run=run, window=window, agent=ReaderStep.Agent.CODER)
+    coder.provenance = {**coder.provenance, "dropped": dict(dropped)}
+    coder.save(update_fields=["provenance"])
+
+
+def _finish_if_complete(run: SuggestionRun) -> None:
+    coders = ReaderStep.objects.filter(run=run, agent=ReaderStep.Agent.CODER).count()
+    if coders >= len(run.windows):
+        SuggestionRun.objects.filter(pk=run.pk, status=SuggestionRun.Status.RUNNING).update(
+            status=SuggestionRun.Status.DONE, finished_at=timezone.now())
+
+
+def dropped_counts(run: SuggestionRun) -> dict[str, int]:
+    total: Counter[str] = Counter()
+    for provenance in run.steps.filter(agent=ReaderStep.Agent.CODER).values_list("provenance", flat=True):
+        total.update(provenance.get("dropped") or {})
+    return dict(total)
+
+
+# -- where the AI and the researchers differ -------------------------------------------------
+
+
+def differences(run: SuggestionRun) -> dict[str, Any]:
+    """Per code and researcher: κ, AC1, span IoU and the chance check on the segments both read.
+
+    The AI read every segment of the run; a researcher read the run's interviews they coded
+    anything in. Only their own (human-origin) codings count, so accepted suggestions do not
+    make the AI agree with itself. Figures for reflexive discussion, not a score of truth.
+    """
+    units = [pk for window in run.windows for pk in window]
+    segments = {pk: (interview_id, end - start, text) for pk, interview_id, start, end, text in
+                Segment.objects.filter(pk__in=units, interview__project=run.project_id)
+                .values_list("pk", "interview_id", "start", "end", "text")}
+    units = [pk for pk in units if pk in segments]
+    ai: dict[int, set[int]] = {}
+    rationale: dict[tuple[int, int], str] = {}
+    for segment_id, code_id, why in (run.suggestions.exclude(critic_verdict=Suggestion.Verdict.REJECTED)
+                                     .values_list("segment_id", "code_id", "rationale")):
+        ai.setdefault(code_id, set()).add(segment_id)
+        rationale[(segment_id, code_id)] = why
+    human: dict[tuple[int, int], set[int]] = {}
+    read_by: dict[int, set[int]] = {}
+    coders = {}
+    for segment_id, code_id, coder_id, username in (
+        Coding.objects.filter(segment_id__in=units, origin=Coding.Origin.HUMAN)
+        .values_list("segment_id", "code_id", "coder_id", "coder__username")
+    ):
+        human.setdefault((code_id, coder_id), set()).add(segment_id)
+        read_by.setdefault(coder_id, set()).add(segments[segment_id][0])
+        coders[coder_id] = username
+    rows, disagreements = [], []
+    for code in run.codebook:
+        for coder_id, username in sorted(coders.items(), key=lambda item: item[1]):
+            seen = [pk for pk in units if segments.get(pk, (None,))[0] in read_by[coder_id]]
+            mine, theirs = human.get((code["id"], coder_id), set()), ai.get(code["id"], set())
+            a = [1 if pk in mine else 0 for pk in seen]
+            b = [1 if pk in theirs else 0 for pk in seen]
+            if not any(a) and not any(b):
+                continue
+            p_value = kappa_chance_p_value(b, a)
+            rows.append({
+                "code": code["name"], "code_id": code["id"], "researcher": username, "units": len(seen),
+                "both": sum(1 for x, y in zip(a, b, strict=True) if x and y),
+                "researcher_only": sum(1 for x, y in zip(a, b, strict=True) if x and not y),
+                "ai_only": sum(1 for x, y in zip(a, b, strict=True) if y and not x),
+                "kappa": cohen_kappa(a, b), "ac1": gwet_ac1(a, b),
+                "iou": span_iou({pk: segments[pk][1] for pk in seen if pk in mine},
+                                {pk: segments[pk][1] for pk in seen if pk in theirs}),
+                "p_value": p_value, "like_chance": p_value is not None and p_value >= 0.05,
+            })
+            for pk in seen:
+                if (pk in mine) != (pk in theirs):
+                    disagreements.append({"code": code["name"], "researcher": username, "text": segments[pk][2],
+                                          "who": username if pk in mine else "AI",
+                                          "rationale": rationale.get((pk, code["id"]), "")})
+    judged = run.suggestions.exclude(critic_verdict=Suggestion.Verdict.NONE)
+    overturned = judged.exclude(critic_verdict=Suggestion.Verdict.KEPT).count()
+    total = judged.count()
+    return {"rows": rows, "disagreements": disagreements, "critic_judged": total,
+            "critic_overturned": overturned, "critic_share": overturned / total if total else None}

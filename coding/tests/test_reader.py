@@ -1,0 +1,385 @@
+"""The AI second reader against the local fake endpoint: coder, critic, review, agreement, permissions.
+
+The fake endpoint answers structured-output requests with deterministic proposals, including
+ones for a segment outside the window and a code outside the codebook, which must be dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+
+import pytest
+from django.core.exceptions import ValidationError
+from django.urls import reverse
+
+from coding import reader, services
+from coding.models import Coding, ReaderStep, SuggestionRun
+from conduct.services import live_participant_save
+from conduct.testing.fake_openai import FakeOpenAIServer
+from projects.models import AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+HALLUCINATED_SEGMENT, HALLUCINATED_CODE = 999_999_999, 424_242
+
+
+def coder_answer(codes: dict[str, int]):
+    """Belonging for home and belonging, Migration for two places, a doubtful and a weak one, two hallucinations."""
+    def answer(body: dict) -> str:
+        assert body["response_format"]["json_schema"]["name"] == "code_proposals"
+        lines = dict(re.findall(r"^\[(\d+)\] (.*)$", body["messages"][1]["content"], re.M))
+        proposals = []
+        for segment_id, text in lines.items():
+            rule = [("Home", "Belonging", "home is belonging"), ("Belonging", "Belonging", "names it"),
+                    ("two places", "Migration", "between places"), ("Language", "Belonging", "maybe"),
+                    ("Food", "Food", "weak")]
+            for word, code, why in rule:
+                if word in text:
+                    proposals.append({"segment_id": int(segment_id), "code_id": codes[code], "rationale": why,
+                                      "evidence": word})
+        first = int(next(iter(lines)))
+        proposals += [
+            {"segment_id": HALLUCINATED_SEGMENT, "code_id": codes["Belonging"], "rationale": "x", "evidence": "x"},
+            {"segment_id": first + 2, "code_id": HALLUCINATED_CODE, "rationale": "x", "evidence": "x"},
+        ]
+        ideas = [{"name": "Slowness", "definition": "Time as a condition of belonging", "segment_ids": [first + 1],
+                  "rationale": "recurs"}]
+        return json.dumps({"proposals": proposals, "new_code_ideas": ideas})
+    return answer
+
+
+def critic_answer(codes: dict[str, int]):
+    """Rejects the weak proposal, moves the doubtful one to Migration, keeps the rest."""
+    def answer(body: dict) -> str:
+        assert body["response_format"]["json_schema"]["name"] == "proposal_verdicts"
+        listed = json.loads(body["messages"][1]["content"].split("Proposals (JSON):\n", 1)[1])
+        verdicts = []
+        for item in listed:
+            if item["rationale"] == "weak":
+                verdicts.append({"proposal": item["proposal"], "verdict": "reject", "code_id": None,
+                                 "reason": "Food is not identity here."})
+            elif item["rationale"] == "maybe":
+                verdicts.append({"proposal": item["proposal"], "verdict": "change", "code_id": codes["Migration"],
+                                 "reason": "Language is about moving between places."})
+            else:
+                verdicts.append({"proposal": item["proposal"], "verdict": "keep", "code_id": None, "reason": "Fits."})
+        return json.dumps({"verdicts": verdicts})
+    return answer
+
+
+@pytest.fixture
+def endpoint_server() -> Iterator[FakeOpenAIServer]:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def codes(make_code) -> dict[str, int]:
+    return {name: make_code(name, definition=f"{name} as the participant sees it").pk
+            for name in ("Belonging", "Migration", "Food")}
+
+
+@pytest.fixture
+def reading(project, owner, codes, endpoint_server, settings):
+    """The second reader enabled on a live participant answering from the fake endpoint."""
+    settings.READER_EAGER_IN_THREAD = False
+    endpoint_server.script("coder-critic", answer=lambda body: (
+        coder_answer(codes) if body["response_format"]["json_schema"]["name"] == "code_proposals"
+        else critic_answer(codes))(body))
+    participant = live_participant_save(
+        project=project, participant=None, label="Reader", provider="Fake", model_id="coder-critic",
+        base_url=endpoint_server.base_url, temperature=0, top_p=None, seed=1, max_tokens=None,
+        timeout_seconds=5, api_key=None,
+    )
+    reader.reader_settings_save(project=project, user=owner, enabled=True, endpoint=participant, local_only=False)
+    return participant
+
+
+def decide(project, suggestion, user, *, accept: bool = True, reason: str = ""):
+    return services.suggestion_decide(project_uuid=project.uuid, suggestion_uuid=suggestion.uuid, user_id=user.pk,
+                                      accept=accept, reason=reason)
+
+
+def start(project, user, interviews, django_capture_on_commit_callbacks, **options) -> SuggestionRun:
+    with django_capture_on_commit_callbacks(execute=True):
+        run = reader.run_start(project=project, user=user, interviews=interviews, new_code_ideas=True, **options)
+    run.refresh_from_db()
+    return run
+
+
+def test_a_run_keeps_what_survives_the_critic_and_drops_hallucinations(
+    project, analyst, interview, participant_segments, codes, reading, endpoint_server,
+    django_capture_on_commit_callbacks,
+):
+    s = participant_segments
+    assert [seg.text for seg in s] == ["Home is where people know you.", "Belonging grows slowly.",
+                                       "It needs time and trust.", "They often feel between two places.",
+                                       "Language matters a lot.", "Food too.", "Nobody chooses alone."]
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+
+    assert run.status == SuggestionRun.Status.DONE
+    made = {(x.segment_id, x.code_id): x for x in run.suggestions.all()}
+    assert set(made) == {(s[0].pk, codes["Belonging"]), (s[1].pk, codes["Belonging"]), (s[3].pk, codes["Migration"]),
+                         (s[4].pk, codes["Migration"]), (s[5].pk, codes["Food"])}
+    changed = made[(s[4].pk, codes["Migration"])]
+    assert changed.critic_verdict == "changed" and changed.proposed_code_id == codes["Belonging"]
+    assert made[(s[5].pk, codes["Food"])].critic_verdict == "rejected"
+    assert made[(s[0].pk, codes["Belonging"])].critic_verdict == "kept"
+    assert all(x.status == "pending" and x.model == "coder-critic" for x in made.values())
+    assert reader.dropped_counts(run) == {"segment not in the window": 1, "code not in the codebook": 1}
+    assert [idea.name for idea in run.code_ideas.all()] == ["Slowness"]
+    assert not Coding.objects.exists()  # nothing is coded until a person accepts
+    steps = list(run.steps.values_list("agent", "ok"))
+    assert steps == [("coder", True), ("critic", True)]
+    step = run.steps.get(agent="coder")
+    assert step.request["messages"][0]["role"] == "system" and "Belonging" in step.request["messages"][1]["content"]
+    assert step.provenance["model_returned"] == "coder-critic"
+    assert AuditEvent.objects.filter(target_type="suggestionrun").exists()
+
+
+def test_a_window_run_twice_or_after_a_crash_asks_and_keeps_nothing_twice(
+    project, analyst, interview, codes, reading, endpoint_server, django_capture_on_commit_callbacks, settings,
+):
+    settings.READER_EAGER_IN_THREAD = True  # start it, but run the window by hand below
+    from config.celery import app
+
+    app.conf.task_always_eager = False  # nothing is sent: no worker runs the windows here
+    try:
+        with django_capture_on_commit_callbacks(execute=False):
+            run = reader.run_start(project=project, user=analyst, interviews=[interview])
+    finally:
+        app.conf.task_always_eager = True
+    # A worker that died after keeping the coder's answer: the redelivered task asks only the critic.
+    segments = reader._window_segments(run, 0)
+    reader._step(run, 0, ReaderStep.Agent.CODER, lambda: reader._coder_messages(run, segments), reader.CODER_SCHEMA)
+    assert len(endpoint_server.chat_requests()) == 1
+    reader.window_run(run.pk, 0)
+    reader.window_run(run.pk, 0)
+    assert len(endpoint_server.chat_requests()) == 2
+    assert run.suggestions.count() == 5 and run.code_ideas.count() == 1
+
+
+def test_a_cancelled_run_sends_nothing_more(project, analyst, interview, codes, reading, endpoint_server,
+                                            django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        run = reader.run_start(project=project, user=analyst, interviews=[interview])
+    reader.run_cancel(run=run, user=analyst)
+    assert reader.window_run(run.pk, 0) == "cancelled"
+    assert endpoint_server.chat_requests() == []
+
+
+def test_the_reader_is_off_until_an_owner_enables_it(project, owner, analyst, interview, codes, endpoint_server):
+    with pytest.raises(ValidationError, match="off for this project"):
+        reader.run_start(project=project, user=analyst, interviews=[interview])
+    public = live_participant_save(
+        project=project, participant=None, label="Public", provider="", model_id="m", base_url="http://93.184.215.14/v1",
+        temperature=None, top_p=None, seed=None, max_tokens=None, timeout_seconds=5, api_key=None)
+    with pytest.raises(ValidationError, match="only to local endpoints"):
+        reader.reader_settings_save(project=project, user=owner, enabled=True, endpoint=public, local_only=True)
+    assert endpoint_server.requests == []
+
+
+def test_accepting_makes_a_coding_of_the_reviewer_and_rejecting_keeps_the_reason(
+    project, analyst, interview, codes, reading, django_capture_on_commit_callbacks,
+):
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    first, second, *rest = run.suggestions.order_by("segment__position", "code_id")
+    assert decide(project, first, analyst).status == "accepted"
+    coding = Coding.objects.get()
+    assert (coding.coder, coding.origin, coding.suggestion_id, coding.code_id, coding.segment_id) == (
+        analyst, Coding.Origin.SUGGESTION, first.pk, first.code_id, first.segment_id)
+    decide(project, second, analyst, accept=False, reason="Too literal")
+    second.refresh_from_db()
+    assert (second.status, second.reject_reason, second.decided_by) == ("rejected", "Too literal", analyst)
+    again = decide(project, first, analyst)
+    assert not again.decided and again.error == "This suggestion was already accepted."
+    assert Coding.objects.count() == 1
+    events = AuditEvent.objects.filter(target_type="suggestion").order_by("pk").values_list("action", "summary")
+    assert list(events) == [("created", f"AI suggestion “{first.code.name}” accepted"),
+                            ("changed", f"AI suggestion “{second.code.name}” rejected: Too literal")]
+
+
+def test_the_rest_of_a_code_is_accepted_at_once_only_after_a_sample(
+    project, analyst, make_interview, codes, reading, django_capture_on_commit_callbacks,
+):
+    interviews = [make_interview(title=f"I{i}", label=f"M{i}") for i in range(3)]
+    run = start(project, analyst, interviews, django_capture_on_commit_callbacks)
+    from coding.models import Code
+
+    belonging = Code.objects.get(pk=codes["Belonging"])
+    of_code = list(run.suggestions.filter(code=belonging).order_by("pk"))
+    assert len(of_code) == 6
+    with pytest.raises(ValidationError, match="Review at least 3"):
+        services.suggestions_accept_rest(run=run, code=belonging, user=analyst)
+    for suggestion in of_code[:3]:
+        decide(project, suggestion, analyst)
+    assert services.suggestions_accept_rest(run=run, code=belonging, user=analyst) == 3
+    assert Coding.objects.filter(origin=Coding.Origin.SUGGESTION, code=belonging).count() == 6
+
+
+def test_where_the_ai_and_a_researcher_differ_matches_hand_computed_figures(
+    project, analyst, interview, participant_segments, codes, reading, django_capture_on_commit_callbacks,
+):
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    s = participant_segments
+    for segment, code in ((s[0], "Belonging"), (s[2], "Belonging"), (s[3], "Migration"), (s[4], "Migration")):
+        Coding.objects.create(segment=segment, code_id=codes[code], coder=analyst, interview=interview)
+
+    figures = reader.differences(run)
+
+    rows = {row["code"]: row for row in figures["rows"]}
+    assert set(rows) == {"Belonging", "Migration"}  # Food: the critic rejected it and nobody coded it
+    belonging = rows["Belonging"]
+    # 7 sentences; researcher {1, 3}, AI {1, 2}: p_o = 5/7, p_e = (2·2 + 5·5)/49 = 29/49.
+    assert (belonging["units"], belonging["both"], belonging["researcher_only"], belonging["ai_only"]) == (7, 1, 1, 1)
+    assert belonging["kappa"] == pytest.approx(0.3)  # (35/49 − 29/49) / (20/49)
+    assert belonging["ac1"] == pytest.approx(15 / 29)  # π₁ = 2/7: p_e = 2·(2/7)(5/7) = 20/49
+    assert belonging["iou"] == pytest.approx(30 / (30 + 23 + 24))  # characters of sentences 1 | 1, 2, 3
+    z = 0.3 / math.sqrt((29 / 49) / (7 * 20 / 49))
+    assert belonging["p_value"] == pytest.approx(0.5 * math.erfc(z / math.sqrt(2))) and belonging["like_chance"]
+    migration = rows["Migration"]
+    assert (migration["kappa"], migration["ac1"], migration["iou"]) == (1.0, 1.0, 1.0)
+    assert migration["p_value"] == pytest.approx(0.5 * math.erfc(math.sqrt(140 / 29) / math.sqrt(2)))
+    assert not migration["like_chance"]
+    assert figures["critic_judged"] == 5 and figures["critic_overturned"] == 2
+    assert {(d["code"], d["who"], d["text"]) for d in figures["disagreements"]} == {
+        ("Belonging", "arjun", "It needs time and trust."), ("Belonging", "AI", "Belonging grows slowly.")}
+
+
+# -- pages -----------------------------------------------------------------------------------
+
+
+def test_settings_are_for_owners(project, owner, analyst, viewer, outsider, reading, client_for):
+    url = reverse("coding:reader_settings", args=[project.uuid])
+    data = {"enabled": "", "endpoint": str(reading.uuid)}
+    assert client_for(outsider).post(url, data).status_code == 404
+    assert client_for(viewer).post(url, data).status_code == 403
+    assert client_for(analyst).post(url, data).status_code == 403
+    assert client_for(owner).post(url, data).status_code == 302
+    assert not reader.reader_settings(project).enabled
+    assert "Off: no transcript text is sent" in client_for(viewer).get(
+        reverse("coding:reader", args=[project.uuid])).content.decode()
+
+
+def test_starting_shows_the_estimate_first_then_starts(
+    project, analyst, viewer, outsider, interview, codes, reading, endpoint_server, client_for,
+    django_capture_on_commit_callbacks,
+):
+    url = reverse("coding:reader_start", args=[project.uuid])
+    data = {"participants": [str(interview.participant.uuid)], "with_critic": "on"}
+    assert client_for(outsider).post(url, data).status_code == 404
+    assert client_for(viewer).post(url, data).status_code == 403
+    client = client_for(analyst)
+    estimate = client.post(url, data)
+    body = estimate.content.decode()
+    assert estimate.status_code == 200 and "1 window: 2 requests" in body and endpoint_server.base_url in body
+    assert not SuggestionRun.objects.exists() and endpoint_server.requests == []
+    with django_capture_on_commit_callbacks(execute=True):
+        started = client.post(url, data | {"confirm": "start"})
+    run = SuggestionRun.objects.get()
+    assert started.status_code == 302 and started.url == reverse("coding:reader_run", args=[project.uuid, run.uuid])
+    assert client.post(url, {}).status_code == 400
+
+
+def test_deciding_by_htmx_swaps_the_row_and_checks_roles(
+    project, analyst, viewer, outsider, interview, codes, reading, client_for, django_capture_on_commit_callbacks,
+):
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    suggestion = run.suggestions.order_by("pk").first()
+    accept = reverse("coding:suggestion_decide", args=[project.uuid, suggestion.uuid, "accept"])
+    assert client_for(outsider).post(accept).status_code == 404
+    assert client_for(viewer).post(accept).status_code == 403
+    response = client_for(analyst).post(accept, HTTP_HX_REQUEST="true")
+    assert response.status_code == 200 and "Accepted by arjun" in response.content.decode()
+    again = client_for(analyst).post(accept, HTTP_HX_REQUEST="true")
+    assert again.status_code == 409 and "already accepted" in again.content.decode()
+    bogus = reverse("coding:suggestion_decide", args=[project.uuid, suggestion.uuid, "delete"])
+    assert client_for(analyst).post(bogus).status_code == 404
+
+
+def test_the_review_queue_and_the_differ_page_take_constant_queries(
+    project, analyst, viewer, make_interview, codes, reading, client_for, django_capture_on_commit_callbacks,
+    django_assert_max_num_queries,
+):
+    def counted(run) -> dict[str, int]:
+        client = client_for(viewer)
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        counts = {}
+        for name in ("reader_run", "reader_differ"):
+            with CaptureQueriesContext(connection) as queries:
+                assert client.get(reverse(f"coding:{name}", args=[project.uuid, run.uuid])).status_code == 200
+            counts[name] = len(queries)
+        with CaptureQueriesContext(connection) as queries:
+            client.get(reverse("coding:reader", args=[project.uuid]))
+        counts["reader"] = len(queries)
+        return counts
+
+    small = start(project, analyst, [make_interview(title="A", label="A")], django_capture_on_commit_callbacks)
+    large = start(project, analyst, [make_interview(title=f"B{i}", label=f"B{i}") for i in range(4)],
+                  django_capture_on_commit_callbacks)
+    assert counted(small) == counted(large)
+    page = client_for(viewer).get(reverse("coding:reader_run", args=[project.uuid, large.uuid])).content.decode()
+    assert page.count("data-suggestion") == large.suggestions.filter(status="pending").count() == 20
+    assert "data-accept" not in page  # viewers read, never decide
+
+
+def test_the_coding_page_shows_pending_suggestions_as_dashed_chips_apart_from_codings(
+    project, analyst, interview, participant_segments, codes, reading, client_for, django_capture_on_commit_callbacks,
+):
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    page = client_for(analyst).get(reverse("coding:workspace", args=[project.uuid, interview.uuid])).content.decode()
+    # Four survive the critic (the Food one was rejected by it); none is a researcher's chip.
+    assert page.count('class="chip suggested"') == 4 and 'class="chip"' not in page
+    assert "Critic (changed): Language is about moving between places." in page
+    accepted = run.suggestions.get(segment=participant_segments[0])
+    response = client_for(analyst).post(
+        reverse("coding:suggestion_decide", args=[project.uuid, accepted.uuid, "accept"]), HTTP_ACCEPT="application/json")
+    assert response.json() == {"status": "accepted", "error": ""}
+    page = client_for(analyst).get(reverse("coding:workspace", args=[project.uuid, interview.uuid])).content.decode()
+    assert page.count('class="chip suggested"') == 3 and page.count('class="chip mine"') == 1
+
+
+def test_rejecting_many_of_a_code_offers_a_reflexive_memo_with_the_rejected_cases(
+    project, analyst, make_interview, codes, reading, client_for, django_capture_on_commit_callbacks,
+):
+    run = start(project, analyst, [make_interview(title=f"I{i}", label=f"M{i}") for i in range(3)],
+                django_capture_on_commit_callbacks)
+    client = client_for(analyst)
+    page_url = reverse("coding:reader_run", args=[project.uuid, run.uuid])
+    belonging = list(run.suggestions.filter(code_id=codes["Belonging"]).order_by("pk"))
+    for suggestion in belonging[:2]:
+        decide(project, suggestion, analyst, accept=False, reason="Too literal")
+    assert "refine its definition" not in client.get(page_url).content.decode()
+    decide(project, belonging[2], analyst, accept=False)
+    page = client.get(page_url).content.decode()
+    link = re.search(r'href="([^"]*memos/new/[^"]*)"', page).group(1).replace("&amp;", "&")
+    form = client.get(link).content.decode()
+    assert "Refining “Belonging”" in form and "3 suggestions of “Belonging” were rejected" in form
+    assert "“Home is where people know you.” — Too literal" in form
+
+
+def test_a_suggestion_of_an_archived_code_cannot_be_accepted(
+    project, owner, analyst, viewer, outsider, interview, codes, reading, django_capture_on_commit_callbacks,
+):
+    from coding.models import Code
+
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    suggestion = run.suggestions.filter(code_id=codes["Belonging"]).first()
+    services.code_archive(code=Code.objects.get(pk=codes["Belonging"]), actor=owner)
+    refused = decide(project, suggestion, analyst)
+    assert refused.error == "The code “Belonging” is archived or in the trash; it cannot be applied."
+    suggestion.refresh_from_db()
+    assert suggestion.status == "pending" and not Coding.objects.exists()
+    assert decide(project, suggestion, analyst, accept=False).decided
+    assert decide(project, suggestion, analyst, accept=False).error == "This suggestion was already rejected."
+    # Outsiders and viewers decide nothing, whatever they send.
+    other = run.suggestions.exclude(pk=suggestion.pk).first()
+    as_viewer, as_outsider = decide(project, other, viewer), decide(project, other, outsider)
+    assert (as_viewer.role, as_viewer.decided, as_outsider.role, as_outsider.found) == ("viewer", False, None, False)
+    other.refresh_from_db()
+    assert other.status == "pending"

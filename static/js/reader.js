@@ -1,0 +1,34 @@
+// Review queue of the AI second reader: j/k move between suggestions, a accepts, r rejects.
+(function () {
+  "use strict";
+  function items() { return Array.from(document.querySelectorAll("[data-suggestion]")); }
+  function current() { return document.activeElement && document.activeElement.closest("[data-suggestion]"); }
+  function move(step) {
+    const all = items();
+    if (!all.length) return;
+    const at = all.indexOf(current());
+    const next = all[Math.min(all.length - 1, Math.max(0, at < 0 ? 0 : at + step))];
+    next.focus();
+    next.scrollIntoView({block: "nearest"});
+  }
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.target.matches("input, textarea, select")) return;
+    const item = current();
+    if (event.key === "j") { move(1); event.preventDefault(); }
+    else if (event.key === "k") { move(-1); event.preventDefault(); }
+    else if (event.key === "a" && item && item.querySelector("[data-accept]")) {
+      item.querySelector("[data-accept]").click(); event.preventDefault();
+    } else if (event.key === "r" && item && item.querySelector("[data-reject]")) {
+      item.querySelector("input[name=reason]").focus(); event.preventDefault();
+    }
+  });
+  // After a decision the row is replaced: keep the keyboard in the queue on the next pending one.
+  document.body.addEventListener("htmx:afterSwap", function (event) {
+    const swapped = event.detail.target && document.getElementById(event.detail.target.id);
+    if (!swapped || !swapped.matches("[data-suggestion]")) return;
+    const all = items();
+    const next = all.slice(all.indexOf(swapped) + 1).find(function (el) { return el.querySelector("[data-accept]"); });
+    (next || swapped).focus();
+  });
+})();
