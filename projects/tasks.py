@@ -1,0 +1,13 @@
+"""Background work of the projects app: the sweeper that re-sends jobs the broker never got."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+@shared_task(ignore_result=True)
+def resend_waiting_jobs_task() -> int:
+    """Send again every job still waiting for the worker a minute after its last send (run by Celery beat)."""
+    from projects.jobs import jobs_resend
+
+    return jobs_resend()
