@@ -1,29 +1,45 @@
-"""Transcript turns as safe HTML: Markdown rendered, then sanitised, then cached.
+"""One renderer for an answer's text: the same Markdown reading for the page, the coding view and the paper.
 
-Transcripts are hostile input: a chatbot (or whoever edited an export) can put
-``<script>``, ``onerror=`` or ``javascript:`` links into a turn. Two layers stop
-them: markdown-it-py runs with raw HTML off, so typed tags come out as escaped
-text and its link validator drops javascript:/vbscript:/data: URLs; nh3 then
-keeps only an allow-list of tags and attributes and http(s)/mailto links.
-Images are dropped (a transcript must not make the reader's browser fetch
-third-party URLs).
+LLM answers are Markdown. A researcher must read, code and quote the same text, so everything
+here goes through one markdown-it configuration that never changes a character of the content:
+backslash escapes and entities are shown as written (ChatGPT's ``\\( x \\)`` stays ``\\( x \\)``,
+``&amp;`` stays ``&amp;``); only Markdown's own markers (``**``, ``- ``, ``#``, table pipes, link
+targets) disappear.
 
-Rendering dominates the cost of a long transcript, so each turn's HTML is
-cached under a key that includes a hash of its text: an edited turn gets a
-new key, no invalidation needed.
+- :func:`render_turns` / :func:`markdown_to_safe_html`: a whole turn as sanitised HTML (Read view,
+  live interviews, re-run comparison).
+- :func:`quote_runs`: what a piece of source shows, as runs of text with their style (bold, italic,
+  code, struck) and the offset of each run in the source, so every character of a quote maps back
+  to the stored text (provenance). :func:`quote_text` and :func:`quote_html` are its plain and HTML
+  forms: excerpt tables, theme pages, search results, the coding view's segments.
+
+Transcripts are hostile input: a chatbot (or whoever edited an export) can put ``<script>``,
+``onerror=`` or ``javascript:`` links into a turn. markdown-it-py runs with raw HTML off, so typed
+tags come out as escaped text and its link validator drops javascript:/vbscript:/data: URLs; nh3
+then keeps only an allow-list of tags and attributes and http(s)/mailto links. Images are dropped
+(a transcript must not make the reader's browser fetch third-party URLs).
+
+Rendering a long transcript costs, so each turn's HTML is cached under a key that includes a hash
+of its text: an edited turn gets a new key, no invalidation needed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+from html import escape
 
 import nh3
 from django.core.cache import cache
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-_md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(["table", "strikethrough"])
+# "escape" and "entity" off: a backslash or an entity is content, shown as written.
+_md = (MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+       .enable(["table", "strikethrough"]).disable(["escape", "entity"]))
 
 ALLOWED_TAGS = {
     "p", "br", "em", "strong", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li", "a",
@@ -31,7 +47,7 @@ ALLOWED_TAGS = {
 }
 ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}}
 URL_SCHEMES = {"http", "https", "mailto"}
-CACHE_VERSION = "1"  # bump when the allow-list or renderer options change
+CACHE_VERSION = "2"  # bump when the allow-list or renderer options change
 
 
 def markdown_to_safe_html(text: str) -> str:
@@ -64,3 +80,214 @@ def render_turns(texts: Iterable[str]) -> list[SafeString]:
     if missing:
         cache.set_many(missing, timeout=7 * 24 * 3600)
     return out
+
+
+# --- quotes: what a piece of source shows, character by character -----------------------------
+
+BOLD, ITALIC, CODE, STRUCK = "bold", "italic", "code", "struck"
+_STYLE_OF = {"strong": BOLD, "em": ITALIC, "s": STRUCK}
+# Separators the reader sees between blocks and table cells; they are not characters of the source.
+BLOCK_BREAK, CELL_BREAK = "\n", " | "
+
+
+@dataclass(frozen=True)
+class Run:
+    """Text shown in one style; `start` is its offset in the source (None for a separator)."""
+
+    text: str
+    styles: frozenset[str] = frozenset()
+    start: int | None = None
+
+
+class RichText(str):
+    """A quote: its plain text, with the styled runs it was made of for writers that keep bold and italics."""
+
+    runs: tuple[Run, ...]
+
+    def __new__(cls, runs: Iterable[Run]) -> RichText:
+        runs = tuple(runs)
+        value = super().__new__(cls, "".join(run.text for run in runs))
+        value.runs = runs
+        return value
+
+
+def _line_starts(source: str) -> list[int]:
+    starts = [0]
+    for match in re.finditer("\n", source):
+        starts.append(match.end())
+    return starts
+
+
+def _inline_runs(token, source: str, start: int, styles: set[str], out: list[Run]) -> None:
+    """The runs of one inline token; each text piece is found in the source from `start` on."""
+    cursor = start
+    for child in token.children or ():
+        kind = child.type
+        if kind in ("text", "code_inline"):
+            if not child.content:
+                continue
+            at = source.find(child.content, cursor)
+            shown = styles | {CODE} if kind == "code_inline" else set(styles)
+            if at < 0:  # not verbatim (a code span's line ending); shown, but not mapped
+                out.append(Run(child.content, frozenset(shown), None))
+                continue
+            out.append(Run(child.content, frozenset(shown), at))
+            cursor = at + len(child.content)
+        elif kind in ("softbreak", "hardbreak"):
+            at = source.find("\n", cursor)
+            out.append(Run(" " if kind == "softbreak" else "\n", frozenset(), None))
+            cursor = at + 1 if at >= 0 else cursor
+        elif kind.endswith("_open") and kind[:-5] in _STYLE_OF:
+            styles.add(_STYLE_OF[kind[:-5]])
+        elif kind.endswith("_close") and kind[:-6] in _STYLE_OF:
+            styles.discard(_STYLE_OF[kind[:-6]])
+        elif kind == "image":
+            # Images are never shown (see the module's docstring); skip the alt text's source.
+            continue
+
+
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+
+
+@lru_cache(maxsize=4096)
+def visible_runs(source: str) -> tuple[Run, ...]:
+    """Everything `source` shows when rendered, in reading order, with block and cell separators."""
+    out: list[Run] = []
+    lines = _line_starts(source)
+    styles: set[str] = set()
+    pending_break = False
+    in_cell = False
+    for token in _md.parse(source):
+        kind = token.type
+        if kind in ("td_open", "th_open"):
+            if in_cell:
+                out.append(Run(CELL_BREAK))
+            in_cell = True
+            continue
+        if kind == "tr_open":
+            in_cell = False
+        if kind in ("fence", "code_block", "inline") and token.map is not None:
+            if pending_break and out:
+                out.append(Run(BLOCK_BREAK))
+            pending_break = False
+            start = lines[token.map[0]]
+            if kind == "inline":
+                if _TABLE_ROW.match(token.content.split("\n", 1)[0]) and not in_cell:
+                    _table_lines_runs(token, source, start, out)
+                else:
+                    _inline_runs(token, source, start, styles, out)
+            else:
+                _code_runs(token.content, source, start, out)
+                pending_break = True
+        if kind.endswith("_close") and kind in ("paragraph_close", "heading_close", "tr_close", "blockquote_close",
+                                                "list_item_close"):
+            pending_break = True
+    return tuple(out)
+
+
+def _code_runs(content: str, source: str, start: int, out: list[Run]) -> None:
+    """A code block line by line: an indented block's lines lose their indentation, so each is found on its own."""
+    cursor = start
+    for number, line in enumerate(content.rstrip("\n").split("\n")):
+        if number:
+            out.append(Run("\n"))
+        if not line:
+            continue
+        at = source.find(line, cursor)
+        out.append(Run(line, frozenset({CODE}), at if at >= 0 else None))
+        cursor = at + len(line) if at >= 0 else cursor
+
+
+def _table_lines_runs(token, source: str, start: int, out: list[Run]) -> None:
+    """Table rows quoted without their header (an excerpt from the middle of a table): cells, no pipes."""
+    cursor = start
+    for line in token.content.split("\n"):
+        at = source.find(line, cursor)
+        cursor = at + len(line) if at >= 0 else cursor
+        if _TABLE_RULE.match(line):
+            continue
+        if out and out[-1].text != BLOCK_BREAK:
+            out.append(Run(BLOCK_BREAK))
+        cells = line.strip().strip("|").split("|")
+        offset = (at + line.index(line.strip()) + 1) if at >= 0 else None
+        for number, cell in enumerate(cells):
+            if number:
+                out.append(Run(CELL_BREAK))
+            if cell.strip():
+                lead = len(cell) - len(cell.lstrip())
+                for inline in _md.parseInline(cell.strip()):
+                    _inline_runs(inline, source, start if offset is None else offset + lead, set(), out)
+            if offset is not None:
+                offset += len(cell) + 1
+
+
+# Emphasis or code markers a quote cut out of a longer styled passage is left with (its partner lies
+# outside the quote): markers, not content, so they never reach a paper.
+_STRAY = re.compile(r"(?<!\S)[*_`~]{1,3}(?=\S)|(?<=\S)[*_`~]{1,3}(?!\S)")
+# A source with none of these shows exactly as written: no Markdown to read.
+_MARKDOWN = re.compile(r"[*_`\[\]~<|!]|^\s*(?:#{1,6}|[>+-]|\d+[.)])\s|\n", re.M)
+
+
+def quote_runs(source: str) -> tuple[Run, ...]:
+    """What `source` (a segment, an excerpt or a turn) shows, trimmed, without stray markers at its ends."""
+    if not _MARKDOWN.search(source):
+        text = source.strip()
+        return (Run(text, frozenset(), source.find(text)),) if text else ()
+    runs = [run for run in visible_runs(source) if run.text]
+    while runs and runs[0].start is None:
+        runs.pop(0)
+    while runs and runs[-1].start is None:
+        runs.pop()
+    runs = [piece for run in runs for piece in _without_strays(run)]
+    if runs:
+        runs[0] = _stripped(runs[0], lead=True)
+        runs[-1] = _stripped(runs[-1], lead=False)
+    return tuple(run for run in runs if run.text)
+
+
+def _without_strays(run: Run) -> list[Run]:
+    """The run without emphasis markers Markdown left unpaired (a quote cut inside a styled passage)."""
+    if run.styles or run.start is None or not _STRAY.search(run.text):
+        return [run]
+    pieces, last = [], 0
+    for match in _STRAY.finditer(run.text):
+        if match.start() > last:
+            pieces.append(Run(run.text[last:match.start()], run.styles, run.start + last))
+        last = match.end()
+    if last < len(run.text):
+        pieces.append(Run(run.text[last:], run.styles, run.start + last))
+    return pieces
+
+
+def _stripped(run: Run, *, lead: bool) -> Run:
+    text = run.text.lstrip() if lead else run.text.rstrip()
+    moved = len(run.text) - len(text) if lead else 0
+    return Run(text, run.styles, None if run.start is None else run.start + moved)
+
+
+def quote_text(source: str) -> RichText:
+    """The quote as plain text (a str), keeping its styled runs for DOCX and LaTeX writers."""
+    return RichText(quote_runs(source))
+
+
+_TAGS = {BOLD: "strong", ITALIC: "em", CODE: "code", STRUCK: "del"}
+
+
+@lru_cache(maxsize=8192)
+def quote_html(source: str) -> SafeString:
+    """The quote as inline HTML: bold, italics, code and struck text kept, every character escaped."""
+    if not _MARKDOWN.search(source):
+        return mark_safe(escape(source.strip()))  # noqa: S308 - escaped
+    return runs_html(quote_runs(source))
+
+
+def runs_html(runs: Iterable[Run]) -> SafeString:
+    """Styled runs as inline HTML (line breaks as <br>)."""
+    parts = []
+    for run in runs:
+        html = escape(run.text).replace("\n", "<br>")
+        for style in sorted(run.styles):
+            html = f"<{_TAGS[style]}>{html}</{_TAGS[style]}>"
+        parts.append(html)
+    return mark_safe("".join(parts))  # noqa: S308 - every piece of text escaped above

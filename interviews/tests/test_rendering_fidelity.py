@@ -1,0 +1,132 @@
+"""One faithful text: what the page shows, what a quote says and the stored source agree, character by character.
+
+Checked over real answers: the chat exports in shared/samples, the project's demo transcripts,
+and hand-written cases of what LLMs write (math delimiters, escapes, entities, lists, tables).
+"""
+
+from __future__ import annotations
+
+import html
+import io
+import re
+from pathlib import Path
+
+import pytest
+
+from interviews.parsers import parse_upload
+from interviews.parsers.base import SourceFile
+from interviews.rendering import BLOCK_BREAK, CELL_BREAK, CODE, markdown_to_safe_html, quote_html, quote_runs, quote_text
+from interviews.segmentation import segment_text
+
+SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
+
+CASES = [
+    r"ChatGPT writes math as \( x^2 \) and \[ \frac{a}{b} \], with thin spaces like 3\,000.",
+    "Entities stay as written: &amp; &lt;b&gt; &copy; and a literal <script>alert(1)</script>.",
+    "- First, I try to be **honest** about what I know.\n- Second, I weigh *everyone's* interests.\n"
+    "- Third: `code` and ~~struck~~ text.",
+    "## Heading\n\n1. One step.\n2. Two steps.\n\n> A quoted line.\n\n| Model | Score |\n|---|---|\n| GPT-4o | **12** |",
+    "See [the paper](https://example.org/paper) and <https://example.org>. 3 * 4 = 12, snake_case.",
+    "```python\nprint('hi')  # a comment with **stars**\n```\nAfter the code.",
+]
+
+
+def _answers() -> list[str]:
+    texts = list(CASES)
+    for path in sorted(SAMPLES.glob("*/*.json")):
+        data = path.read_bytes()
+        source = SourceFile(name=path.name, size=len(data), opener=lambda data=data: io.BytesIO(data))
+        for conversation in parse_upload(source):
+            texts += [turn.text for turn in conversation.turns if turn.text.strip()]
+    from reports.demo import INTERVIEWS  # the demo project's transcripts (make run)
+
+    texts += [text for interview in INTERVIEWS for _speaker, text in interview["turns"]]
+    return texts
+
+
+ANSWERS = _answers()
+
+
+def _visible(page_html: str) -> str:
+    """What a reader sees of rendered HTML: text nodes, tags gone, entities decoded."""
+    text = re.sub(r"<br\s*/?>|</(p|li|h\d|tr|pre|blockquote)>", "\n", page_html)
+    text = re.sub(r"</t[dh]>\s*<t[dh][^>]*>", " | ", text)
+    return html.unescape(re.sub(r"<[^>]+>", "", text))
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+def _content(source: str) -> list[str]:
+    """The characters of the source that are content: letters, digits, backslashes and brackets of math,
+    without link targets and image syntax (never shown) — what rendering must never drop or change."""
+    source = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", source)
+    source = re.sub(r"\]\([^)]*\)", "]", source)
+    source = re.sub(r"^\s*\d+[.)](?=\s)", "", source, flags=re.M)  # an ordered list's numbers are markup
+    source = re.sub(r"^(```|~~~)\S*", "", source, flags=re.M)  # a code fence's language label
+    return [c for c in source if c.isalnum() or c in "\\()&;"]
+
+
+def test_there_are_real_answers_to_check():
+    assert len(ANSWERS) > 20
+
+
+@pytest.mark.parametrize("source", ANSWERS, ids=range(len(ANSWERS)))
+def test_the_page_shows_the_source_with_only_markup_removed(source):
+    page = _visible(markdown_to_safe_html(source))
+    quote = quote_text(source)
+    # The page and the quote show the same words (separators aside).
+    assert _words(page.replace("|", " ")) == _words(str(quote).replace("|", " "))
+    # Every content character of the source is shown, none is added or changed.
+    assert [c for c in page if c.isalnum() or c in "\\()&;"] == _content(source)
+
+
+@pytest.mark.parametrize("source", ANSWERS, ids=range(len(ANSWERS)))
+def test_every_quoted_character_maps_back_to_the_source(source):
+    for run in quote_runs(source):
+        if run.text in (BLOCK_BREAK, CELL_BREAK, " "):
+            continue
+        assert run.start is not None, run
+        assert source[run.start:run.start + len(run.text)] == run.text
+
+
+@pytest.mark.parametrize("source", ANSWERS, ids=range(len(ANSWERS)))
+def test_segments_quote_without_markdown_debris_and_map_back(source):
+    for span in segment_text(source):
+        piece = source[span.start:span.end]
+        quoted = quote_text(piece)
+        quote = str(quoted)
+        if quoted.runs and CODE not in quoted.runs[0].styles:  # in code, "# " and "- " are content
+            assert not re.match(r"^\s*([-*+]|\d+[.)]|#+|>)\s", quote), quote
+        assert "**" not in quote or "**" in _visible(markdown_to_safe_html(source)), quote
+        for run in quote_runs(piece):
+            if run.start is not None:
+                assert piece[run.start:run.start + len(run.text)] == run.text
+
+
+def test_math_escapes_and_entities_are_shown_as_written():
+    assert str(quote_text(CASES[0])) == CASES[0]
+    assert r"\( x^2 \)" in _visible(markdown_to_safe_html(CASES[0]))
+    shown = _visible(markdown_to_safe_html(CASES[1]))
+    assert "&amp; &lt;b&gt; &copy;" in shown and "<script>alert(1)</script>" in shown
+    assert "<script>" not in markdown_to_safe_html(CASES[1])
+
+
+def test_a_quote_keeps_bold_and_italics_as_styles_not_markers():
+    quote = quote_text("- First, I try to be **honest** about *what* I know.")
+    assert str(quote) == "First, I try to be honest about what I know."
+    assert [(r.text, sorted(r.styles)) for r in quote.runs] == [
+        ("First, I try to be ", []), ("honest", ["bold"]), (" about ", []), ("what", ["italic"]), (" I know.", [])]
+    assert str(quote_html("1. Say **no**.")) == "Say <strong>no</strong>."
+
+
+def test_a_quote_cut_inside_a_styled_passage_leaves_no_stray_markers():
+    assert str(quote_text("**First sentence.")) == "First sentence."
+    assert str(quote_text("Second sentence.** Then more.")) == "Second sentence. Then more."
+    assert str(quote_text("3 * 4 and snake_case stay.")) == "3 * 4 and snake_case stay."
+
+
+def test_table_rows_quote_as_cells():
+    assert str(quote_text("| GPT-4o | 12 | *yes* |")) == "GPT-4o | 12 | yes"
+    assert str(quote_text("| Model | Score |\n|---|---|\n| GPT-4o | **12** |")) == "Model | Score\nGPT-4o | 12"
