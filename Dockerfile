@@ -4,8 +4,9 @@ WORKDIR /app
 COPY requirements.txt .
 RUN pip install --no-cache-dir -r requirements.txt
 COPY . .
-RUN SECRET_KEY=build-only DEBUG=false python manage.py collectstatic --noinput
+# A throwaway key: production settings refuse a missing or published one, even to collect static files.
+RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')" DEBUG=false python manage.py collectstatic --noinput
 RUN useradd --create-home rta && mkdir -p /app/media && chown rta /app/media
 USER rta
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", "--worker-class", "gthread", "--threads", "2", "--keep-alive", "75", "--timeout", "60"]
+CMD ["gunicorn", "-c", "gunicorn.conf.py", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", "--worker-class", "gthread", "--threads", "2", "--keep-alive", "75", "--timeout", "60"]

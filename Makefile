@@ -32,8 +32,9 @@ run: venv
 	DEBUG=$${DEBUG:-true} $(PY) manage.py runserver 127.0.0.1:8000
 
 # Live interviews without an API key: a local OpenAI-compatible server with demo models
-# (run beside `make run`; it adds live demo participants to the demo project).
+# (run beside `make run`; it adds live demo participants and a small demo probe to the demo project).
 fake-llm: venv
+	DEBUG=$${DEBUG:-true} $(PY) manage.py probe_demo
 	DEBUG=$${DEBUG:-true} $(PY) manage.py fake_llm --setup
 
 # The whole suite (unit, integration, browser) against PostgreSQL and Redis.

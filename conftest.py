@@ -92,6 +92,14 @@ def client_for(client) -> Callable:
 
 
 @pytest.fixture
+def api_key_for() -> Callable:
+    """The key of a new API token of the given user, for `Authorization: Token <key>`."""
+    from accounts.services import api_token_create
+
+    return lambda user: api_token_create(user=user, name="test", lifetime_days=7).key
+
+
+@pytest.fixture
 def demo_project(db):
     from reports.demo import demo_load
 
@@ -130,7 +138,7 @@ def celery_worker(transactional_db) -> Iterator[subprocess.Popen]:
             proc.wait()
 
 
-def _wait_for_worker(queue: str, timeout: float = 30) -> None:
+def _wait_for_worker(queue: str, timeout: float = 120) -> None:
     from config.celery import app
 
     # Ping this run's worker by name: other test runs may have workers on the same broker.
@@ -155,10 +163,19 @@ def browser() -> Iterator:
         browser.close()
 
 
+# How long a browser test waits for a condition (an element, a text, a URL) before it fails. Generous:
+# tests wait for conditions, never for time, so this only bounds a failure on a slow or shared machine.
+BROWSER_TIMEOUT_MS = int(os.environ.get("RTA_TEST_BROWSER_TIMEOUT_MS", "30000"))
+
+
 @pytest.fixture
 def page(browser, live_server) -> Iterator:
     """A fresh browser page; console errors (e.g. CSP violations) fail the test."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=BROWSER_TIMEOUT_MS)
     context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=live_server.url)
+    context.set_default_timeout(BROWSER_TIMEOUT_MS)
     page = context.new_page()
     errors: list[str] = []
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)

@@ -1,4 +1,4 @@
-"""Compare sentence segmenters on speed (peer corpus) and quality (our LLM-answer set).
+"""Compare sentence segmenters on quality (two published sets, our LLM-answer set) and speed (peer corpus).
 
     .venv/bin/python bench/segmenters.py          # prints the table
     .venv/bin/python bench/run.py --only segmentation   # same, into RESULTS.md
@@ -13,7 +13,16 @@ Contenders, each returning character spans:
   with Python itself (the standard library's docstrings), cached in bench/out/.
 - spaCy 3.8.18: blank("en") + the rule-based sentencizer (no model download)
 
-Quality: the cases of interviews/tests/segmentation_cases.py, exact match of
+Quality on sets we did not write, both installed from PyPI (bench/requirements.txt):
+- the English "Golden Rules" of pragmatic_segmenter (48 cases: abbreviations,
+  lists, ellipses, quotes), shipped inside the pysbd wheel as
+  ``benchmarks.english_golden_rules``; a case counts only if every sentence is right;
+- syntok 1.4.4's ``syntok/segmenter_test.py`` ``OSPL`` text, one sentence per line
+  (109 sentences: abbreviations, enumerations, parentheses, biomedical abstracts),
+  joined by spaces as syntok's own test does; a sentence counts if a segment has
+  exactly its offsets.
+
+Quality on our own LLM-answer set: the cases of interviews/tests/segmentation_cases.py, exact match of
 the whole case (every segment right). "plain" = single-paragraph cases that
 any sentence splitter can be judged on; "all" adds Markdown (lists, tables,
 code, quotes) where only a Markdown-aware splitter can be right.
@@ -152,6 +161,34 @@ def quality(fn: SpanFn) -> tuple[int, int, int, int, list[str]]:
     return plain_ok, plain_n, all_ok, len(CASES), failed
 
 
+def golden_rules(fn: SpanFn) -> tuple[int, int, list[int]]:
+    """(cases right, cases, numbers of the rules missed) on the Golden Rules shipped with pysbd."""
+    from benchmarks.english_golden_rules import GOLDEN_EN_RULES
+
+    missed = [k for k, (text, want) in enumerate(GOLDEN_EN_RULES, 1) if _trimmed(text, fn(text)) != want]
+    return len(GOLDEN_EN_RULES) - len(missed), len(GOLDEN_EN_RULES), missed
+
+
+def syntok_ospl(fn: SpanFn) -> tuple[int, int]:
+    """(sentences with exact offsets, sentences) on syntok's one-sentence-per-line test text; (0, 0) without syntok."""
+    try:
+        from syntok.segmenter_test import SENTENCES, TEXT
+    except ImportError:
+        return 0, 0  # bench/requirements.txt installs it
+
+    want, pos = set(), 0
+    for sentence in SENTENCES:
+        want.add((pos, pos + len(sentence)))
+        pos += len(sentence) + 1
+    got = set()
+    for a, b in fn(TEXT):
+        piece = TEXT[a:b]
+        a += len(piece) - len(piece.lstrip())
+        b -= len(piece) - len(piece.rstrip())
+        got.add((a, b))
+    return len(want & got), len(want)
+
+
 def speed(fn: SpanFn, turns: list[str], repeats: int) -> tuple[float, int]:
     """Sentences per second over the corpus turns (one call per turn, like an import)."""
     seconds, count = best_of(repeats, lambda: sum(len(fn(t)) for t in turns))
@@ -173,21 +210,34 @@ def compare(quick: bool = False) -> Section:
         try:
             fn = make()
         except ImportError as exc:
-            rows.append([label, version, None, None, None, None, f"not installed ({exc.name})"])
+            rows.append([label, version, None, None, None, None, None, None, f"not installed ({exc.name})"])
             continue
         per_s, _ = speed(fn, turns, 1 if quick else 3)
         exact = sum(_trimmed(t, fn(t)) == ss for t, ss in zip(turns, truth, strict=True))
         plain_ok, plain_n, all_ok, all_n, failed = quality(fn)
-        rows.append([label, version, round(per_s), f"{exact}/{len(turns)}", f"{plain_ok}/{plain_n}", f"{all_ok}/{all_n}", ""])
+        golden_ok, golden_n, golden_missed = golden_rules(fn)
+        ospl_ok, ospl_n = syntok_ospl(fn)
+        rows.append([
+            label, version, f"{golden_ok}/{golden_n}", f"{ospl_ok}/{ospl_n}", round(per_s), f"{exact}/{len(turns)}",
+            f"{plain_ok}/{plain_n}", f"{all_ok}/{all_n}", "",
+        ])
+        if golden_missed:
+            notes.append(f"- {label} misses (Golden Rules): {', '.join(map(str, golden_missed))}")
         if failed:
             notes.append(f"- {label} misses (plain): {', '.join(failed)}")
     return Section(
-        title="Sentence segmenters: speed on the peer corpus, quality on the LLM-answer set",
-        columns=["segmenter", "version", "sentences/s (1 core)", "corpus turns exact", "quality plain", "quality all", "note"],
+        title="Sentence segmenters: external sets (Golden Rules, syntok), speed on the peer corpus, our LLM-answer set",
+        columns=[
+            "segmenter", "version", "Golden Rules (pysbd's copy)", "syntok OSPL sentences", "sentences/s (1 core)",
+            "corpus turns exact", "ours: plain", "ours: all", "note",
+        ],
         rows=rows,
         notes=(
+            "External: pragmatic_segmenter's English Golden Rules as shipped in the pysbd 0.3.4 wheel "
+            "(`benchmarks/english_golden_rules.py`), a case counts if every sentence is right; syntok 1.4.4's "
+            "`segmenter_test.OSPL`, a sentence counts if one segment has exactly its offsets. "
             "Speed: one call per turn over the peer corpus (800 turns, 7,891 sentences; best of 3). "
-            "Quality: `interviews/tests/segmentation_cases.py`, a case counts only if every segment is right; "
+            "Ours: `interviews/tests/segmentation_cases.py`, a case counts only if every segment is right; "
             "“plain” = one paragraph of prose, “all” includes Markdown blocks. NLTK's pretrained punkt needs a "
             "download from NLTK's data hub, which this project does not do; Punkt is shown untrained and trained "
             "locally on the docstrings of Python's standard library.\n\n" + "\n".join(notes)

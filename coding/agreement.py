@@ -6,6 +6,7 @@ allowed), written out from the textbook formulas so they can be checked by hand.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Hashable, Iterable, Sequence
 from itertools import permutations
@@ -69,3 +70,48 @@ def per_code_agreement(units: Sequence[int], coders: Sequence[int], codings: set
         used = sum(1 for r in matrix if any(r))
         rows.append((code_id, kappa, alpha, used))
     return rows
+
+
+def gwet_ac1(a: Sequence[Hashable], b: Sequence[Hashable], categories: Sequence[Hashable] = (0, 1)) -> float | None:
+    """Gwet's AC1 = (p_o − p_e) / (1 − p_e), p_e = Σ π_k (1 − π_k) / (K − 1), π_k the mean share of category k.
+
+    Unlike κ it stays stable when one category is rare (most segments do not carry a given code).
+    """
+    if len(a) != len(b):
+        raise ValueError("both coders must label the same units")
+    n, k = len(a), len(categories)
+    if n == 0 or k < 2:
+        return None
+    observed = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
+    ca, cb = Counter(a), Counter(b)
+    pi = [(ca[c] + cb[c]) / (2 * n) for c in categories]
+    expected = sum(p * (1 - p) for p in pi) / (k - 1)
+    if expected == 1:
+        return None
+    return (observed - expected) / (1 - expected)
+
+
+def kappa_chance_p_value(a: Sequence[Hashable], b: Sequence[Hashable]) -> float | None:
+    """One-sided p-value that κ > 0, with Cohen's (1960) standard error under no agreement beyond chance.
+
+    A large p-value means the second coder's labels are indistinguishable from labels drawn at
+    random with its own base rate (the randomness check of LLM-assisted content analysis).
+    """
+    n = len(a)
+    kappa = cohen_kappa(a, b)
+    if kappa is None or n == 0:
+        return None
+    ca, cb = Counter(a), Counter(b)
+    expected = sum(ca[k] * cb[k] for k in set(ca) | set(cb)) / (n * n)
+    if expected >= 1:
+        return None
+    standard_error = math.sqrt(expected / (n * (1 - expected)))
+    return 0.5 * math.erfc(kappa / standard_error / math.sqrt(2))
+
+
+def span_iou(first: dict[int, int], second: dict[int, int]) -> float | None:
+    """Intersection over union of coded text: each side maps the units it coded to their length in characters."""
+    union = sum(({**first, **second}).values())
+    if union == 0:
+        return None
+    return sum(length for unit, length in first.items() if unit in second) / union

@@ -262,7 +262,7 @@ class CodingCreateSerializer(serializers.Serializer):
     code = serializers.UUIDField()
     segments = serializers.ListField(child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), min_length=1, max_length=500)
     any_speaker = serializers.BooleanField(
-        default=False, help_text="Also code interviewer and system turns (the coding page's “also code interviewer turns”); "
+        default=False, help_text="Also code interviewer, system and tool turns (the coding page's “also code other speakers”); "
         "without it only the participant's segments are coded.")
 
 
@@ -359,6 +359,10 @@ class NoteViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.GenericVie
     """
 
     serializer_class = NoteSerializer
+
+    def get_serializer_class(self):
+        # What PUT notes/mine/ takes, so OPTIONS describes the body it really reads.
+        return NoteTextSerializer if self.action == "mine" else NoteSerializer
 
     @property
     def interview(self) -> Interview:

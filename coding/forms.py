@@ -1,8 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
+from django.core.exceptions import ValidationError
 
 from coding.models import Code
+from interviews.models import Interview, Participant
+from projects.models import Project
 from projects.widgets import QuickSelect
 
 REASON_HELP = "Optional: why — kept in the codebook's history."
@@ -67,3 +72,48 @@ class ArchiveForm(forms.Form):
 class ImportForm(forms.Form):
     file = forms.FileField(help_text="CSV with a header row (name, definition, what counts, what does not count, "
                                      "example, kind, colour, parent) or a REFI-QDA codebook (.qdc).")
+
+
+class ReaderSettingsForm(forms.Form):
+    enabled = forms.BooleanField(required=False, label="Let the AI second reader propose codes in this project")
+    endpoint = forms.ModelChoiceField(
+        queryset=Participant.objects.none(), required=False, to_field_name="uuid", label="Endpoint that reads",
+        help_text="One of the project's live participants: its URL, model and key. Transcript text is sent there.",
+    )
+    local_only = forms.BooleanField(required=False, label="Send transcript text only to local endpoints",
+                                    help_text="Refuse any endpoint outside this machine or its private network.")
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["endpoint"].queryset = Participant.objects.filter(project=project, is_live=True).order_by("label")
+
+
+class ReaderRunForm(forms.Form):
+    participants = forms.ModelMultipleChoiceField(
+        queryset=Participant.objects.none(), required=False, to_field_name="uuid", widget=forms.CheckboxSelectMultiple,
+        label="Interviews of", help_text="Every interview of the models ticked.",
+    )
+    interview = forms.ModelChoiceField(queryset=Interview.objects.none(), required=False, to_field_name="uuid",
+                                       widget=forms.HiddenInput)
+    with_critic = forms.BooleanField(required=False, initial=True, label="A critic checks each proposal")
+    new_code_ideas = forms.BooleanField(required=False, label="Also propose ideas for new codes")
+
+    def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.project = project
+        self.fields["participants"].queryset = Participant.objects.filter(project=project).order_by("label")
+        self.fields["interview"].queryset = Interview.objects.alive().filter(project=project)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean()
+        chosen = Interview.objects.alive().filter(project=self.project)
+        if cleaned.get("interview"):
+            chosen = chosen.filter(pk=cleaned["interview"].pk)
+        elif cleaned.get("participants"):
+            chosen = chosen.filter(participant__in=cleaned["participants"])
+        else:
+            raise ValidationError("Tick the models whose interviews the second reader should read.")
+        cleaned["interviews"] = list(chosen.order_by("conducted_at", "pk"))
+        if not cleaned["interviews"]:
+            raise ValidationError("No interviews of these models yet.")
+        return cleaned

@@ -102,6 +102,9 @@ class Coding(models.Model):
     # Denormalised from segment for per-interview counts and retrieval without a join.
     interview = models.ForeignKey(Interview, on_delete=models.CASCADE, related_name="codings", db_index=False)
     origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.HUMAN)
+    # The AI suggestion a researcher accepted to make this coding (origin "suggestion").
+    suggestion = models.ForeignKey("coding.Suggestion", null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
     note = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -116,23 +119,149 @@ class Coding(models.Model):
         return f"{self.code_id} on {self.segment_id} by {self.coder_id}"
 
 
+class ReaderSettings(models.Model):
+    """A project's AI second reader: off until an owner enables it and chooses who receives transcript text."""
+
+    project = models.OneToOneField(Project, on_delete=models.CASCADE, related_name="second_reader")
+    enabled = models.BooleanField(default=False)
+    # A live participant's endpoint (its URL, model and key binding) reads the transcripts.
+    endpoint = models.ForeignKey("interviews.Participant", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    local_only = models.BooleanField(
+        default=False, help_text="Never send transcript text to an endpoint outside this machine or network."
+    )
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+
+class SuggestionRun(models.Model):
+    """One request for suggestions over some interviews, with the codebook as it was sent; never edited after."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        CANCELLED = "cancelled", "Cancelled"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="suggestion_runs")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.RUNNING)
+    endpoint = models.ForeignKey("interviews.Participant", null=True, on_delete=models.SET_NULL, related_name="+")
+    model = models.CharField(max_length=200)
+    endpoint_url = models.CharField(max_length=500, help_text="Where the transcript text was sent.")
+    prompt_version = models.CharField(max_length=40)
+    with_critic = models.BooleanField(default=True)
+    new_code_ideas = models.BooleanField(default=False)
+    interviews = models.ManyToManyField(Interview, related_name="suggestion_runs")
+    codebook = models.JSONField(help_text="The codes as sent to the model.")
+    # Segment ids per window, fixed when the run starts so a re-run task sees the same windows.
+    windows = models.JSONField()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"run {self.uuid} ({self.model})"
+
+
+class ReaderStep(models.Model):
+    """One agent's request and answer for one window of a run: the provenance of every suggestion."""
+
+    class Agent(models.TextChoices):
+        CODER = "coder", "Coder"
+        CRITIC = "critic", "Critic"
+
+    run = models.ForeignKey(SuggestionRun, on_delete=models.CASCADE, related_name="steps")
+    window = models.PositiveIntegerField()
+    agent = models.CharField(max_length=10, choices=Agent.choices)
+    ok = models.BooleanField()
+    request = models.JSONField()
+    raw_answer = models.TextField(blank=True)
+    provenance = models.JSONField(default=dict)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["window", "agent"]
+        constraints = [models.UniqueConstraint(fields=["run", "window", "agent"], name="unique_reader_step")]
+
+
+class CaseCoding(models.Model):
+    """A code applied to a whole interview (a case) by one coder: case features are judged per case, not per sentence."""
+
+    interview = models.ForeignKey(Interview, on_delete=models.CASCADE, related_name="case_codings")
+    code = models.ForeignKey(Code, on_delete=models.CASCADE, related_name="case_codings")
+    coder = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="case_codings")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["interview", "code", "coder"], name="unique_case_coding")]
+
+    def __str__(self) -> str:
+        return f"{self.code_id} on interview {self.interview_id} by {self.coder_id}"
+
+
 class Suggestion(models.Model):
-    """An AI-proposed code for a segment; pending until a person accepts or rejects it."""
+    """An AI-proposed code for a segment; pending until a person accepts or rejects it.
+
+    Never a coding: accepting one creates a coding by the person who accepted it.
+    """
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
         ACCEPTED = "accepted", "Accepted"
         REJECTED = "rejected", "Rejected"
 
+    class Verdict(models.TextChoices):
+        NONE = "", "No critic"
+        KEPT = "kept", "Kept by the critic"
+        CHANGED = "changed", "Changed by the critic"
+        REJECTED = "rejected", "Rejected by the critic"
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    run = models.ForeignKey(SuggestionRun, null=True, blank=True, on_delete=models.CASCADE, related_name="suggestions")
     segment = models.ForeignKey(Segment, on_delete=models.CASCADE, related_name="suggestions")
+    # Denormalised from segment, so the coding page finds an interview's pending suggestions by index.
+    interview = models.ForeignKey(Interview, on_delete=models.CASCADE, related_name="+", db_index=False)
     code = models.ForeignKey(Code, on_delete=models.CASCADE, related_name="suggestions")
+    # The coder's code when the critic changed it.
+    proposed_code = models.ForeignKey(Code, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     rationale = models.TextField(blank=True)
+    evidence = models.TextField(blank=True, help_text="The words of the segment the coder quoted.")
+    critic_verdict = models.CharField(max_length=10, choices=Verdict.choices, blank=True, default=Verdict.NONE)
+    critic_reason = models.TextField(blank=True)
     model = models.CharField(max_length=200, blank=True)
     prompt_version = models.CharField(max_length=40, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(null=True, blank=True)
+    reject_reason = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["segment__interview_id", "segment__position", "code_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "segment", "code"], name="unique_suggestion_per_run"),
+        ]
+        indexes = [models.Index(fields=["interview", "status"], name="suggestion_interview_status")]
+
+
+class CodeIdea(models.Model):
+    """A new code the model proposed (inductive): shown for the codebook, never created by itself."""
+
+    run = models.ForeignKey(SuggestionRun, on_delete=models.CASCADE, related_name="code_ideas")
+    window = models.PositiveIntegerField()
+    name = models.CharField(max_length=200)
+    definition = models.TextField(blank=True)
+    rationale = models.TextField(blank=True)
+    segments = models.ManyToManyField(Segment, related_name="+")
+
+    class Meta:
+        ordering = ["name"]
 
 
 class NoteQuerySet(models.QuerySet):

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet
 
-from coding.models import Code, Coding, Note
+from coding.models import Code, Coding, Note, Suggestion
 from coding.render import CodeInfo, CoderInfo, initials
 from interviews.models import Interview, Participant, Segment, Speaker
 from projects.models import Membership, Project
@@ -26,20 +27,26 @@ class CodeNode:
     children: list[CodeNode] = field(default_factory=list)
 
 
-def codebook_tree(project: Project, *, q: str = "", kind: str = "", archived: bool = False
-                  ) -> tuple[list[CodeNode], list[Participant]]:
+def codebook_tree(project: Project, *, q: str = "", kind: str = "", archived: bool = False,
+                  participants: list[Participant] | None = None) -> tuple[list[CodeNode], list[Participant]]:
     """Codes as a flattened tree (depth-first) with usage counts overall and per participant; three queries.
 
     A search or kind filter keeps the ancestors of matching codes so the tree still reads.
+    `participants` (a page of them; default all) are the ones counted per participant.
     """
     codes = list(Code.objects.for_project(project).select_related("merged_into").order_by("position", "name"))
-    participants = list(Participant.objects.filter(project=project).order_by("label"))
+    if participants is None:
+        participants = list(Participant.objects.filter(project=project).order_by("label", "pk"))
+    shown = {p.pk for p in participants}
+    totals: dict[int, int] = defaultdict(int)
     counts: dict[tuple[int, int], int] = {}
     for code_id, participant_id, n in (
         Coding.objects.filter(code__project=project, interview__deleted_at__isnull=True)
         .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()
     ):
-        counts[(code_id, participant_id)] = n
+        totals[code_id] += n
+        if participant_id in shown:
+            counts[(code_id, participant_id)] = n
     by_parent: dict[int | None, list[Code]] = defaultdict(list)
     ids = {c.pk for c in codes}
     for c in codes:
@@ -60,7 +67,7 @@ def codebook_tree(project: Project, *, q: str = "", kind: str = "", archived: bo
             if not matches(c) and not children:
                 continue
             per = [counts.get((c.pk, p.pk), 0) for p in participants]
-            nodes.append(CodeNode(code=c, depth=depth, total=sum(per), per_participant=per, children=children))
+            nodes.append(CodeNode(code=c, depth=depth, total=totals[c.pk], per_participant=per, children=children))
         return nodes
 
     flat: list[CodeNode] = []
@@ -202,8 +209,11 @@ def interview_coders(interview: Interview) -> list[int]:
     return list(Coding.objects.filter(interview=interview).values_list("coder_id", flat=True).distinct().order_by("coder_id"))
 
 
-def search_segments(project: Project, q: str, *, coded: str = "", limit: int = 200) -> list[dict[str, Any]]:
-    """Segments matching a full-text query (PostgreSQL: the GIN-indexed english tsvector; SQLite: icontains)."""
+def search_segments(project: Project, q: str, *, coded: str = "") -> QuerySet:
+    """Segments matching a full-text query, best first, as a lazy QuerySet of dicts for a page to slice.
+
+    PostgreSQL: the GIN-indexed english tsvector; SQLite: icontains.
+    """
     qs = Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True)
     coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
     if coded == "coded":
@@ -217,32 +227,38 @@ def search_segments(project: Project, q: str, *, coded: str = "", limit: int = 2
             "-rank", "interview_id", "position")
     else:
         qs = qs.filter(text__icontains=q).order_by("interview_id", "position")
-    return list(
-        qs.annotate(is_coded=coded_exists).values(
-            "id", "text", "position", "speaker", "is_coded", "interview__uuid", "interview__title",
-            "interview__participant__label",
-        )[:limit]
+    return qs.annotate(is_coded=coded_exists).values(
+        "id", "text", "position", "speaker", "is_coded", "interview__uuid", "interview__title",
+        "interview__participant__label",
     )
 
 
-def interview_progress(project: Project) -> list[dict[str, Any]]:
-    """The project's live interviews with (coded, codable) participant segments each; one query.
+def interviews_with_code(project: Project, code: Code, *, coder_ids: list[int] | None = None) -> QuerySet:
+    """The project's live interviews where `code` is used (by these coders), in the order its excerpts are listed."""
+    codings = Coding.objects.filter(code=code, interview=OuterRef("pk"))
+    if coder_ids is not None:
+        codings = codings.filter(coder_id__in=coder_ids)
+    return Interview.objects.for_project(project).filter(Exists(codings)).order_by("participant__label", "title", "pk")
 
-    For the interviews list and the codebook's "code an interview" panel.
+
+def interview_progress(interviews: list[Interview]) -> list[dict[str, Any]]:
+    """These interviews (a page of them, participant selected) with (coded, codable) participant segments; one query.
+
+    For the codebook's "code an interview" panel; rows keep the order of `interviews`.
     """
     coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
-    rows = (
-        Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True, speaker=Speaker.PARTICIPANT)
-        .values("interview_id", "interview__uuid", "interview__title", "interview__participant__label")
-        .annotate(codable=Count("id"), coded=Count("id", filter=Q(coded_exists)))
-        .order_by("interview__participant__label", "interview__title")
-    )
-    return [
-        {"id": r["interview_id"], "uuid": r["interview__uuid"], "title": r["interview__title"],
-         "participant": r["interview__participant__label"], "coded": r["coded"], "codable": r["codable"],
-         "percent": round(100 * r["coded"] / r["codable"]) if r["codable"] else 0}
-        for r in rows
-    ]
+    counts = {
+        r["interview_id"]: (r["coded"], r["codable"]) for r in
+        Segment.objects.filter(interview__in=[i.pk for i in interviews], speaker=Speaker.PARTICIPANT)
+        .values("interview_id").annotate(codable=Count("id"), coded=Count("id", filter=Q(coded_exists))).order_by()
+    }
+    rows = []
+    for interview in interviews:
+        coded, codable = counts.get(interview.pk, (0, 0))
+        rows.append({"id": interview.pk, "uuid": interview.uuid, "title": interview.title,
+                     "participant": interview.participant.label, "coded": coded, "codable": codable,
+                     "percent": round(100 * coded / codable) if codable else 0})
+    return rows
 
 
 def interview_codings_state(interview: Interview) -> tuple[list[tuple[int, int, int]], dict[int, list]]:
@@ -312,3 +328,30 @@ def interview_transcript(interview: Interview, code_order: dict[int, int]
                     chips.sort(key=lambda p: (code_order.get(p[0], last), p[1]))
                 codings[seg_id] = chips
     return turns, segments, codings
+
+
+def interview_suggestions(interview_id: int) -> dict[int, list[tuple[str, int, str]]]:
+    """Pending AI suggestions the critic did not reject, per segment: (uuid, code id, why); one indexed query."""
+    rows = (Suggestion.objects.filter(interview_id=interview_id, status=Suggestion.Status.PENDING)
+            .exclude(critic_verdict=Suggestion.Verdict.REJECTED)
+            .order_by("segment_id", "code_id")
+            .values_list("segment_id", "uuid", "code_id", "rationale", "critic_verdict", "critic_reason"))
+    by_segment: dict[int, list[tuple[str, int, str]]] = {}
+    for segment_id, uuid, code_id, rationale, verdict, critic in rows:
+        why = f"Model: {rationale}" + (f"\nCritic ({verdict}): {critic}" if verdict else "")
+        by_segment.setdefault(segment_id, []).append((str(uuid), code_id, why))
+    return by_segment
+
+
+def with_descendants(chosen: set[int], codes: Iterable[Code]) -> set[int]:
+    """The chosen code ids and those of all their sub-codes (at any depth), among `codes` (e.g. the codebook)."""
+    children: dict[int | None, list[int]] = defaultdict(list)
+    for c in codes:
+        children[c.parent_id].append(c.pk)
+    found, todo = set(chosen), list(chosen)
+    while todo:
+        for child in children[todo.pop()]:
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found

@@ -14,6 +14,9 @@ from typing import Any
 
 from django.utils.safestring import SafeString, mark_safe
 
+from interviews.models import turn_number
+from interviews.rendering import quote_html
+
 
 def initials(username: str, first_name: str = "", last_name: str = "") -> str:
     """Two letters for a coder: first and last name initials, else the username's first two."""
@@ -63,6 +66,16 @@ class ChipRenderer:
     def chips(self, pairs: Iterable[tuple[int, int]]) -> str:
         return "".join([self.chip(code_id, coder_id) for code_id, coder_id in pairs])
 
+    def suggested(self, suggestions: Sequence[tuple[str, int, str]]) -> str:
+        """AI suggestions: dashed, marked AI, the model's and the critic's reasons on hover and focus."""
+        out = []
+        for uuid, code_id, why in suggestions:
+            code = self.codes.get(code_id) or CodeInfo(code_id, "(unknown code)", "#999999", "semantic")
+            out.append(f'<button type="button" class="chip suggested" data-sugg="{escape(uuid)}" data-c="{code_id}" '
+                       f'style="--c:{escape(code.colour)}" title="{escape(why)}" aria-label="AI suggests '
+                       f'{escape(code.name)}. {escape(why)}">{escape(code.name)}<small>AI</small></button>')
+        return "".join(out)
+
     def container(self, segment_id: int, pairs: Sequence[tuple[int, int]], *, oob: bool = False) -> str:
         extra = ' hx-swap-oob="true"' if oob else ""
         return f'<span class="chips" id="chips-{segment_id}"{extra}>{self.chips(pairs)}</span>'
@@ -80,16 +93,22 @@ def chips_from_rows(rows: Iterable[Sequence[Any]], me: int) -> tuple[ChipRendere
     return ChipRenderer(codes, coders, me), by_segment
 
 
-SPEAKER_LABEL = {"interviewer": "Interviewer", "system": "System"}
+SPEAKER_LABEL = {"interviewer": "Interviewer", "system": "System", "tool": "Tool"}
 
 
 def render_transcript(*, turns: Sequence[tuple[int, int, str]], segments: Sequence[tuple[int, int, int, str, str, str]],
                       codings: dict[int, list[tuple[int, int]]], renderer: ChipRenderer, participant_label: str,
-                      code_any_speaker: bool, notes_html: dict[int, str], can_write: bool) -> SafeString:
+                      code_any_speaker: bool, notes_html: dict[int, str], can_write: bool,
+                      suggestions: dict[int, list[tuple[str, int, str]]] | None = None) -> SafeString:
     """The transcript: one <section> per turn, one row per segment with its chips container.
 
+    Each segment shows as the reader saw it (interviews.rendering.quote_html: Markdown markers gone,
+    bold and italics kept); its row's kind class (k-list_item, k-heading...) gives the block its look.
+
     turns: (id, position, speaker); segments: (id, turn id, position, text, speaker, kind), in order.
+    suggestions: pending AI suggestions per segment (queries.interview_suggestions), kept apart from the chips.
     """
+    suggestions = suggestions or {}
     by_turn: dict[int, list[tuple[int, int, int, str, str, str]]] = {}
     for seg in segments:
         by_turn.setdefault(seg[1], []).append(seg)
@@ -98,12 +117,17 @@ def render_transcript(*, turns: Sequence[tuple[int, int, str]], segments: Sequen
     label = escape(participant_label)
     for turn_id, position, speaker in turns:
         who = label if speaker == "participant" else SPEAKER_LABEL.get(speaker, escape(speaker))
-        append(f'<section class="turn sp-{escape(speaker)}" id="t-{turn_id}" data-turn="{turn_id}" aria-label="Turn {position + 1}, {who}">'
-               f'<header class="turn-head"><span class="speaker">{who}</span><span class="turn-no">#{position + 1}</span>')
+        number = turn_number(position)
+        append(f'<section class="turn sp-{escape(speaker)}" id="t-{turn_id}" data-turn="{turn_id}" aria-label="Turn {number}, {who}">'
+               f'<header class="turn-head"><span class="speaker">{who}</span><span class="turn-no">#{number}</span>')
         if can_write:
             append(f'<button type="button" class="note-btn link" data-turn="{turn_id}">Note</button>')
         append("</header>")
         append(notes_html.get(turn_id, f'<div class="notes" id="notes-t{turn_id}"></div>'))
+        if speaker == "tool":
+            # Collapsed like on chatgpt.com; open while other speakers are codable, so every codable line shows.
+            append(f'<details class="tool-step"{" open" if code_any_speaker else ""}>'
+                   "<summary>Tool step: code, output or browsing</summary>")
         for seg_id, _turn, _pos, text, seg_speaker, kind in by_turn.get(turn_id, ()):
             codable = seg_speaker == "participant" or code_any_speaker
             pairs = codings.get(seg_id)
@@ -116,9 +140,14 @@ def render_transcript(*, turns: Sequence[tuple[int, int, str]], segments: Sequen
                 cls += " k-" + kind
             if pairs:
                 cls += " coded"
+            suggested = suggestions.get(seg_id)
             append(f'<div class="{cls}" id="s-{seg_id}">'
-                   f'<span class="st">{escape(text)}</span>'
-                   f'<span class="chips" id="chips-{seg_id}">{renderer.chips(pairs) if pairs else ""}</span></div>')
+                   f'<span class="st">{quote_html(text)}</span>'
+                   f'<span class="chips" id="chips-{seg_id}">{renderer.chips(pairs) if pairs else ""}</span>'
+                   + (f'<span class="suggested-chips">{renderer.suggested(suggested)}</span>' if suggested else "")
+                   + '</div>')
+        if speaker == "tool":
+            append("</details>")
         append("</section>")
     return mark_safe("".join(out))  # noqa: S308 -- every interpolated value above is escaped or an int
 

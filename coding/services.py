@@ -15,7 +15,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from coding.models import Code, CodeEvent, Coding, Note
+from coding.models import CaseCoding, Code, CodeEvent, Coding, Note, Suggestion, SuggestionRun
 from interviews.models import Interview, Turn
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
@@ -534,7 +534,7 @@ def note_save(*, interview: Interview, author: Any, text: str, turn: Turn | None
     if len(text) > 20000:
         raise ValidationError({"text": "Keep a note under 20,000 characters."})
     existing = Note.objects.filter(interview=interview, turn=turn, author=author).first()
-    where = f"turn {turn.position + 1} of “{interview.title}”" if turn else f"“{interview.title}”"
+    where = f"turn {turn.number} of “{interview.title}”" if turn else f"“{interview.title}”"
     if not text:
         if existing:
             existing.delete()
@@ -554,3 +554,103 @@ def note_save(*, interview: Interview, author: Any, text: str, turn: Turn | None
     audit_record(project=interview.project, actor=author, action=AuditEvent.Action.CHANGED if existing else AuditEvent.Action.CREATED,
                  target=note, target_type="note", summary=f"Familiarisation note on {where}")
     return note
+
+
+# --- the AI second reader's suggestions -----------------------------------------------------------
+
+
+# Deciding a suggestion is one statement, like applying a code: membership and role, the claim of a
+# pending suggestion (an accepted one needs its code neither archived nor in the trash), the reviewer's
+# coding (origin "suggestion", linked) and the audit event.
+_DECIDE_SQL = """
+WITH m AS (
+    SELECT mb.project_id, mb.role FROM projects_membership mb JOIN projects_project p ON p.id = mb.project_id
+    WHERE p.uuid = %(project)s AND mb.user_id = %(user)s
+), s AS (
+    SELECT sg.id, sg.uuid, sg.segment_id, sg.code_id, sg.interview_id, sg.status, c.name,
+           (c.archived OR c.deleted_at IS NOT NULL) AS code_gone
+    FROM coding_suggestion sg JOIN interviews_interview iv ON iv.id = sg.interview_id
+    JOIN m ON m.project_id = iv.project_id JOIN coding_code c ON c.id = sg.code_id WHERE sg.uuid = %(suggestion)s
+), upd AS (
+    UPDATE coding_suggestion SET status = %(status)s, decided_by_id = %(user)s, decided_at = now(),
+           reject_reason = %(reason)s
+    WHERE id = (SELECT id FROM s) AND status = 'pending' AND EXISTS (SELECT 1 FROM m WHERE role IN ('owner', 'analyst'))
+      AND (%(status)s = 'rejected' OR NOT (SELECT code_gone FROM s))
+    RETURNING id
+), ins AS (
+    INSERT INTO coding_coding (segment_id, code_id, coder_id, interview_id, origin, suggestion_id, note, created_at)
+    SELECT s.segment_id, s.code_id, %(user)s, s.interview_id, 'suggestion', s.id, '', now() FROM s
+    WHERE %(status)s = 'accepted' AND EXISTS (SELECT 1 FROM upd)
+    ON CONFLICT (segment_id, code_id, coder_id) DO NOTHING
+    RETURNING id
+), aud AS (
+    INSERT INTO projects_auditevent (project_id, actor_id, action, target_type, target_id, summary, data, created_at)
+    SELECT m.project_id, %(user)s, CASE WHEN %(status)s = 'accepted' THEN 'created' ELSE 'changed' END, 'suggestion',
+           (SELECT uuid::text FROM s),
+           left(format('AI suggestion “%%s” %%s', (SELECT name FROM s), %(status)s)
+                || CASE WHEN %(reason)s <> '' THEN ': ' || %(reason)s ELSE '' END, 500),
+           jsonb_build_object('code', (SELECT code_id FROM s), 'segment', (SELECT segment_id FROM s)), now()
+    FROM m WHERE EXISTS (SELECT 1 FROM upd)
+)
+SELECT (SELECT role FROM m), (SELECT status FROM s), (SELECT code_gone FROM s), (SELECT name FROM s),
+       (SELECT count(*) FROM upd)
+"""
+_DECIDE = PreparedStatement("rta_suggestion_decide", _DECIDE_SQL, [
+    ("project", "uuid"), ("suggestion", "uuid"), ("user", "integer"), ("status", "text"), ("reason", "text")])
+
+
+class SuggestionDecision:
+    """What deciding did: the reviewer's role (None: not a member), whether the suggestion was found and decided."""
+
+    def __init__(self, row: Sequence[Any], status: str) -> None:
+        self.role, self.previous_status, code_gone, self.code_name, decided = row
+        self.found = self.previous_status is not None
+        self.decided = bool(decided)
+        self.status = status if self.decided else self.previous_status
+        self.error = ""
+        if self.found and not self.decided and self.role in ("owner", "analyst"):
+            self.error = (f"The code “{self.code_name}” is archived or in the trash; it cannot be applied."
+                          if self.previous_status == Suggestion.Status.PENDING and code_gone
+                          else f"This suggestion was already {Suggestion.Status(self.previous_status).label.lower()}.")
+
+
+def suggestion_decide(*, project_uuid: Any, suggestion_uuid: Any, user_id: int, accept: bool,
+                      reason: str = "") -> SuggestionDecision:
+    """Accept (the reviewer's own coding, origin "suggestion") or reject (with an optional reason) a pending suggestion.
+
+    Never raises for a member's mistakes: the result says what happened, for the caller to answer with.
+    """
+    status = Suggestion.Status.ACCEPTED if accept else Suggestion.Status.REJECTED
+    with transaction.atomic():
+        row = _DECIDE.fetchone({"project": str(project_uuid), "suggestion": str(suggestion_uuid), "user": user_id,
+                                "status": status, "reason": "" if accept else reason.strip()[:2000]})
+    return SuggestionDecision(row, status)
+
+
+ACCEPT_ALL_AFTER = 3  # suggestions of a code a reviewer decides one by one before accepting the rest at once
+
+
+@transaction.atomic
+def suggestions_accept_rest(*, run: SuggestionRun, code: Code, user: Any) -> int:
+    """Accept a code's remaining pending suggestions of a run, once a sample of them was reviewed one by one."""
+    of_code = Suggestion.objects.filter(run=run, code=code)
+    reviewed = of_code.exclude(status=Suggestion.Status.PENDING).count()
+    if reviewed < ACCEPT_ALL_AFTER:
+        raise ValidationError(f"Review at least {ACCEPT_ALL_AFTER} of “{code.name}”’s suggestions one by one first "
+                              f"({reviewed} so far).")
+    pending = list(of_code.filter(status=Suggestion.Status.PENDING).values_list("uuid", flat=True))
+    decided = [suggestion_decide(project_uuid=run.project.uuid, suggestion_uuid=uuid, user_id=user.pk, accept=True)
+               for uuid in pending]
+    return sum(1 for decision in decided if decision.decided)
+
+
+@transaction.atomic
+def case_coding_set(*, interview: Interview, code: Code, coder: Any, on: bool) -> bool:
+    """Apply `code` to the whole interview for `coder` (or take it off); safe to repeat. Returns whether it is on."""
+    if code.project_id != interview.project_id or code.deleted_at is not None:
+        raise ValidationError({"code": "Choose a code of this project's codebook."})
+    if on:
+        CaseCoding.objects.get_or_create(interview=interview, code=code, coder=coder)
+    else:
+        CaseCoding.objects.filter(interview=interview, code=code, coder=coder).delete()
+    return on

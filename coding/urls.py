@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from coding import views
+from coding import views, views_cases, views_reader
 
 app_name = "coding"
 
@@ -28,4 +28,15 @@ urlpatterns: list = [
     path("interviews/<uuid:interview_uuid>/code/state/", views.chips_state, name="state"),
     path("interviews/<uuid:interview_uuid>/code/speakers/", views.speaker_toggle, name="speaker_toggle"),
     path("interviews/<uuid:interview_uuid>/compare/", views.compare, name="compare"),
+    path("second-reader/", views_reader.reader_home, name="reader"),
+    path("second-reader/settings/", views_reader.reader_settings_view, name="reader_settings"),
+    path("second-reader/runs/", views_reader.reader_start, name="reader_start"),
+    path("second-reader/runs/<uuid:run_uuid>/", views_reader.reader_run, name="reader_run"),
+    path("second-reader/runs/<uuid:run_uuid>/cancel/", views_reader.reader_cancel, name="reader_cancel"),
+    path("second-reader/runs/<uuid:run_uuid>/differ/", views_reader.reader_differ, name="reader_differ"),
+    path("second-reader/runs/<uuid:run_uuid>/codes/<uuid:code_uuid>/accept-rest/", views_reader.reader_accept_rest,
+         name="reader_accept_rest"),
+    path("second-reader/suggestions/<uuid:suggestion_uuid>/<str:decision>/", views_reader.suggestion_decide,
+         name="suggestion_decide"),
+    path("interviews/<uuid:interview_uuid>/case-codes/", views_cases.case_code, name="case_code"),
 ]

@@ -8,6 +8,7 @@ from uuid import UUID
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import OperationalError, transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -42,9 +43,11 @@ from coding.services import (
     coding_undo_inline_create,
     note_save,
 )
-from interviews.models import Interview, Speaker, Turn
+from interviews.models import Interview, Participant, Speaker, Turn
 from projects.forms import add_service_errors
+from projects.middleware import is_query_cancelled
 from projects.models import Membership
+from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
 
 
@@ -64,6 +67,16 @@ def _any_speaker_key(project_uuid: UUID) -> str:
     return f"coding:any_speaker:{project_uuid}"
 
 
+# A page of the codebook: codes, per-model count columns and interviews to code, each paged on its own.
+CODEBOOK_CODES = 100
+CODEBOOK_COLUMNS = 12
+CODEBOOK_INTERVIEWS = 25
+# A code's excerpts are paged by interview, so an excerpt never splits across pages.
+EXCERPT_INTERVIEWS = 20
+# Search pages are not counted: counting every match of a broad search is the slow part.
+SEARCH_PAGE = 50
+
+
 # --- codebook --------------------------------------------------------------------------------
 
 @login_required
@@ -72,16 +85,31 @@ def codebook(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     q, kind = request.GET.get("q", "")[:200], request.GET.get("kind", "")
     archived = request.GET.get("archived") == "1"
-    nodes, participants = queries.codebook_tree(membership.project, q=q, kind=kind if kind in Code.Kind.values else "",
-                                                archived=archived)
-    ctx = _ctx(membership, nodes=nodes, participants=participants, q=q, kind=kind, archived=archived,
-               form=CodeCreateForm(project=membership.project,
-                                   initial={"kind": Code.Kind.SEMANTIC, "colour": PALETTE[len(nodes) % len(PALETTE)]}),
-               filtered=bool(q or kind))
+    ctx = _code_list_ctx(request, membership, q=q, kind=kind if kind in Code.Kind.values else "", archived=archived)
     if request.htmx and not request.htmx.boosted:
         return render(request, "coding/codebook.html#code-list", ctx)
-    ctx["interviews"] = queries.interview_progress(membership.project)
-    return render(request, "coding/codebook.html", ctx)
+    return render(request, "coding/codebook.html", _codebook_ctx(request, membership, ctx))
+
+
+def _code_list_ctx(request: HttpRequest, membership: Membership, *, q: str = "", kind: str = "",
+                   archived: bool = False) -> dict:
+    """The codebook's table: a page of codes, with use counts in a page of participant columns."""
+    project = membership.project
+    participants = paginate(request, Participant.objects.filter(project=project).order_by("label", "pk"),
+                            per_page=CODEBOOK_COLUMNS, param="models", counted=False, target="#code-list")
+    nodes, _ = queries.codebook_tree(project, q=q, kind=kind, archived=archived, participants=participants.items)
+    return _ctx(membership, nodes=paginate(request, nodes, per_page=CODEBOOK_CODES, target="#code-list"),
+                participants=participants, q=q, kind=kind, archived=archived, filtered=bool(q or kind))
+
+
+def _codebook_ctx(request: HttpRequest, membership: Membership, ctx: dict, form: CodeCreateForm | None = None) -> dict:
+    """The whole codebook page: its table, a page of interviews to code with their progress, the new-code form."""
+    project = membership.project
+    interviews = paginate(request, Interview.objects.for_project(project).order_by("participant__label", "title", "pk"),
+                          per_page=CODEBOOK_INTERVIEWS, param="interviews")
+    colour = PALETTE[ctx["nodes"].total % len(PALETTE)]
+    return {**ctx, "interviews": interviews, "progress": queries.interview_progress(interviews.items),
+            "form": form or CodeCreateForm(project=project, initial={"kind": Code.Kind.SEMANTIC, "colour": colour})}
 
 
 @login_required
@@ -100,10 +128,8 @@ def code_new(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
         else:
             messages.success(request, f"Code “{code.name}” created.")
             return redirect("coding:codebook", project_uuid=project_uuid)
-    nodes, participants = queries.codebook_tree(membership.project)
-    return render(request, "coding/codebook.html", _ctx(
-        membership, nodes=nodes, participants=participants, form=form, q="", kind="", archived=False, filtered=False,
-        interviews=queries.interview_progress(membership.project)), status=400)
+    return render(request, "coding/codebook.html", _codebook_ctx(request, membership, _code_list_ctx(request, membership),
+                                                                 form=form), status=400)
 
 
 @login_required
@@ -229,7 +255,7 @@ def code_archive_view(request: HttpRequest, project_uuid: UUID, code_uuid: UUID)
 @require_GET
 def codebook_history(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
-    events = CodeEvent.objects.filter(project=membership.project).select_related("actor", "code")[:300]
+    events = paginate(request, CodeEvent.objects.filter(project=membership.project).select_related("actor", "code"))
     return render(request, "coding/history.html", _ctx(membership, events=events))
 
 
@@ -265,10 +291,14 @@ def code_excerpts(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> 
     membership = member_or_404(request, project_uuid)
     code = _code(membership, code_uuid)
     mine = request.GET.get("coder") == "mine"
-    excerpts = excerpts_for_codes(membership.project, [code.pk], coder_ids=[request.user.pk] if mine else None)
+    coder_ids = [request.user.pk] if mine else None
+    interviews = paginate(request, queries.interviews_with_code(membership.project, code, coder_ids=coder_ids),
+                          per_page=EXCERPT_INTERVIEWS)
+    excerpts = excerpts_for_codes(membership.project, [code.pk], coder_ids=coder_ids,
+                                  interview_ids=[i.pk for i in interviews]) if interviews else []
     return render(request, "coding/excerpts.html", _ctx(
         membership, code=code, groups=excerpts_by_participant(excerpts), count=len(excerpts), mine=mine,
-        coders=queries.coders_of(membership.project)))
+        interviews=interviews, coders=queries.coders_of(membership.project)))
 
 
 # --- the coding workspace ----------------------------------------------------------------------
@@ -289,7 +319,8 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
                   for tid, n in notes.items() if tid is not None}
     transcript = render_transcript(
         turns=turns, segments=segments, codings=codings, renderer=renderer, participant_label=interview.participant.label,
-        code_any_speaker=any_speaker, notes_html=notes_html, can_write=membership.can_write)
+        code_any_speaker=any_speaker, notes_html=notes_html, can_write=membership.can_write,
+        suggestions=queries.interview_suggestions(interview.pk))
     codable = sum(1 for s in segments if s[4] == Speaker.PARTICIPANT)
     coded = sum(1 for s in segments if s[4] == Speaker.PARTICIPANT and s[0] in codings)
     project_coded, project_codable = queries.project_progress(project)
@@ -315,10 +346,11 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
                    "undoCreate": reverse("coding:undo_create_inline", args=[project_uuid, interview_uuid]),
                    "notes": reverse("coding:notes", args=[project_uuid, interview_uuid]),
                    "state": reverse("coding:state", args=[project_uuid, interview_uuid]),
+                   "decide": reverse("coding:suggestion_decide", args=[project_uuid, UUID(int=0), "DECISION"]),
                    "me": request.user.pk, "project": str(project_uuid), "canWrite": membership.can_write,
                    "coders": {c.id: c.name for c in coders.values()},
                    "initials": {c.id: c.initials for c in coders.values()},
-                   "pollSeconds": int(request.GET.get("poll", 15)) if request.GET.get("poll", "").isdigit() else 15},
+                   "pollSeconds": _poll_seconds(request.GET.get("poll"))},
     })
 
 
@@ -362,10 +394,16 @@ def _code_and_segments(request: HttpRequest) -> tuple[int, list[int]]:
     return code_id, segments
 
 
+def _poll_seconds(value: str | None) -> int:
+    """How often the workspace asks for others' codings: ?poll= (tests use 1) within an hour, else 15 s."""
+    seconds = _int(value)
+    return seconds if seconds is not None and 1 <= seconds <= 3600 else 15
+
+
 def _int(value: str | None) -> int | None:
     try:
         return int(value) if value else None
-    except ValueError:
+    except ValueError:  # also a number too long for int() (4,300 digits)
         return None
 
 
@@ -519,8 +557,17 @@ def search(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     q = request.GET.get("q", "").strip()[:300]
     coded = request.GET.get("coded", "")
-    results = queries.search_segments(membership.project, q, coded=coded) if q else []
+    too_broad = False
+    try:
+        # A savepoint: a search cancelled by the statement timeout leaves the connection usable for the page.
+        with transaction.atomic():
+            results = paginate(request, queries.search_segments(membership.project, q, coded=coded) if q else [],
+                               per_page=SEARCH_PAGE, counted=False, target="#results")
+    except OperationalError as exc:
+        if not is_query_cancelled(exc):
+            raise
+        results, too_broad = paginate(request, [], target="#results"), True
     ctx = {"project": membership.project, "membership": membership, "nav": "interviews", "q": q, "coded": coded,
-           "results": results}
+           "results": results, "too_broad": too_broad}
     template = "coding/search.html#results" if request.htmx and not request.htmx.boosted else "coding/search.html"
     return render(request, template, ctx)

@@ -10,20 +10,22 @@ import logging
 import threading
 import uuid
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from conduct.client import Endpoint, Failure, FailureKind, stream_answer
+from conduct.client import DEFAULT_BASE_URL, Endpoint, Failure, FailureKind, stream_answer
 from conduct.crypto import KeyUnreadable
+from conduct.egress import EgressPolicy, normalized_url
 from conduct.models import AnswerJob, LiveEndpoint, heartbeat_seconds
 from interviews.models import Participant, Speaker, Turn
 
 log = logging.getLogger(__name__)
 
 # Failures where nothing useful arrived and the model was never really asked.
-_FAILED_KINDS = {FailureKind.AUTH, FailureKind.MODEL_NOT_FOUND, FailureKind.BAD_REQUEST}
+_FAILED_KINDS = {FailureKind.AUTH, FailureKind.MODEL_NOT_FOUND, FailureKind.BAD_REQUEST, FailureKind.REFUSED}
 
 
 def answer_run(turn_id: int) -> str:
@@ -34,7 +36,7 @@ def answer_run(turn_id: int) -> str:
     turn = Turn.objects.select_related("interview__participant", "interview__guide_version").get(pk=turn_id)
     try:
         endpoint = endpoint_for(turn.interview.participant)
-    except _NoKey as exc:
+    except EndpointUnavailable as exc:
         _finish(turn, token, "", {"failure": exc.failure.as_dict()}, Turn.Status.FAILED)
         return "failed"
     messages = conversation(turn)
@@ -151,30 +153,67 @@ def _finish(turn: Turn, token: str, text: str, metadata: dict[str, Any], status:
         job.save(update_fields=["state"])
 
 
-class _NoKey(Exception):
+class EndpointUnavailable(Exception):
+    """Nothing can be sent for this participant (no key, or a key bound elsewhere); `failure` says why."""
+
     def __init__(self, failure: Failure) -> None:
         self.failure = failure
 
 
+def deployment_base_url() -> str:
+    """The endpoint the deployment's administrator chose; the only one OPENAI_API_KEY is sent to."""
+    return settings.OPENAI_BASE_URL or DEFAULT_BASE_URL
+
+
+def egress_policy() -> EgressPolicy:
+    trusted = urlsplit(deployment_base_url()).hostname or ""
+    return EgressPolicy(
+        allow_private_networks=settings.ENDPOINTS_ALLOW_PRIVATE_NETWORKS, trusted_hosts=frozenset({trusted.lower()})
+    )
+
+
+def key_binding_refusal(*, base_url: str, bound_to: str, whose: str) -> str | None:
+    """Why a key bound to `bound_to` may not go to `base_url` (empty: the bound URL itself), or None."""
+    if not bound_to:
+        return f"{whose} is bound to no endpoint yet; the project owner stores it again with its endpoint's URL."
+    if base_url and normalized_url(base_url) != normalized_url(bound_to):
+        return f"{whose} is only ever sent to {bound_to}, not to {base_url}."
+    return None
+
+
 def endpoint_for(participant: Participant) -> Endpoint:
-    """The participant's endpoint with its key: the project's stored key, else OPENAI_API_KEY."""
-    # Without stored settings, an unsaved LiveEndpoint gives the model's defaults.
+    """The participant's endpoint with the key chosen for it, sent only where that key is bound.
+
+    The deployment's key goes only to the deployment's endpoint; a stored key only to the URL
+    its owner bound it to. Checked here, just before sending, whatever the forms allowed.
+    """
+    # Without stored settings, an unsaved LiveEndpoint gives the model's defaults (no key).
     live = LiveEndpoint.objects.select_related("api_key").filter(participant=participant).first() or LiveEndpoint()
-    base_url = participant.base_url or settings.OPENAI_BASE_URL or "https://api.openai.com/v1"
-    api_key = settings.OPENAI_API_KEY
-    if live.api_key:
+    source = LiveEndpoint.KeySource
+    if live.key_source == source.PROJECT:
+        key = live.api_key
+        if key is None:
+            raise EndpointUnavailable(Failure(FailureKind.AUTH, "The stored key chosen for this participant was deleted; "
+                                                   "choose another key in its endpoint settings."))
+        refusal = key_binding_refusal(base_url=participant.base_url, bound_to=key.base_url,
+                                      whose=f"The stored key “{key.label}”")
+        base_url = key.base_url
         try:
-            api_key = live.api_key.reveal()
+            api_key = key.reveal()
         except KeyUnreadable as exc:
-            raise _NoKey(Failure(FailureKind.AUTH, str(exc))) from exc
-    if not api_key:
-        raise _NoKey(
-            Failure(
-                FailureKind.AUTH,
-                "No API key for this participant: set OPENAI_API_KEY for the deployment, or store a key "
-                "for the project and choose it in the participant's endpoint settings.",
-            )
-        )
+            raise EndpointUnavailable(Failure(FailureKind.AUTH, str(exc))) from exc
+    elif live.key_source == source.DEPLOYMENT:
+        base_url = deployment_base_url()
+        refusal = key_binding_refusal(base_url=participant.base_url, bound_to=base_url,
+                                      whose="The deployment's key (OPENAI_API_KEY)")
+        api_key = settings.OPENAI_API_KEY
+        if not api_key:
+            raise EndpointUnavailable(Failure(FailureKind.AUTH, "This participant uses the deployment's key, but OPENAI_API_KEY "
+                                                   "is not set: ask the administrator, or store a project key."))
+    else:
+        base_url, refusal, api_key = participant.base_url or deployment_base_url(), None, ""
+    if refusal:
+        raise EndpointUnavailable(Failure(FailureKind.REFUSED, f"Nothing was sent: {refusal}"))
     return Endpoint(
         model=participant.model_id,
         base_url=base_url,
@@ -188,6 +227,7 @@ def endpoint_for(participant: Participant) -> Endpoint:
         can_stream=live.can_stream,
         send_stream_options=live.send_stream_options,
         max_tokens_param=live.max_tokens_param,
+        egress=egress_policy(),
     )
 
 

@@ -15,6 +15,7 @@ from conduct import services
 from conduct.models import ConductSession, EndpointKey, Seat
 from interviews.models import Guide, GuideVersion, Participant
 from projects.api_permissions import ProjectScopedMixin
+from projects.models import Role
 
 
 class GuideVersionSerializer(serializers.ModelSerializer):
@@ -36,19 +37,21 @@ class EndpointKeySerializer(serializers.ModelSerializer):
 
     class Meta:
         model = EndpointKey
-        fields = ["uuid", "label", "hint", "key", "created_at"]
+        fields = ["uuid", "label", "hint", "key", "base_url", "created_at"]
         read_only_fields = ["uuid", "hint", "created_at"]
+        extra_kwargs = {"base_url": {"required": True, "allow_blank": False}}
 
 
 class LiveEndpointSerializer(serializers.ModelSerializer):
     timeout_seconds = serializers.FloatField(source="live_endpoint.timeout_seconds", default=60.0, read_only=True)
     stream_answers = serializers.BooleanField(source="live_endpoint.stream_answers", default=True, read_only=True)
+    key_source = serializers.CharField(source="live_endpoint.key_source", default="none", read_only=True)
     api_key = serializers.SerializerMethodField()
 
     class Meta:
         model = Participant
         fields = ["uuid", "label", "provider", "model_id", "base_url", "temperature", "top_p", "seed", "max_tokens",
-                  "timeout_seconds", "stream_answers", "api_key"]
+                  "timeout_seconds", "stream_answers", "key_source", "api_key"]
 
     def get_api_key(self, participant: Participant) -> dict[str, str] | None:
         key = getattr(getattr(participant, "live_endpoint", None), "api_key", None)
@@ -100,8 +103,11 @@ class LiveEndpointViewSet(ProjectScopedMixin, viewsets.ReadOnlyModelViewSet):
 class EndpointKeyViewSet(
     ProjectScopedMixin, mixins.CreateModelMixin, mixins.DestroyModelMixin, viewsets.ReadOnlyModelViewSet
 ):
+    """Stored keys; only owners store or delete them, each bound to the one endpoint it is sent to."""
+
     serializer_class = EndpointKeySerializer
     lookup_field = "uuid"
+    write_level = Role.OWNER
 
     def get_queryset(self):
         return EndpointKey.objects.filter(project=self.project).annotate(used_by=Count("endpoints")).order_by("label")
@@ -112,10 +118,14 @@ class EndpointKeyViewSet(
             raise ValidationError({"label": ["A key with this label is already stored."]})
         try:
             serializer.instance = services.endpoint_key_store(
-                project=self.project, user=self.request.user, label=data["label"], plain_key=data["key"]
+                project=self.project, user=self.request.user, label=data["label"], plain_key=data["key"],
+                base_url=data["base_url"],
             )
         except DjangoValidationError as exc:
             raise ValidationError(exc.message_dict) from exc
+
+    def perform_destroy(self, instance: EndpointKey) -> None:
+        services.endpoint_key_delete(key=instance, user=self.request.user)
 
 
 class ConductSessionViewSet(ProjectScopedMixin, viewsets.ReadOnlyModelViewSet):

@@ -14,7 +14,6 @@ can remember it for the endpoint's next answers.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import threading
@@ -28,6 +27,9 @@ from typing import Any
 
 import openai
 from openai import OpenAI
+
+from conduct.egress import EgressPolicy, EgressRefused, http_client
+from projects import safejson
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_BACKOFF_SECONDS = 60.0
@@ -43,6 +45,7 @@ class FailureKind(StrEnum):
     CONNECTION = "connection"
     INTERRUPTED = "interrupted"  # the stream stopped before the model finished
     CANCELLED = "cancelled"  # the researcher stopped it
+    REFUSED = "refused"  # not sent: the endpoint's address or key binding is not allowed
 
 
 class Fallback(StrEnum):
@@ -93,6 +96,7 @@ class Endpoint:
     can_stream: bool = True
     send_stream_options: bool = True
     max_tokens_param: str = "max_tokens"
+    egress: EgressPolicy = field(default_factory=EgressPolicy)
 
     @property
     def streams(self) -> bool:
@@ -198,6 +202,9 @@ def _endpoint_words(exc: openai.APIStatusError) -> str:
 def classify(exc: BaseException, endpoint: Endpoint) -> Failure:
     """Turn an exception from the client into a Failure a researcher can act on."""
     where = endpoint.base_url
+    refused = _egress_refusal(exc)
+    if refused is not None:
+        return Failure(FailureKind.REFUSED, f"Nothing was sent to {where}: {refused}")
     if isinstance(exc, openai.APITimeoutError):
         return Failure(
             FailureKind.TIMEOUT,
@@ -217,6 +224,16 @@ def classify(exc: BaseException, endpoint: Endpoint) -> Failure:
         f"The answer stream from {where} broke off ({type(exc).__name__}: {exc}). "
         "The text received so far is kept; retry to ask again.",
     )
+
+
+def _egress_refusal(exc: BaseException | None) -> EgressRefused | None:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, EgressRefused):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _classify_status(exc: openai.APIStatusError, endpoint: Endpoint) -> Failure:
@@ -363,16 +380,22 @@ class _Stream:
 
 
 @lru_cache(maxsize=32)
-def _client(base_url: str, api_key: str, timeout: float) -> OpenAI:
+def _client(base_url: str, api_key: str, timeout: float, egress: EgressPolicy) -> OpenAI:
     """One client per endpoint: building one costs ~0.25 s of CPU, and clients are thread-safe.
 
-    Retries are off: stream_answer owns the policy and records every attempt.
+    Retries are off: stream_answer owns the policy and records every attempt. Connections
+    go through the egress policy (conduct.egress), redirects are not followed.
     """
-    return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0)
+    return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
+                  http_client=http_client(egress, timeout))
 
 
-def _request(endpoint: Endpoint, messages: list[dict[str, str]]) -> dict[str, Any]:
+def _request(
+    endpoint: Endpoint, messages: list[dict[str, str]], response_format: dict[str, Any] | None = None
+) -> dict[str, Any]:
     request = {"model": endpoint.model, "messages": messages, **endpoint.parameters()}
+    if response_format is not None:
+        request["response_format"] = response_format
     if endpoint.streams:
         request["stream"] = True
         if endpoint.send_stream_options:
@@ -424,8 +447,12 @@ def stream_answer(
     max_attempts: int = 4,
     backoff_base: float = 1.0,
     sleep: Callable[[float], None] = time.sleep,
+    response_format: dict[str, Any] | None = None,
 ) -> AnswerResult:
     """Ask for one answer, streaming unless the endpoint cannot; calls on_text(accumulated) at most every `interval` s.
+
+    `response_format` asks for structured output (OpenAI's `{"type": "json_schema", ...}`); it is
+    sent as given and kept in the provenance's request like every other parameter.
 
     on_retry(failure, wait_seconds, next_attempt) is called before each backoff wait,
     so a person can see why nothing arrives yet.
@@ -436,8 +463,9 @@ def stream_answer(
     once per kind; those retries do not count against `max_attempts`. Never
     raises for endpoint trouble: the result carries a Failure.
     """
-    request = _request(endpoint, messages)
-    client = _client(endpoint.base_url, endpoint.api_key or "missing-key", endpoint.timeout)
+    request = _request(endpoint, messages, response_format)
+    # Without a key the client still sends a bearer token: a placeholder that is no secret.
+    client = _client(endpoint.base_url, endpoint.api_key or "no-key", endpoint.timeout, endpoint.egress)
     attempts: list[dict[str, Any]] = []
     fallbacks: list[dict[str, Any]] = []
     started_at, started = _now(), time.monotonic()
@@ -556,7 +584,7 @@ def _one_attempt(
         response = client.chat.completions.create(**request)
         with response:
             if _is_plain_json(response.response.headers.get("content-type", "")):
-                stream.take_whole(json.loads(response.response.read()))
+                stream.take_whole(safejson.loads(response.response.read()))
                 return _finish(stream, on_text), None
             for chunk in response:
                 now = time.monotonic()
@@ -607,7 +635,7 @@ def _ask_whole(
             raw = client.chat.completions.with_raw_response.create(
                 **request, timeout=openai.Timeout(endpoint.total_timeout, connect=endpoint.timeout)
             )
-            outcome["body"] = json.loads(raw.text)
+            outcome["body"] = safejson.loads(raw.text)
         except Exception as exc:  # noqa: BLE001 - handed to the waiting thread
             outcome["error"] = exc
 

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
-import ipaddress
+from collections.abc import Iterable
 from typing import Any
-from urllib.parse import urlsplit
 
 from django import forms
 from django.core.exceptions import ValidationError
 
-from conduct.models import EndpointKey
+from conduct.answering import deployment_base_url
+from conduct.models import EndpointKey, LiveEndpoint
 from interviews.models import Guide, GuideVersion, Participant
 from projects.models import Project
 
@@ -95,7 +95,9 @@ class LiveParticipantForm(forms.Form):
         required=False,
         label="Base URL",
         assume_scheme="https",
-        help_text="OpenAI-compatible base URL, e.g. http://localhost:11434/v1. Empty: OPENAI_BASE_URL or OpenAI.",
+        max_length=500,
+        help_text="OpenAI-compatible base URL, for endpoints that need no key. With a key, leave it empty: "
+        "each key goes only to the endpoint it is bound to.",
     )
     temperature = forms.FloatField(required=False, min_value=0, max_value=2)
     top_p = forms.FloatField(required=False, min_value=0, max_value=1, label="top_p")
@@ -105,12 +107,7 @@ class LiveParticipantForm(forms.Form):
         initial=60, min_value=1, max_value=600, label="Timeout (seconds)",
         help_text="How long to wait for the first and each next piece of the answer.",
     )
-    api_key = forms.ModelChoiceField(
-        queryset=EndpointKey.objects.none(),
-        required=False,
-        label="API key",
-        empty_label="Deployment key (OPENAI_API_KEY)",
-    )
+    key = forms.ChoiceField(label="API key", help_text="A key decides where requests go; no key can be re-aimed.")
     stream_answers = forms.BooleanField(
         required=False,
         initial=True,
@@ -122,19 +119,16 @@ class LiveParticipantForm(forms.Form):
     def __init__(self, *args: Any, project: Project, participant: Participant | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.project, self.participant = project, participant
-        self.fields["api_key"].queryset = EndpointKey.objects.filter(project=project)
+        self.stored_keys = {str(key.uuid): key for key in EndpointKey.objects.filter(project=project)}
+        self.fields["key"].choices = key_choices(self.stored_keys.values())
 
-    def clean_base_url(self) -> str:
-        url = self.cleaned_data["base_url"].strip()
-        host = urlsplit(url).hostname or ""
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return url
-        # Link-local addresses are where cloud metadata services (and their credentials) live.
-        if address.is_link_local or address.is_multicast or address.is_unspecified:
-            raise ValidationError(f"{host} is not an address a model endpoint can have.")
-        return url
+    def clean(self) -> dict[str, Any]:
+        """The chosen key, as the service takes it: a stored key, the deployment's key, or none."""
+        cleaned = super().clean()
+        choice = cleaned.pop("key", KEY_NONE)
+        cleaned["api_key"] = self.stored_keys.get(choice)
+        cleaned["use_deployment_key"] = choice == KEY_DEPLOYMENT
+        return cleaned
 
     def clean_label(self) -> str:
         label = self.cleaned_data["label"].strip()
@@ -146,8 +140,34 @@ class LiveParticipantForm(forms.Form):
         return label
 
 
+KEY_DEPLOYMENT, KEY_NONE = "deployment", "none"
+
+
+def key_choices(stored_keys: Iterable[EndpointKey]) -> list[tuple[str, str]]:
+    """The keys a participant may use, each named with the only endpoint it goes to."""
+    return [
+        (KEY_NONE, "No key (a server that needs none, e.g. a local Ollama or vLLM)"),
+        (KEY_DEPLOYMENT, f"Deployment key (OPENAI_API_KEY) → {deployment_base_url()}"),
+        *((str(key.uuid), f"{key.label} {key.hint} → {key.base_url or 'no endpoint: store it again'}")
+          for key in stored_keys),
+    ]
+
+
+def key_choice_of(live: LiveEndpoint | None) -> str:
+    if live is None or live.key_source == LiveEndpoint.KeySource.NONE:
+        return KEY_NONE
+    if live.key_source == LiveEndpoint.KeySource.DEPLOYMENT:
+        return KEY_DEPLOYMENT
+    return str(live.api_key.uuid) if live.api_key else KEY_NONE
+
+
 class EndpointKeyForm(forms.Form):
     label = forms.CharField(max_length=100, help_text="A name to pick it by, e.g. “OpenRouter (lab)”.")
+    base_url = forms.URLField(
+        label="Endpoint (base URL)", max_length=500, assume_scheme="https",
+        help_text="The only endpoint this key is ever sent to, e.g. https://openrouter.ai/api/v1. "
+        "It cannot be changed later: store the key again for another endpoint.",
+    )
     plain_key = forms.CharField(
         label="API key",
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),

@@ -30,13 +30,19 @@ def stale_after() -> timedelta:
 
 
 class EndpointKey(models.Model):
-    """An API key a project stores for its endpoints, encrypted at rest; shown only as a hint."""
+    """An API key a project stores, encrypted at rest, shown only as a hint, and bound to one endpoint.
+
+    The project owner who stores a key chooses the base URL it may be sent to; the URL never
+    changes afterwards (store the key again for another endpoint), so nobody can re-aim it.
+    """
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="endpoint_keys")
     label = models.CharField(max_length=100, help_text="e.g. “OpenRouter (lab account)”")
     encrypted = models.TextField(editable=False)
     hint = models.CharField(max_length=20, editable=False)
+    # Empty only for keys stored before keys were bound: they are sent nowhere until stored again.
+    base_url = models.URLField(max_length=500, blank=True, help_text="The only endpoint this key is ever sent to.")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -57,14 +63,20 @@ class EndpointKey(models.Model):
 class LiveEndpoint(models.Model):
     """Settings of a live participant that interviews.Participant does not hold."""
 
+    class KeySource(models.TextChoices):
+        DEPLOYMENT = "deployment", "The deployment's key (only for the deployment's endpoint)"
+        PROJECT = "project", "A key the project stored (only for the endpoint it is bound to)"
+        NONE = "none", "No key"
+
     participant = models.OneToOneField(Participant, on_delete=models.CASCADE, related_name="live_endpoint")
+    key_source = models.CharField(max_length=10, choices=KeySource.choices, default=KeySource.NONE)
     api_key = models.ForeignKey(
         EndpointKey,
         null=True,
         blank=True,
         on_delete=models.SET_NULL,
         related_name="endpoints",
-        help_text="Empty means the deployment's OPENAI_API_KEY.",
+        help_text="The stored key, when key_source is project.",
     )
     timeout_seconds = models.FloatField(default=60.0, help_text="Seconds to wait for the first and each next chunk.")
     stream_answers = models.BooleanField(
@@ -161,6 +173,11 @@ class AnswerJob(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     stop_requested = models.BooleanField(default=False)
     queued_at = models.DateTimeField(default=timezone.now)
+    # When the task was last handed to the broker (or tried): the row is the outbox (projects/jobs.py).
+    sent_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["sent_at"], condition=models.Q(state="queued"), name="answerjob_waiting")]
 
     def __str__(self) -> str:
         return f"answer job for turn {self.turn_id} ({self.state})"

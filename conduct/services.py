@@ -10,7 +10,9 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from conduct.answering import deployment_base_url, egress_policy, key_binding_refusal
 from conduct.crypto import encrypt_secret, masked_hint
+from conduct.egress import EgressRefused
 from conduct.models import AnswerJob, ConductSession, EndpointKey, LiveEndpoint, Seat
 from interviews.models import Guide, GuideVersion, Interview, Participant, Speaker, Turn
 from interviews.segment_store import interview_segment
@@ -92,9 +94,23 @@ def guide_revise(
 # -- endpoints ----------------------------------------------------------------
 
 
+def _checked_endpoint_url(url: str, field: str) -> str:
+    """`url` stripped, when requests may go there (conduct/egress.py); ValidationError on `field` otherwise."""
+    url = url.strip()
+    try:
+        egress_policy().check_url(url)
+    except EgressRefused as exc:
+        raise ValidationError({field: str(exc)}) from exc
+    return url
+
+
 @transaction.atomic
-def endpoint_key_store(*, project: Project, user: Any, label: str, plain_key: str) -> EndpointKey:
-    """Encrypt and store a project's API key; only a masked hint is ever shown again."""
+def endpoint_key_store(*, project: Project, user: Any, label: str, plain_key: str, base_url: str) -> EndpointKey:
+    """Encrypt and store a project's API key, bound to the one endpoint it may be sent to.
+
+    Only a masked hint is ever shown again; the binding never changes (store the key again
+    for another endpoint). Callers let only the project's owners store keys.
+    """
     plain_key = plain_key.strip()
     if not plain_key:
         raise ValidationError({"plain_key": "Paste the API key."})
@@ -103,11 +119,24 @@ def endpoint_key_store(*, project: Project, user: Any, label: str, plain_key: st
         label=label.strip(),
         encrypted=encrypt_secret(plain_key),
         hint=masked_hint(plain_key),
+        base_url=_checked_endpoint_url(base_url, "base_url"),
         created_by=user,
     )
     key.full_clean()
     key.save()
+    audit_record(project=project, actor=user, action=AuditEvent.Action.CREATED, target=key,
+                 summary=f"API key “{key.label}” stored for {key.base_url}")
     return key
+
+
+@transaction.atomic
+def endpoint_key_delete(*, key: EndpointKey, user: Any) -> int:
+    """Delete a stored key; the participants that used it send no key from now on. Returns how many."""
+    affected = LiveEndpoint.objects.filter(api_key=key).update(key_source=LiveEndpoint.KeySource.NONE, api_key=None)
+    audit_record(project=key.project, actor=user, action=AuditEvent.Action.DELETED, target=key,
+                 summary=f"API key “{key.label}” deleted")
+    key.delete()
+    return affected
 
 
 @transaction.atomic
@@ -125,21 +154,44 @@ def live_participant_save(
     max_tokens: int | None,
     timeout_seconds: float,
     api_key: EndpointKey | None,
+    use_deployment_key: bool = False,
     stream_answers: bool = True,
 ) -> Participant:
     """Create or update a live participant and its endpoint settings.
 
-    What earlier answers learned about the endpoint is forgotten when its base URL or model changes.
+    A key decides the endpoint: a stored key goes only to the URL it is bound to, the
+    deployment's key only to the deployment's endpoint, so a participant using either keeps
+    that URL; any other URL is for endpoints that need no key. What earlier answers learned
+    about the endpoint is forgotten when its base URL or model changes.
     """
     if api_key is not None and api_key.project_id != project.pk:
         raise ValidationError({"api_key": "That key belongs to another project."})
+    if api_key is not None and use_deployment_key:
+        raise ValidationError({"api_key": "Choose one key: a stored key or the deployment's key."})
+    base_url = base_url.strip()
+    if api_key is not None:
+        key_source = LiveEndpoint.KeySource.PROJECT
+        refusal = key_binding_refusal(base_url=base_url, bound_to=api_key.base_url,
+                                      whose=f"The stored key “{api_key.label}”")
+        base_url = api_key.base_url
+    elif use_deployment_key:
+        key_source = LiveEndpoint.KeySource.DEPLOYMENT
+        refusal = key_binding_refusal(base_url=base_url, bound_to=deployment_base_url(),
+                                      whose="The deployment's key (OPENAI_API_KEY)")
+        base_url = ""  # the deployment's endpoint, whatever it is set to later
+    else:
+        key_source, refusal = LiveEndpoint.KeySource.NONE, None
+        if base_url:
+            _checked_endpoint_url(base_url, "base_url")
+    if refusal:
+        raise ValidationError({"base_url": f"{refusal} Leave the URL empty, or choose another key."})
     participant = participant or Participant(project=project)
-    same_endpoint = (participant.base_url, participant.model_id) == (base_url.strip(), model_id.strip())
+    same_endpoint = (participant.base_url, participant.model_id) == (base_url, model_id.strip())
     for field, value in {
         "label": label.strip(),
         "provider": provider.strip(),
         "model_id": model_id.strip(),
-        "base_url": base_url.strip(),
+        "base_url": base_url,
         "temperature": temperature,
         "top_p": top_p,
         "seed": seed,
@@ -150,7 +202,8 @@ def live_participant_save(
     participant.interface = Participant.Interface.API
     participant.full_clean()
     participant.save()
-    endpoint_fields = {"api_key": api_key, "timeout_seconds": timeout_seconds, "stream_answers": stream_answers}
+    endpoint_fields = {"key_source": key_source, "api_key": api_key, "timeout_seconds": timeout_seconds,
+                       "stream_answers": stream_answers}
     if not same_endpoint:
         endpoint_fields |= LiveEndpoint.LEARNED_DEFAULTS
     LiveEndpoint.objects.update_or_create(participant=participant, defaults=endpoint_fields)
@@ -246,7 +299,9 @@ def _busy(interview: Interview) -> bool:
 
 
 def _ask_one(*, interview: Interview, text: str, user: Any, broadcast: bool, planned_index: int | None) -> Turn:
-    position = (interview.turns.aggregate(last=Max("position"))["last"] or 0) + 1
+    # Positions start at 0 for live interviews as for imported ones (one numbering: interviews.models.turn_number).
+    last = interview.turns.aggregate(last=Max("position"))["last"]
+    position = 0 if last is None else last + 1
     now = timezone.now()
     Turn.objects.create(
         interview=interview,
@@ -309,6 +364,7 @@ def answer_retry(*, turn: Turn) -> Turn:
     turn.save(update_fields=["text", "status", "metadata"])
     job.state, job.attempt, job.stop_requested = AnswerJob.State.QUEUED, job.attempt + 1, False
     job.worker_token, job.heartbeat_at, job.queued_at = "", None, timezone.now()
+    job.sent_at = job.queued_at
     job.save()
     _enqueue(turn.pk)
     return turn

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import connections
 
 from conduct.answering import answer_run
-from projects.jobs import send_or_keep
+from projects.jobs import send, send_or_keep
 
 
 @shared_task(acks_late=True, ignore_result=True)
@@ -30,12 +30,20 @@ def enqueue_answer(turn_id: int) -> None:
     if app.conf.task_always_eager and getattr(settings, "CONDUCT_EAGER_IN_THREAD", True):
         threading.Thread(target=_run_in_thread, args=(turn_id,), daemon=True).start()
     else:
-        # Answers wait on the network for minutes; a deployment can give them their own
-        # threads-pool worker (`-Q $CONDUCT_QUEUE --pool=threads`) so CPU-bound imports
-        # and exports never hold a model's answer back, or vice versa.
-        queue = os.environ.get("CONDUCT_QUEUE") or None
         # A broker outage delays the answer (sent when Redis is back), it does not fail the page.
-        send_or_keep(answer_turn_task, turn_id, queue=queue)
+        send_or_keep(answer_turn_task, turn_id, queue=_queue())
+
+
+def send_answer(turn_id: int) -> None:
+    """Hand the answer's task to the broker now (the sweeper's way; raises if the broker is down)."""
+    send(answer_turn_task, turn_id, queue=_queue())
+
+
+def _queue() -> str | None:
+    # Answers wait on the network for minutes; a deployment can give them their own
+    # threads-pool worker (`-Q $CONDUCT_QUEUE --pool=threads`) so CPU-bound imports
+    # and exports never hold a model's answer back, or vice versa.
+    return os.environ.get("CONDUCT_QUEUE") or None
 
 
 def _run_in_thread(turn_id: int) -> None:

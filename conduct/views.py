@@ -16,11 +16,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from conduct import services
-from conduct.forms import AskForm, EndpointKeyForm, GuideForm, LiveParticipantForm, RerunForm, StartForm
+from conduct.answering import deployment_base_url
+from conduct.forms import AskForm, EndpointKeyForm, GuideForm, LiveParticipantForm, RerunForm, StartForm, key_choice_of
 from conduct.models import AnswerJob, ConductSession, EndpointKey, LiveEndpoint, Seat
 from interviews.models import Guide, Interview, Participant, Speaker, Turn
+from projects.forms import add_service_errors
 from projects.models import Membership
-from projects.permissions import member_or_404, writer_or_403
+from projects.pagination import paginate
+from projects.permissions import member_or_404, owner_or_403, writer_or_403
 
 
 def _errors(exc: ValidationError) -> str:
@@ -34,7 +37,8 @@ def _errors(exc: ValidationError) -> str:
 def conduct_home(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     project = membership.project
-    form = StartForm(project=project)
+    # "Conduct an interview with this guide" on a guide's page preselects that guide.
+    form = StartForm(project=project, initial={"guide": request.GET.get("guide")})
     if request.method == "POST":
         writer_or_403(request, project_uuid)
         form = StartForm(request.POST, project=project)
@@ -51,7 +55,7 @@ def conduct_home(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
                 form.add_error(None, _errors(exc))
             else:
                 return redirect("conduct:session", project_uuid=project.uuid, session_uuid=session.uuid)
-    sessions = ConductSession.objects.for_project(project).annotate(interview_count=Count("seats"))[:50]
+    sessions = paginate(request, ConductSession.objects.for_project(project).annotate(interview_count=Count("seats")))
     context = {
         "project": project,
         "membership": membership,
@@ -73,9 +77,10 @@ def guide_list(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     guides = (
         Guide.objects.filter(project=membership.project)
         .annotate(version_count=Count("versions", distinct=True))
-        .order_by("name")
+        .order_by("name", "pk")
     )
-    context = {"project": membership.project, "membership": membership, "guides": guides, "nav": "interviews"}
+    context = {"project": membership.project, "membership": membership, "guides": paginate(request, guides),
+               "nav": "interviews"}
     return render(request, "conduct/guide_list.html", context)
 
 
@@ -136,8 +141,9 @@ def _render_participants(
     participants = (
         Participant.objects.filter(project=project, is_live=True)
         .select_related("live_endpoint__api_key")
-        .order_by("label")
+        .order_by("label", "pk")
     )
+    participants = paginate(request, participants)
     keys = EndpointKey.objects.filter(project=project).annotate(used_by=Count("endpoints")).order_by("label")
     context = {
         "project": project,
@@ -146,7 +152,7 @@ def _render_participants(
         "keys": keys,
         "key_form": key_form,
         "has_default_key": bool(settings.OPENAI_API_KEY),
-        "default_base_url": settings.OPENAI_BASE_URL or "https://api.openai.com/v1",
+        "default_base_url": deployment_base_url(),
         "nav": "interviews",
     }
     return render(request, "conduct/participants.html", context, status=status)
@@ -167,7 +173,7 @@ def participant_edit(request: HttpRequest, project_uuid: UUID, participant_uuid:
         try:
             saved = services.live_participant_save(project=project, participant=participant, **form.cleaned_data)
         except ValidationError as exc:
-            form.add_error(None, _errors(exc))
+            add_service_errors(form, exc, renamed={"api_key": "key"})
         else:
             messages.success(request, f"Endpoint for “{saved.label}” saved.")
             return redirect("conduct:participants", project_uuid=project_uuid)
@@ -176,11 +182,11 @@ def participant_edit(request: HttpRequest, project_uuid: UUID, participant_uuid:
 
 
 def _participant_initial(participant: Participant) -> dict[str, Any]:
-    live = LiveEndpoint.objects.filter(participant=participant).first()
+    live = LiveEndpoint.objects.select_related("api_key").filter(participant=participant).first()
     fields = ("label", "provider", "model_id", "base_url", "temperature", "top_p", "seed", "max_tokens")
     initial = {field: getattr(participant, field) for field in fields}
     initial["timeout_seconds"] = live.timeout_seconds if live else 60
-    initial["api_key"] = live.api_key_id if live else None
+    initial["key"] = key_choice_of(live)
     initial["stream_answers"] = live.stream_answers if live else True
     return initial
 
@@ -188,15 +194,16 @@ def _participant_initial(participant: Participant) -> dict[str, Any]:
 @login_required
 @require_POST
 def key_create(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
-    membership = writer_or_403(request, project_uuid)
+    # Only owners bind a key to an endpoint: analysts choose among keys, never where one goes.
+    membership = owner_or_403(request, project_uuid)
     form = EndpointKeyForm(request.POST, project=membership.project)
     if form.is_valid():
         try:
             key = services.endpoint_key_store(project=membership.project, user=request.user, **form.cleaned_data)
         except ValidationError as exc:
-            form.add_error(None, _errors(exc))
+            add_service_errors(form, exc)
         else:
-            messages.success(request, f"Key “{key.label}” stored encrypted ({key.hint}).")
+            messages.success(request, f"Key “{key.label}” stored encrypted ({key.hint}), sent only to {key.base_url}.")
             return redirect("conduct:participants", project_uuid=project_uuid)
     return _render_participants(request, membership, form, status=400)
 
@@ -204,10 +211,11 @@ def key_create(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
 @login_required
 @require_POST
 def key_delete(request: HttpRequest, project_uuid: UUID, key_uuid: UUID) -> HttpResponse:
-    membership = writer_or_403(request, project_uuid)
+    membership = owner_or_403(request, project_uuid)
     key = get_object_or_404(EndpointKey, project=membership.project, uuid=key_uuid)
-    key.delete()
-    messages.success(request, f"Key “{key.label}” deleted; its participants now use the deployment key.")
+    affected = services.endpoint_key_delete(key=key, user=request.user)
+    note = f" {affected} participant(s) that used it now send no key: choose another for them." if affected else ""
+    messages.success(request, f"Key “{key.label}” deleted.{note}")
     return redirect("conduct:participants", project_uuid=project_uuid)
 
 

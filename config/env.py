@@ -6,6 +6,7 @@ secrets can come from Docker/Kubernetes secret files instead of the environment.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -67,3 +68,49 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
         path = Path(parsed.path[1:])
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path if path.is_absolute() else base_dir / path)}
     raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (use postgres:// or sqlite:///)")
+
+
+# Where projects.middleware.TrustedProxyMiddleware puts a trusted proxy's X-Forwarded-Proto.
+TRUSTED_FORWARDED_PROTO_META = "RTA_TRUSTED_FORWARDED_PROTO"
+
+
+def env_networks(name: str) -> list[str]:
+    """A list of IP addresses or CIDR networks ("10.0.0.0/8,192.168.1.5"), each checked."""
+    networks = env_list(name, [])
+    for entry in networks:
+        try:
+            ipaddress.ip_network(entry, strict=False)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {entry!r} is not an IP address or network (e.g. 10.0.0.1 or 172.16.0.0/12)") from exc
+    return networks
+
+
+DEVELOPMENT_SECRET_KEY = "django-insecure-dev-key-only-for-local-use-set-SECRET_KEY-in-production"
+# Keys that have been published: in this repository (docker-compose.yml, the Dockerfile's build step) or in Django's.
+KNOWN_SECRET_KEYS = {DEVELOPMENT_SECRET_KEY, "change-me-to-a-long-random-string", "build-only"}
+SECRET_KEY_MIN_LENGTH = 50
+SECRET_KEY_MIN_UNIQUE_CHARACTERS = 5
+
+
+def secret_key_problem(key: str) -> str:
+    """Why `key` must not be used in production, or "" when it may (Django's own check_deploy rules, plus known keys)."""
+    if not key:
+        return "not set"
+    if key in KNOWN_SECRET_KEYS or key.startswith("django-insecure-"):
+        return "a published default, known to anyone who has read this project's files"
+    if len(key) < SECRET_KEY_MIN_LENGTH:
+        return f"only {len(key)} characters long (at least {SECRET_KEY_MIN_LENGTH} needed)"
+    if len(set(key)) < SECRET_KEY_MIN_UNIQUE_CHARACTERS:
+        return f"made of fewer than {SECRET_KEY_MIN_UNIQUE_CHARACTERS} different characters"
+    return ""
+
+
+def refuse_weak_secret_key(key: str) -> None:
+    """Stop the process with a clear message when the production SECRET_KEY is unusable."""
+    if problem := secret_key_problem(key):
+        raise ImproperlyConfigured(
+            f"SECRET_KEY is {problem}. With DEBUG off RTA Studio refuses to start: the key signs sessions and "
+            "encrypts the API keys stored in the database. Set SECRET_KEY (or SECRET_KEY_FILE) to a long random "
+            "string, e.g. the output of: python -c \"import secrets; print(secrets.token_urlsafe(50))\" "
+            "(for a laptop, set DEBUG=true instead)."
+        )

@@ -10,18 +10,29 @@ from pathlib import Path
 
 from django.utils.csp import CSP
 
-from config.env import database_from_url, env_bool, env_int, env_list, env_str
+from config.env import (
+    DEVELOPMENT_SECRET_KEY,
+    TRUSTED_FORWARDED_PROTO_META,
+    database_from_url,
+    env_bool,
+    env_int,
+    env_list,
+    env_networks,
+    env_str,
+    refuse_weak_secret_key,
+)
+from config.memory import memory_limit_mb
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 DEBUG = env_bool("DEBUG", default=False)
 SECRET_KEY = env_str("SECRET_KEY", "")
-if not SECRET_KEY:
-    if not DEBUG and env_bool("RTA_REQUIRE_SECRET_KEY", default=False):
-        from django.core.exceptions import ImproperlyConfigured
-
-        raise ImproperlyConfigured("SECRET_KEY (or SECRET_KEY_FILE) must be set in production")
-    SECRET_KEY = "django-insecure-dev-key-only-for-local-use-set-SECRET_KEY-in-production"
+# The key signs sessions and encrypts stored API keys: production refuses to start with a
+# missing, well-known or guessable one; a laptop (DEBUG on) falls back to a development key.
+if not DEBUG:
+    refuse_weak_secret_key(SECRET_KEY)
+elif not SECRET_KEY:
+    SECRET_KEY = DEVELOPMENT_SECRET_KEY
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -34,19 +45,25 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django.contrib.postgres",
     "rest_framework",
-    "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_htmx",
+    "accounts",
     "projects",
     "interviews",
     "conduct",
+    "probes",
     "coding",
     "themes",
     "reports",
 ]
 
 MIDDLEWARE = [
+    # First: the health check answers before the HTTPS redirect and the Host check (the compose
+    # healthcheck asks over plain http on 127.0.0.1), and the client's address and scheme are
+    # known before anything uses them.
+    "projects.middleware.HealthCheckMiddleware",
+    "projects.middleware.TrustedProxyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -58,6 +75,9 @@ MIDDLEWARE = [
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "projects.middleware.DatabaseUnavailableMiddleware",
+    # After DatabaseUnavailableMiddleware: a cancelled statement is an OperationalError it must not see first.
+    "projects.middleware.StatementTimeoutMiddleware",
+    "projects.middleware.MemoryLimitMiddleware",
     "projects.middleware.MalformedParameterMiddleware",
 ]
 
@@ -112,6 +132,10 @@ CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Memory ceiling per web and worker process (config/memory.py), in MB; 0 turns it off. A worker child
+# that has grown to three quarters of it is replaced after its task, before the next one starts.
+RTA_MEMORY_LIMIT_MB = memory_limit_mb()
+CELERY_WORKER_MAX_MEMORY_PER_CHILD = RTA_MEMORY_LIMIT_MB * 1024 * 3 // 4 or None  # in KB
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # A task whose worker died (acks_late) is redelivered after this many seconds; longer than
 # the longest task (imports and exports stream, minutes at most), shorter than Redis' 1 h default.
@@ -119,16 +143,35 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBIL
 CELERY_TASK_DEFAULT_QUEUE = env_str("CELERY_QUEUE", "") or (
     "rta-" + env_str("TEST_DATABASE_NAME", "main")
 )
+# The job rows are the outbox (projects/jobs.py): a job still waiting this long after its last send
+# is sent again by the sweeper, which Celery beat (compose's `beat` service) runs this often.
+RTA_JOB_RESEND_AFTER_SECONDS = env_int("RTA_JOB_RESEND_AFTER_SECONDS", 60)
+RTA_JOB_SWEEP_SECONDS = env_int("RTA_JOB_SWEEP_SECONDS", 30)
+CELERY_BEAT_SCHEDULE = {
+    "resend-waiting-jobs": {
+        "task": "projects.tasks.resend_waiting_jobs_task",
+        "schedule": float(RTA_JOB_SWEEP_SECONDS),
+        # Sweeps stuck behind a busy worker do not pile up; a minute leaves a slow machine time to run each.
+        "options": {"expires": 60.0},
+    },
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    # Not a rule: its password_changed() revokes the user's API tokens on every password change.
+    {"NAME": "accounts.authentication.RevokeApiTokensOnPasswordChange"},
 ]
 LOGIN_URL = "login"
 # Login lockout (projects/ratelimit.py): this many failures per username and address, then a pause.
 RTA_LOGIN_MAX_FAILURES = env_int("RTA_LOGIN_MAX_FAILURES", 5)
 RTA_LOGIN_LOCKOUT_SECONDS = env_int("RTA_LOGIN_LOCKOUT_SECONDS", 15 * 60)
+# Failures from one address over all usernames before that address is paused (password spraying).
+RTA_LOGIN_MAX_FAILURES_PER_ADDRESS = env_int("RTA_LOGIN_MAX_FAILURES_PER_ADDRESS", 50)
+# The Django admin (staff only) is served on a laptop, and in production only when asked for;
+# its login goes through the same lockout as the app's.
+RTA_ADMIN_ENABLED = env_bool("RTA_ADMIN_ENABLED", default=DEBUG)
 LOGIN_REDIRECT_URL = "projects:list"
 LOGOUT_REDIRECT_URL = "login"
 
@@ -171,6 +214,12 @@ RTA_MAX_UPLOAD_BYTES = env_int("RTA_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 RTA_MAX_UNCOMPRESSED_BYTES = env_int("RTA_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024)
 # Excerpt-table exports with more rows than this are written by the Celery worker (progress bar, download link).
 RTA_EXPORT_INLINE_MAX_ROWS = env_int("RTA_EXPORT_INLINE_MAX_ROWS", 5000)
+# Whole-project exports (.qdpx, backup) of projects with more segments than this are written by the worker.
+RTA_EXPORT_INLINE_MAX_SEGMENTS = env_int("RTA_EXPORT_INLINE_MAX_SEGMENTS", 20_000)
+# Longest a single SQL statement may run for a web request (PostgreSQL statement_timeout, set per
+# request by projects.middleware.StatementTimeoutMiddleware; 0 turns it off). The Celery worker runs
+# no middleware: exports and imports take the time they need.
+RTA_WEB_STATEMENT_TIMEOUT_MS = env_int("RTA_WEB_STATEMENT_TIMEOUT_MS", 20_000)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
@@ -193,7 +242,13 @@ SECURE_CSP = {
 # Production hardening, on whenever DEBUG is off (the test client uses http, so
 # tests turn SECURE_SSL_REDIRECT off through RTA_SSL_REDIRECT=false).
 SECURE_SSL_REDIRECT = env_bool("RTA_SSL_REDIRECT", default=not DEBUG)
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# Addresses or networks (CIDR) of the reverse proxies in front of gunicorn. Only requests
+# from them have X-Forwarded-For / X-Forwarded-Proto honoured (projects.middleware.TrustedProxyMiddleware);
+# from anyone else those headers are dropped, so no client can pick its own address or scheme.
+TRUSTED_PROXIES = env_networks("TRUSTED_PROXIES")
+# Not HTTP_X_FORWARDED_PROTO, which every client can send: a META key no HTTP header can
+# produce (headers arrive as HTTP_*), set by TrustedProxyMiddleware from a trusted proxy's header.
+SECURE_PROXY_SSL_HEADER = (TRUSTED_FORWARDED_PROTO_META, "https")
 SESSION_COOKIE_SECURE = env_bool("RTA_SECURE_COOKIES", default=not DEBUG)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_HSTS_SECONDS = env_int("RTA_HSTS_SECONDS", 0 if DEBUG else 31536000)
@@ -206,9 +261,10 @@ SESSION_COOKIE_HTTPONLY = True
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate header makes DRF answer anonymous requests with
-    # 401 (SessionAuthentication has none, which would turn them into 403).
+    # 401 (SessionAuthentication has none, which would turn them into 403). Tokens are
+    # accounts.ApiToken: hashed, expiring, made and revoked on /accounts/tokens/.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -217,6 +273,13 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
     "EXCEPTION_HANDLER": "projects.api_exceptions.api_exception_handler",
+    # JSON bodies get the same depth, number-size and size limits as every other JSON input.
+    "DEFAULT_PARSER_CLASSES": [
+        "projects.api_parsers.SafeJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
+    "DEFAULT_METADATA_CLASS": "projects.api_parsers.ActionAwareMetadata",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "RTA Studio API",
@@ -243,6 +306,15 @@ SPECTACULAR_SETTINGS = {
 
 OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
+# Model endpoints on loopback or private addresses (a laptop's Ollama, a lab's vLLM): allowed on a
+# laptop (DEBUG), refused in production unless the deployment allows them. Link-local addresses
+# (cloud metadata) are always refused; the host of OPENAI_BASE_URL is always trusted (conduct/egress.py).
+ENDPOINTS_ALLOW_PRIVATE_NETWORKS = env_bool("ENDPOINTS_ALLOW_PRIVATE_NETWORKS", default=DEBUG)
+# Probe runs (probes/running.py): attempts per request (retries on 429/5xx/timeouts with backoff from
+# PROBES_BACKOFF_BASE seconds), and how long a claimed answer may stay silent before a resume asks it again.
+PROBES_MAX_ATTEMPTS = env_int("PROBES_MAX_ATTEMPTS", 4)
+PROBES_BACKOFF_BASE = float(env_str("PROBES_BACKOFF_BASE", "1.0"))
+PROBES_LEASE_SECONDS = env_int("PROBES_LEASE_SECONDS", 15 * 60)
 
 LOGGING = {
     "version": 1,

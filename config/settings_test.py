@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import os
 
-from config.settings import *  # noqa: F403
+# Tests run with DEBUG off, as production does, so they need a key production would accept.
+# Exported: the web and worker processes tests start sign and decrypt with the same key.
+os.environ.pop("SECRET_KEY_FILE", None)
+os.environ["SECRET_KEY"] = "rta-test-suite-only-never-in-production-0123456789abcdefghij"
+
+from config.settings import *  # noqa: E402, F403
 
 SECURE_SSL_REDIRECT = False
 SESSION_COOKIE_SECURE = False
@@ -18,6 +23,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 if os.environ.get("PYTEST_XDIST_WORKER") and not os.environ.get("CELERY_QUEUE"):
     CELERY_TASK_DEFAULT_QUEUE = f"{CELERY_TASK_DEFAULT_QUEUE}-{os.environ['PYTEST_XDIST_WORKER']}"  # noqa: F405
 WHITENOISE_USE_FINDERS = True
+# The local fake OpenAI server listens on 127.0.0.1; tests of the egress guard turn this off.
+ENDPOINTS_ALLOW_PRIVATE_NETWORKS = True
 
 # The suite's query-count tests count the session and user reads, so tests keep both in the
 # database; the Redis-cached copies production uses (projects/auth_cache.py) have tests of their

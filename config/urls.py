@@ -1,20 +1,24 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
-from projects.ratelimit import RateLimitedLoginView
+from projects import views_tokens
+from projects.ratelimit import RateLimitedLoginView, RateLimitedPasswordChangeView, admin_login
 from projects.views import healthz
 from reports.views import project_home
-from reports.views_exchange import import_project
+from reports.views_exchange import import_project, restore_people
 
 accounts = [
     path("login/", RateLimitedLoginView.as_view(), name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("password/", auth_views.PasswordChangeView.as_view(), name="password_change"),
+    path("password/", RateLimitedPasswordChangeView.as_view(), name="password_change"),
     path("password/done/", auth_views.PasswordChangeDoneView.as_view(), name="password_change_done"),
+    path("tokens/", views_tokens.api_tokens, name="api_tokens"),
+    path("tokens/<uuid:api_token_uuid>/revoke/", views_tokens.api_token_revoke, name="api_token_revoke"),
 ]
 
 api = [
@@ -29,16 +33,21 @@ api = [
     path("docs/", SpectacularSwaggerSplitView.as_view(url_name="api-schema"), name="api-docs"),
 ]
 
+# The Django admin is served only where RTA_ADMIN_ENABLED says so (off in production by default).
+admin_urls = [path("admin/login/", admin_login), path("admin/", admin.site.urls)] if settings.RTA_ADMIN_ENABLED else []
+
 urlpatterns = [
-    path("admin/", admin.site.urls),
+    *admin_urls,
     path("accounts/", include(accounts)),
     path("healthz", healthz, name="healthz"),
     path("api/", include(api)),
     path("", include("projects.urls")),
     path("import/", import_project, name="exchange_import"),
+    path("import/restore/<uuid:token>/", restore_people, name="exchange_restore_people"),
     path("p/<uuid:project_uuid>/", project_home, name="project_home"),
     path("p/<uuid:project_uuid>/", include("interviews.urls")),
     path("p/<uuid:project_uuid>/conduct/", include("conduct.urls")),
+    path("p/<uuid:project_uuid>/probes/", include("probes.urls")),
     path("p/<uuid:project_uuid>/", include("coding.urls")),
     path("p/<uuid:project_uuid>/themes/", include("themes.urls")),
     path("p/<uuid:project_uuid>/reports/", include("reports.urls")),

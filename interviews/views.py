@@ -5,6 +5,8 @@ Import pages live in interviews/views_import.py, participant pages in interviews
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -12,19 +14,22 @@ from django.db.models import Count, Exists, F, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.views.decorators.http import require_POST
 
 from interviews.forms import InterviewForm
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.provenance import interview_provenance, turn_provenance
-from interviews.rendering import render_turns
-from interviews.services import interview_update
-from interviews.statistics import DEPTH_CHOICES, project_statistics, statistics_csv, statistics_xlsx
+from interviews.rendering import quote_html, render_turns
+from interviews.services import interview_import_branch, interview_update
+from interviews.statistics import DEPTH_CHOICES, STAT_COLUMNS, across_models, as_table, project_statistics
 from projects.forms import add_service_errors
+from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
 
-VIEWS = ("read", "segments")
+VIEWS = ("read", "segments", "source")  # source: the Markdown as stored
 
 
 def _wants_fragment(request: HttpRequest) -> bool:
@@ -64,12 +69,12 @@ def interview_list(request: HttpRequest, project_uuid) -> HttpResponse:
         turn_count=_count(Turn.objects.all()),
         answer_segments=_count(answers),
         coded_segments=_count(answers.filter(codings__isnull=False)),
-    ).order_by(F("conducted_at").desc(nulls_last=True), "title")
-    rows = list(interviews)
-    for row in rows:
+    ).order_by(F("conducted_at").desc(nulls_last=True), "title", "pk")
+    page = paginate(request, interviews, target="#interview-table")
+    for row in page:
         row.coded_percent = round(100 * row.coded_segments / row.answer_segments) if row.answer_segments else 0
     context = {
-        "project": project, "membership": membership, "nav": "interviews", "interviews": rows,
+        "project": project, "membership": membership, "nav": "interviews", "interviews": page,
         "participants": participants, "filters": filters, "filtered": any(filters.values()),
         "depth_choices": Interview.Depth.choices, "origin_choices": Interview.Origin.choices,
     }
@@ -112,7 +117,8 @@ def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> Http
             turn.segment_count = len(segs)
     else:
         counts = dict(segments.values_list("turn_id").annotate(n=Count("id")).values_list("turn_id", "n"))
-        for turn, html in zip(turns, render_turns(t.text for t in turns), strict=True):
+        htmls = render_turns(t.text for t in turns) if view == "read" else [""] * len(turns)
+        for turn, html in zip(turns, htmls, strict=True):
             turn.html = html
             turn.segment_count = counts.get(turn.pk, 0)
     for turn in turns:
@@ -125,10 +131,62 @@ def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> Http
         "original": original, "comparable": bool(original or interview.has_reruns),
         "provenance": interview_provenance(interview, turns),
         "segment_total": sum(t.segment_count for t in turns),
+        "branches": [{"number": k, "diverges_at": b["diverges_at"] + 1, "first": b["turns"][0]}
+                     for k, b in enumerate(interview.alternative_branches(), 1)],
     }
     if _wants_fragment(request):
-        return render(request, "interviews/interview_detail.html#transcript", context)
+        # The view buttons come along (out of band), so the one pressed shows as current.
+        return render(request, "interviews/interview_detail.html#transcript", context | {"fragment": True})
     return render(request, "interviews/interview_detail.html", context)
+
+
+def _branch_or_404(interview: Interview, number: int) -> dict:
+    branches = interview.alternative_branches()
+    if not 1 <= number <= len(branches):
+        raise Http404("No such branch of this interview.")
+    return branches[number - 1]
+
+
+@login_required
+def interview_branch(request: HttpRequest, project_uuid, interview_uuid, number: int) -> HttpResponse:
+    """One alternative branch of an imported conversation, read-only: the shared turns, then the branch's own."""
+    membership = member_or_404(request, project_uuid)
+    interview = _interview_or_404(membership, interview_uuid)
+    branch = _branch_or_404(interview, number)
+    shared = list(Turn.objects.filter(interview=interview).order_by("position")[: branch["diverges_at"]]
+                  .only("position", "speaker", "text"))
+    rows = [{"speaker": t.speaker, "text": t.text, "own": False} for t in shared]
+    rows += [{"speaker": t["speaker"], "text": t["text"], "own": True} for t in branch["turns"]]
+    for row, html in zip(rows, render_turns(r["text"] for r in rows), strict=True):
+        row["html"] = html
+        row["who"] = interview.participant.label if row["speaker"] == Speaker.PARTICIPANT else Speaker(row["speaker"]).label
+    imported = Interview.objects.alive().filter(project=membership.project, metadata__branch_of=str(interview.uuid),
+                                                metadata__branch_leaf=branch["leaf"]).only("uuid", "title").first()
+    return render(request, "interviews/interview_branch.html", {
+        "project": membership.project, "membership": membership, "nav": "interviews", "interview": interview,
+        "number": number, "branch_count": len(interview.alternative_branches()), "rows": rows,
+        "diverges_at": branch["diverges_at"], "imported": imported,
+    })
+
+
+@login_required
+@require_POST
+def interview_branch_import(request: HttpRequest, project_uuid, interview_uuid, number: int) -> HttpResponse:
+    """Import one alternative branch as its own interview (analysts and owners)."""
+    membership = writer_or_403(request, project_uuid)
+    interview = _interview_or_404(membership, interview_uuid)
+    _branch_or_404(interview, number)
+    try:
+        new, created = interview_import_branch(interview=interview, index=number - 1, actor=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("interviews:interview_branch", project_uuid=project_uuid, interview_uuid=interview.uuid,
+                        number=number)
+    if created:
+        messages.success(request, f"Branch {number} is now its own interview, “{new.title}”.")
+    else:
+        messages.info(request, f"Branch {number} was imported before, as “{new.title}”.")
+    return redirect("interviews:interview_detail", project_uuid=project_uuid, interview_uuid=new.uuid)
 
 
 @login_required
@@ -155,13 +213,14 @@ KIND_LABELS = dict(Segment.Kind.choices)
 
 
 def _segments_html(segments: list[Segment]) -> SafeString:
-    """The segment lines of one turn; built here because a template loop costs ~0.2 ms per segment."""
+    """The segment lines of one turn, each as the reader sees it (interviews.rendering.quote_html); built here
+    because a template loop costs ~0.2 ms per segment."""
     if not segments:
         return mark_safe('<li class="empty">No segments.</li>')
     return mark_safe("".join(  # noqa: S308 - every value is escaped
         f'<li class="segment segment-{escape(s.kind)}" value="{int(s.position)}">'
         f'<span class="segment-kind">{escape(KIND_LABELS.get(s.kind, s.kind))}</span>'
-        f'<span class="segment-text">{escape(s.text)}</span></li>'
+        f'<span class="segment-text">{quote_html(s.text)}</span></li>'
         for s in segments
     ))
 
@@ -183,30 +242,25 @@ def turn_metadata(request: HttpRequest, project_uuid, interview_uuid, turn_uuid)
 
 @login_required
 def statistics(request: HttpRequest, project_uuid) -> HttpResponse:
-    """Descriptive statistics per participant; ?depth= filters, ?format=csv|xlsx downloads."""
+    """Descriptive statistics per participant with the across-model summary; ?depth= and ?unfinished=1 filter.
+    Downloads are the reports app's, whose spreadsheet writer neutralises formulas in every cell."""
     membership = member_or_404(request, project_uuid)
     depth = request.GET.get("depth", "")
     depth = depth if depth in dict(DEPTH_CHOICES) else ""
-    rows = project_statistics(membership.project, depth=depth or None)
+    unfinished = request.GET.get("unfinished") == "1"
+    filters = urlencode({k: v for k, v in (("depth", depth), ("unfinished", "1" if unfinished else "")) if v})
     fmt = request.GET.get("format", "")
-    if fmt in ("csv", "xlsx"):
-        return _download(membership.project, rows, fmt, depth)
+    if fmt in ("csv", "xlsx"):  # links from before the downloads moved
+        url = reverse("reports:statistics_download", args=[membership.project.uuid, fmt])
+        return redirect(url + (f"?{filters}" if filters else ""))
+    rows = project_statistics(membership.project, depth=depth or None, unfinished=unfinished)
+    table = as_table(rows)
     context = {
         "project": membership.project, "membership": membership, "nav": "interviews",
-        "rows": rows, "depth": depth, "depth_choices": DEPTH_CHOICES,
+        "rows": rows, "depth": depth, "depth_choices": DEPTH_CHOICES, "unfinished": unfinished,
+        "columns": STAT_COLUMNS, "table": table, "summary": across_models(table),
+        "filters": filters,
     }
     if _wants_fragment(request):
         return render(request, "interviews/statistics.html#statistics-table", context)
     return render(request, "interviews/statistics.html", context)
-
-
-def _download(project, rows, fmt: str, depth: str) -> HttpResponse:
-    stem = f"interview-statistics-{project.uuid}" + (f"-{depth}" if depth else "")
-    if fmt == "csv":
-        response = HttpResponse(statistics_csv(rows), content_type="text/csv; charset=utf-8")
-    else:
-        response = HttpResponse(
-            statistics_xlsx(rows), content_type="application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-        )
-    response["Content-Disposition"] = f'attachment; filename="{stem}.{fmt}"'
-    return response

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from interviews.models import ImportJob, Interview, Participant
-from interviews.parsers import FORMATS, NOT_A_SPEAKER, ParseError
+from interviews.parsers import FORMATS, NOT_A_SPEAKER, ExchangeFileError, ParseError
 from interviews.services_import import (
     ImportOptions,
     ImportOptionsError,
@@ -21,6 +22,7 @@ from interviews.services_import import (
     importjob_queue,
     preview_speaker_labels,
 )
+from projects.jobs import job_send_again, job_sent_again_notice
 from projects.permissions import member_or_404, writer_or_403
 
 RECENT_JOBS = 10
@@ -49,6 +51,12 @@ def import_start(request: HttpRequest, project_uuid) -> HttpResponse:
         try:
             job = importjob_create(project=membership.project, user=request.user,
                                    uploads=request.FILES.getlist("files"), format=fmt)
+        except ExchangeFileError as e:
+            # A .qdpx or .qdc has its own import; guessing speakers in its XML helps no one.
+            messages.info(request, str(e))
+            if e.kind == "codebook":
+                return redirect("coding:import", project_uuid=membership.project.uuid)
+            return redirect("exchange_import")
         except (ParseError, ImportOptionsError) as e:
             error = str(e)
         else:
@@ -68,7 +76,7 @@ def import_job(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     job = get_object_or_404(ImportJob.objects.select_related("created_by"), project=membership.project, uuid=job_uuid)
     context = {"project": membership.project, "membership": membership, "nav": "interviews", "job": job,
-               "progress": get_progress(job)}
+               "progress": get_progress(job), "can_act": membership.can_write}
     if request.htmx and not request.htmx.boosted:
         if job.status == ImportJob.Status.UPLOADED:
             # The worker has read the files: reload to show the choices form.
@@ -110,6 +118,21 @@ def import_job_discard(request: HttpRequest, project_uuid, job_uuid) -> HttpResp
         return redirect("interviews:import_job", project_uuid=membership.project.uuid, job_uuid=job.uuid)
     messages.success(request, "The upload was discarded; nothing was imported.")
     return redirect("interviews:import_start", project_uuid=membership.project.uuid)
+
+
+@login_required
+@require_POST
+def import_job_send_again(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
+    """Send an import that still waits for the worker again (the sweeper does too, every minute)."""
+    membership = writer_or_403(request, project_uuid)
+    job = get_object_or_404(ImportJob, project=membership.project, uuid=job_uuid)
+    try:
+        sent = job_send_again(job=job)
+    except ValidationError as e:
+        messages.error(request, " ".join(e.messages))
+    else:
+        job_sent_again_notice(request, sent)
+    return redirect("interviews:import_job", project_uuid=membership.project.uuid, job_uuid=job.uuid)
 
 
 def _label_groups(job: ImportJob) -> list[dict]:

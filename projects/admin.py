@@ -3,6 +3,10 @@ from __future__ import annotations
 from django.contrib import admin
 
 from projects.models import AuditEvent, Invitation, Membership, Project
+from projects.ratelimit import RateLimitedAdminAuthenticationForm
+
+# The admin's login counts failures and locks out like the app's (projects/ratelimit.py).
+admin.site.login_form = RateLimitedAdminAuthenticationForm
 
 
 class MembershipInline(admin.TabularInline):
@@ -30,3 +34,4 @@ class InvitationAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         # Invitations are issued from the project's members page, which shows the link once.
         return False
+

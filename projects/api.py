@@ -15,7 +15,7 @@ from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 from projects.models import AuditEvent, Membership, Project, Role
 from projects.services import membership_add, membership_change_role, membership_remove, project_create
-from projects.trash import TrashItem, trash_items, trash_kinds, trash_restore
+from projects.trash import TrashList, trash_kinds, trash_restore
 from projects.views_audit import AuditFilterForm
 
 
@@ -59,6 +59,8 @@ class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.Cr
 
     def perform_create(self, serializer):
         serializer.instance = project_create(owner=self.request.user, **serializer.validated_data)
+        # The roles in the context were read before the project existed.
+        serializer.context["roles"][serializer.instance.pk] = Role.OWNER
 
 
 class MembershipAddSerializer(serializers.Serializer):
@@ -78,7 +80,8 @@ class MembershipFilter(serializers.Serializer):
 class MembershipViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """The project's members, by username. Every member may read; owners add, change roles and remove.
 
-    A project always keeps one owner: demoting or removing the last one is a 400.
+    A project always keeps one owner who can log in: demoting or removing the last active one is a 400
+    (inactive accounts do not count).
     """
 
     serializer_class = MembershipSerializer
@@ -192,10 +195,9 @@ class TrashViewSet(ProjectScopedMixin, mixins.ListModelMixin, viewsets.GenericVi
     read_level = Role.OWNER
     write_level = Role.OWNER
 
-    def get_queryset(self) -> list[TrashItem]:
-        items = trash_items(self.project)
+    def get_queryset(self) -> TrashList:
         kind = query_filters(self.request, TrashFilter).get("kind") if self.action == "list" else None
-        return [item for item in items if item.kind.name == kind] if kind else items
+        return TrashList(self.project, [k for k in trash_kinds() if k.name == kind] if kind else None)
 
     @extend_schema(request=TrashRestoreSerializer, responses=TrashRestoredSerializer)
     @action(detail=False, methods=["post"], pagination_class=None)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
+from rest_framework import status
 from rest_framework.exceptions import APIException, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -12,8 +15,16 @@ from rest_framework.views import exception_handler
 from projects.middleware import malformed_parameter_message
 
 
+class RequestBodyTooLarge(APIException):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    default_code = "request_too_large"
+
+
 def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
-    """A Django ValidationError escaping a view (`filter(uuid="zzz")`) is the client's mistake: 400, naming it."""
+    """A Django ValidationError escaping a view (`filter(uuid="zzz")`) is the client's mistake: 400, naming it;
+    a body over DATA_UPLOAD_MAX_MEMORY_SIZE is a 413 saying the limit."""
+    if isinstance(exc, RequestDataTooBig):
+        exc = RequestBodyTooLarge(f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE / (1024 * 1024):g} MB.")
     if isinstance(exc, DjangoValidationError):
         exc = ValidationError({"detail": malformed_parameter_message(exc, _parameters(context.get("request")))})
     return exception_handler(exc, context)

@@ -9,9 +9,15 @@ class ProjectsConfig(AppConfig):
 
     def ready(self) -> None:
         from django.contrib.auth import get_user_model
+        from django.db import models
         from django.db.models.signals import post_delete, post_save
+        from rest_framework.serializers import ModelSerializer
 
+        from projects.api_parsers import SafeJSONField
         from projects.auth_cache import forget_user
+
+        # Every ModelSerializer's field for a model JSONField: form-encoded JSON gets the same limits as bodies.
+        ModelSerializer.serializer_field_mapping[models.JSONField] = SafeJSONField
 
         user_model = get_user_model()
         post_save.connect(forget_user, sender=user_model, dispatch_uid="rta-forget-cached-user-on-save")

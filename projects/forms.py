@@ -4,6 +4,7 @@ from django import forms
 from django.contrib.auth import password_validation
 from django.core.exceptions import ValidationError
 
+from accounts.services import API_TOKEN_LIFETIMES
 from projects.models import Membership, Project, Role
 
 
@@ -31,6 +32,11 @@ class MemberAddForm(forms.Form):
         help_text="Someone without an account yet gets an invitation link (by email, and shown here to copy).",
     )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.ANALYST)
+
+
+class ApiTokenForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="What the token is for, e.g. “analysis notebook on my laptop”.")
+    lifetime_days = forms.TypedChoiceField(label="Expires after", coerce=int, initial=90, choices=list(API_TOKEN_LIFETIMES.items()))
 
 
 class InvitationSignupForm(forms.Form):

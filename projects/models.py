@@ -1,11 +1,12 @@
 from __future__ import annotations
 
-import hashlib
 import uuid
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from accounts.models import secret_hash
 
 
 class Role(models.TextChoices):
@@ -125,8 +126,7 @@ class Invitation(models.Model):
 
     @staticmethod
     def hash_token(token: str) -> str:
-        # A 256-bit random token needs no salt or slow hash; lookup by hash keeps comparison out of Python.
-        return hashlib.sha256(token.encode()).hexdigest()
+        return secret_hash(token)
 
     @property
     def is_expired(self) -> bool:
@@ -176,3 +176,4 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.target_type}: {self.summary}"
+

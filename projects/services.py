@@ -58,14 +58,21 @@ def membership_add(*, project: Project, actor, username_or_email: str, role: str
 
 
 def _ensure_another_owner(membership: Membership) -> None:
-    others = Membership.objects.filter(project=membership.project, role=Role.OWNER).exclude(pk=membership.pk)
-    if membership.role == Role.OWNER and not others.exists():
-        raise ValidationError({"role": "A project needs at least one owner. Make someone else owner first."})
+    # Only owners who can log in count: an inactive account (a placeholder, a departed colleague)
+    # cannot run the project.
+    if membership.role != Role.OWNER or not membership.user.is_active:
+        return
+    # Owners' changes to one project take turns: two owners stepping down at once must not both
+    # see the other as the remaining owner.
+    Project.objects.select_for_update().filter(pk=membership.project_id).first()
+    others = Membership.objects.filter(project=membership.project, role=Role.OWNER, user__is_active=True).exclude(pk=membership.pk)
+    if not others.exists():
+        raise ValidationError({"role": "A project needs at least one owner who can log in. Make another active member owner first."})
 
 
 @transaction.atomic
 def membership_change_role(*, membership: Membership, actor, role: str) -> Membership:
-    """Change a member's role; the last owner cannot be demoted."""
+    """Change a member's role; the last active owner cannot be demoted."""
     if role not in Role.values:
         raise ValidationError({"role": f"“{role}” is not a role (owner, analyst, viewer)."})
     if role != Role.OWNER:
@@ -79,7 +86,7 @@ def membership_change_role(*, membership: Membership, actor, role: str) -> Membe
 
 @transaction.atomic
 def membership_remove(*, membership: Membership, actor) -> None:
-    """Remove a member; the last owner cannot be removed."""
+    """Remove a member; the last active owner cannot be removed."""
     _ensure_another_owner(membership)
     audit_record(project=membership.project, actor=actor, action=AuditEvent.Action.DELETED, target=membership, target_type="membership", summary=f"{membership.user.username} removed")
     membership.delete()
@@ -220,3 +227,4 @@ def invitation_send_email(*, invitation: Invitation, link: str) -> bool:
         logger.warning("Could not send the invitation email for invitation %s", invitation.uuid, exc_info=True)
         return False
     return True
+

@@ -93,9 +93,31 @@ class TrashItem:
 
 def trash_items(project: Project) -> list[TrashItem]:
     """Everything in the project's trash, most recently deleted first, with who deleted it."""
-    items = [TrashItem(kind, obj) for kind in trash_kinds() for obj in kind.trashed(project)]
-    _attach_deleters(project, items)
-    return sorted(items, key=lambda item: item.deleted_at, reverse=True)
+    return TrashList(project)[:]
+
+
+class TrashList:
+    """The project's trash (of some kinds), most recently deleted first, read a slice at a time.
+
+    It counts and slices like a QuerySet, for the pages' paginate() and the API's paginator.
+    A slice reads each kind's newest `stop` rows: whatever the mix of kinds, they hold it.
+    """
+
+    def __init__(self, project: Project, kinds: list[TrashKind] | None = None) -> None:
+        self.project, self.kinds = project, trash_kinds() if kinds is None else kinds
+
+    def count(self) -> int:
+        return sum(kind.trashed(self.project).count() for kind in self.kinds)
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, bounds: slice) -> list[TrashItem]:
+        items = [TrashItem(kind, obj) for kind in self.kinds
+                 for obj in kind.trashed(self.project).order_by("-deleted_at", "-pk")[:bounds.stop]]
+        items = sorted(items, key=lambda item: item.deleted_at, reverse=True)[bounds]
+        _attach_deleters(self.project, items)
+        return items
 
 
 def _attach_deleters(project: Project, items: list[TrashItem]) -> None:

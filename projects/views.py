@@ -12,6 +12,7 @@ from config.celery import app as celery_app
 from projects import services
 from projects.forms import MemberAddForm, MemberRoleForm, PositionalityForm, ProjectForm, ProjectSettingsForm
 from projects.models import Invitation, Membership, Role
+from projects.pagination import paginate
 from projects.permissions import member_or_404, owner_or_403
 from projects.views_invitations import invitation_link_pop, invitation_link_share
 
@@ -19,8 +20,8 @@ from projects.views_invitations import invitation_link_pop, invitation_link_shar
 @login_required
 @require_GET
 def project_list(request: HttpRequest) -> HttpResponse:
-    memberships = Membership.objects.filter(user=request.user).select_related("project").order_by("-project__created_at")
-    return render(request, "projects/project_list.html", {"memberships": memberships, "form": ProjectForm()})
+    memberships = Membership.objects.filter(user=request.user).select_related("project").order_by("-project__created_at", "-pk")
+    return render(request, "projects/project_list.html", {"memberships": paginate(request, memberships), "form": ProjectForm()})
 
 
 @login_required
@@ -28,8 +29,9 @@ def project_list(request: HttpRequest) -> HttpResponse:
 def project_create(request: HttpRequest) -> HttpResponse:
     form = ProjectForm(request.POST)
     if not form.is_valid():
-        memberships = Membership.objects.filter(user=request.user).select_related("project")
-        return render(request, "projects/project_list.html", {"memberships": memberships, "form": form}, status=400)
+        memberships = Membership.objects.filter(user=request.user).select_related("project").order_by("-project__created_at", "-pk")
+        return render(request, "projects/project_list.html", {"memberships": paginate(request, memberships), "form": form},
+                      status=400)
     project = services.project_create(owner=request.user, **form.cleaned_data)
     messages.success(request, f"Project “{project.name}” created.")
     return redirect("project_home", project_uuid=project.uuid)

@@ -6,16 +6,14 @@ import datetime as dt
 
 from django import forms
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from projects.models import AuditEvent, Membership
+from projects.pagination import paginate
 from projects.permissions import owner_or_403
-
-PAGE_SIZE = 50
 
 
 class AuditFilterForm(forms.Form):
@@ -64,10 +62,7 @@ def audit_log(request: HttpRequest, project_uuid) -> HttpResponse:
     if form.is_bound:
         # Invalid filters show their inline errors and no rows (200, like any form error).
         events = form.apply(events) if form.is_valid() else events.none()
-    page = Paginator(events, PAGE_SIZE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
-    context = {"project": project, "membership": membership, "nav": "audit", "form": form, "page": page,
-               "query": query.urlencode()}
+    page = paginate(request, events, target="#audit-table")
+    context = {"project": project, "membership": membership, "nav": "audit", "form": form, "page": page}
     template = "projects/audit.html#audit-table" if request.htmx and not request.htmx.boosted else "projects/audit.html"
     return render(request, template, context)

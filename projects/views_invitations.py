@@ -75,12 +75,17 @@ def invitation_revoke(request: HttpRequest, project_uuid, invitation_uuid) -> Ht
 
 @require_http_methods(["GET", "POST"])
 def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
-    """Public by token: the link alone admits its holder, so unknown tokens reveal nothing and are rate-limited."""
-    address = client_address(request)
-    if invitation_link_misses(address) >= _max_misses():
-        return _render_accept(request, error=TOO_MANY_MISSES, status=429)
+    """Public by token: the link alone admits its holder, so unknown tokens reveal nothing and are rate-limited.
+
+    Only unknown tokens are limited: behind a shared address (an office, a proxy) someone
+    opening bad links must not block colleagues' valid ones, and a 256-bit token cannot be
+    guessed anyway; the limit slows and logs probing.
+    """
     invitation = Invitation.objects.by_token(token)
     if invitation is None:
+        address = client_address(request)
+        if invitation_link_misses(address) >= _max_misses():
+            return _render_accept(request, error=TOO_MANY_MISSES, status=429)
         invitation_link_miss_record(address)
         return _render_accept(request, error=INVALID_LINK, status=404)
     if invitation.accepted_by_id is not None and invitation.accepted_by_id == request.user.pk:

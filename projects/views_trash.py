@@ -11,8 +11,9 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from projects.models import Membership
+from projects.pagination import paginate
 from projects.permissions import owner_or_403
-from projects.trash import trash_empty, trash_items, trash_restore
+from projects.trash import TrashList, trash_empty, trash_restore
 
 
 class RestoreForm(forms.Form):
@@ -29,7 +30,7 @@ class EmptyForm(forms.Form):
 
 def _render(request: HttpRequest, membership: Membership, *, empty_form: EmptyForm | None = None, error: str = "") -> HttpResponse:
     """The trash page; a refused action re-renders it with the reason (200, like any form error)."""
-    items = trash_items(membership.project)
+    items = paginate(request, TrashList(membership.project))
     context = {"project": membership.project, "membership": membership, "nav": "trash", "items": items,
                "empty_form": empty_form or EmptyForm(), "error": error}
     return render(request, "projects/trash.html", context)

@@ -51,7 +51,12 @@ def decode_text(data: bytes, *, where: str) -> str:
         data = data[3:]
     elif data.startswith((b"\xff\xfe", b"\xfe\xff")):
         # Not the standard, but unambiguous thanks to the BOM.
-        return data.decode("utf-16")
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError as exc:
+            raise QdpxError(
+                f"the text starts with a UTF-16 byte-order mark but is not UTF-16 ({exc.reason} at byte {exc.start}"
+                f"{', an odd number of bytes' if len(data) % 2 else ''})", where=where) from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

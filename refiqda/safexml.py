@@ -8,6 +8,9 @@ from lxml import etree
 
 from .errors import QdpxError, UnsafeInputError
 
+# libxml2's own limit without huge_tree (which stays off: it also lifts the size limits).
+MAX_DEPTH = 256
+
 
 def _parser() -> etree.XMLParser:
     return etree.XMLParser(
@@ -63,6 +66,10 @@ def parse_xml(data: bytes, *, where: str) -> etree._Element:
         root = etree.fromstring(data, parser=_parser())
     except etree.XMLSyntaxError as exc:
         line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
+        if "Excessive depth" in (exc.msg or ""):
+            line_no, column = exc.position
+            raise UnsafeInputError(f"elements nested deeper than {MAX_DEPTH} levels at line {line_no}, column {column}",
+                                   where=where) from None
         raise QdpxError(f"not well-formed XML: {exc.msg}", where=f"{where}{line}") from exc
     docinfo = root.getroottree().docinfo
     if docinfo.internalDTD is not None or docinfo.externalDTD is not None:

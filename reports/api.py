@@ -142,18 +142,19 @@ class FrequencyTableView(ProjectScopedMixin, APIView):
                                OpenApiParameter("b", OpenApiTypes.UUID, many=True, description="Participant uuids of group B.")],
                    responses=FrequencyTableSerializer)
     def get(self, request: Request, project_uuid) -> Response:
-        from interviews.models import Participant
-
-        participants = list(Participant.objects.filter(project=self.project).order_by("label"))
+        population = frequency.Population.of(self.project)
         try:
-            spec = frequency.spec_from_query(participants, request.query_params)
+            spec = frequency.spec_from_query(population, request.query_params)
         except frequency.FrequencySpecError as e:
             raise ValidationError({"detail": str(e)}) from None
-        table = frequency.frequency_table(self.project, spec, participants)
+        if spec.by != "participant":
+            raise ValidationError({"by": "The API groups by participant; the frequency page and its exports group "
+                                         "by any other attribute."})
+        table = frequency.frequency_table(self.project, spec, population)
         return Response({
             "level": table.level,
-            "participants": [{"uuid": str(p.uuid), "label": p.label, "coded_segments": n}
-                             for p, n in zip(table.participants, table.totals, strict=True)],
+            "participants": [{"uuid": c.key, "label": c.label, "coded_segments": n}
+                             for c, n in zip(table.columns, table.totals, strict=True)],
             "group_a": table.group_a_labels, "group_b": table.group_b_labels,
             "rows": [{
                 "label": r.label, "uuid": r.uuid, "depth": r.depth,

@@ -6,3 +6,11 @@ from django.apps import AppConfig
 class ReportsConfig(AppConfig):
     name = "reports"
     verbose_name = "Reports"
+
+    def ready(self) -> None:
+        from projects.jobs import job_kind_register, send
+        from reports.models import ExportJob
+        from reports.tasks import export_excerpts_task
+
+        job_kind_register(ExportJob, name="export", send=lambda job: send(export_excerpts_task, job.pk),
+                          waiting=lambda: ExportJob.objects.filter(status=ExportJob.Status.QUEUED))

@@ -12,13 +12,18 @@ be restored next to its original on the same instance) and remaps:
   * foreign keys between backed-up rows (old pk → new pk);
   * UUIDs wherever they appear as text: UUID fields, char/text fields holding exactly
     a UUID (e.g. AuditEvent.target_id) and strings inside JSON (snapshots, metadata);
-  * users by username: an existing account with that username, else a new inactive
-    account without a password (authorship is kept; nobody gains a login).
+  * people (usernames in the backup) through the restorer's `people` mapping: each to an
+    existing account the restorer chose, or kept as a name only (`PersonName`: the row's
+    user field stays empty and the name is kept as text). A restore NEVER creates accounts,
+    so a crafted backup cannot reserve usernames or catch an invitation to an address.
+    Codings and turn notes belong to a coder, so their people need an account; the rows
+    that only make sense for an account (memberships, read markers) are left out for a
+    person kept as a name only. `backup_people` lists the people for the mapping step.
 Integer ids inside JSON are not remapped (we only store UUIDs there).
 
-Memberships: by default only the restoring user (as owner) and the inactive accounts
-this restore created keep a membership, so a backup from elsewhere never grants a
-same-named stranger access; `members="all"` restores every membership by username.
+Memberships: by default only the restoring user keeps one (as owner), so a backup never
+grants access by itself; `members="all"` also restores the memberships (role, positionality)
+of the people mapped to accounts.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import json
 import uuid
 import zipfile
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -42,12 +47,14 @@ from django.core.exceptions import ValidationError
 from django.db import DatabaseError, models, transaction
 from django.utils import timezone
 
+from projects import safejson
 from projects.audit import audit_record
 from projects.models import AuditEvent, Membership, Project, Role
+from reports.models import PersonName
 
 FORMAT = "rta-studio-project-backup"
 VERSION = 1
-PROJECT_APPS = ("projects", "interviews", "conduct", "coding", "themes", "reports")
+PROJECT_APPS = ("projects", "interviews", "conduct", "probes", "coding", "themes", "reports")
 PROJECT_LABEL = "projects.project"
 
 # Models that never travel in a backup, and why.
@@ -58,12 +65,22 @@ EXCLUDED: dict[str, str] = {
                             "never be able to read server paths. The imported interviews themselves are backed up.",
     "reports.exportjob": "generated download files and worker progress; the files stay on the original server, so "
                          "exports are simply made again after a restore.",
+    "reports.personname": "names kept by an earlier restore travel inside the rows they belong to, like usernames.",
+    # The AI second reader's history names segments and codes by their ids (windows, the codebook as
+    # sent), which a restore renumbers; accepted suggestions travel as the codings they became.
+    "coding.suggestionrun": "AI second reader runs refer to segments and codes by id; they stay with the original.",
+    "coding.readerstep": "the requests and answers of an AI second reader run, which stays with the original.",
+    "coding.codeidea": "new-code ideas of an AI second reader run, which stays with the original.",
+    "coding.suggestion": "AI suggestions belong to their run, which stays with the original; accepted ones are "
+                         "restored as the reviewers' codings (origin 'suggestion').",
 }
 USER = "$user"  # target label used for foreign keys and many-to-many fields to the user model
 
 MAX_MEMBER_BYTES = 512 * 1024 * 1024
 MAX_RATIO = 200
-MAX_NEW_USERS = 500  # accounts one restore may create; a backup naming more is not a real team
+MAX_PEOPLE = 500  # people one backup may name; more is not a real team
+# Rows that only make sense for an account (access, read markers): left out for a person kept as a name only.
+ACCOUNT_ONLY = frozenset({"projects.membership", "themes.threadread", "themes.mentionsread"})
 
 
 class BackupError(ValueError):
@@ -197,8 +214,20 @@ def _encode(value: Any) -> Any:
     return value
 
 
+def _kept_names(plan: ModelPlan, project: Project) -> dict[tuple[int, str], list[str]]:
+    """Names an earlier restore kept for this model's rows, by (row pk, field)."""
+    if not plan.user_fks and USER not in plan.m2m.values():
+        return {}
+    names: dict[tuple[int, str], list[str]] = defaultdict(list)
+    for row_id, name_field, name in (PersonName.objects.filter(project=project, model=plan.label).order_by("pk")
+                                     .values_list("row_id", "field", "name")):
+        names[row_id, name_field].append(name)
+    return names
+
+
 def _rows(plan: ModelPlan, project: Project) -> Iterator[dict]:
     qs = plan.model._base_manager.filter(**({"pk": project.pk} if not plan.path else {plan.path: project}))
+    kept = _kept_names(plan, project)
     user_cache: dict[int, str] = {}
     users = get_user_model()._base_manager
     if plan.m2m:
@@ -211,12 +240,15 @@ def _rows(plan: ModelPlan, project: Project) -> Iterator[dict]:
                 if value not in user_cache:
                     user_cache[value] = users.filter(pk=value).values_list("username", flat=True).first() or ""
                 value = user_cache[value]
+            elif f.attname in plan.user_fks:
+                value = next(iter(kept.get((obj.pk, f.attname), ())), None)  # a person kept as a name only
             elif f.is_relation and f.attname not in plan.fks and f.attname not in plan.user_fks:
                 value = None  # a key to an excluded model (e.g. an API key): never exported
             row[f.attname] = _encode(value if f.is_relation else f.value_from_object(obj))
         for name, target in plan.m2m.items():
             related = getattr(obj, name).all()
-            row[name] = sorted(u.username for u in related) if target == USER else sorted(o.pk for o in related)
+            row[name] = (sorted([u.username for u in related] + kept.get((obj.pk, name), [])) if target == USER
+                         else sorted(o.pk for o in related))
         yield {"pk": obj.pk, "fields": row}
 
 
@@ -282,9 +314,9 @@ class _Archive:
                 if len(data) > MAX_MEMBER_BYTES:
                     raise BackupError(f"{self.name}: {member} unpacks to more than {MAX_MEMBER_BYTES} bytes")
         try:
-            return json.loads(bytes(data))
-        except ValueError as exc:
-            raise BackupError(f"{self.name}: {member} is not valid JSON ({exc})") from None
+            return safejson.loads(bytes(data))
+        except safejson.JSONInputError as exc:
+            raise BackupError(f"{self.name}: {member}: {exc}") from None
 
 
 def _remap_json(value: Any, uuids: dict[str, str]) -> Any:
@@ -313,72 +345,128 @@ def _decode(f: models.Field, value: Any, uuids: dict[str, str]) -> Any:
     return f.to_python(value)
 
 
+@dataclass
+class BackupPerson:
+    """Someone a backup names: their username there, what they did, and whether that needs an account here."""
+
+    username: str
+    counts: dict[str, int] = field(default_factory=dict)  # model verbose name (plural) → rows
+    needs_account: bool = False  # they coded or wrote turn notes: those rows belong to an account
+
+    @property
+    def summary(self) -> str:
+        return ", ".join(f"{n} {label}" for label, n in sorted(self.counts.items()))
+
+
+def _people(archive_name: str, plans: dict[str, ModelPlan], entries: dict[str, list]) -> dict[str, BackupPerson]:
+    """Every username the backup's rows name, with what each did."""
+    people: dict[str, BackupPerson] = {}
+    for label, rows in entries.items():
+        plan = plans[label]
+        user_m2m = [n for n, t in plan.m2m.items() if t == USER]
+        if not plan.user_fks and not user_m2m:
+            continue
+        required = {f.attname for f in plan.fields if f.attname in plan.user_fks and not f.null}
+        what = str(plan.model._meta.verbose_name_plural)
+        for row in rows:
+            values = row.get("fields") if isinstance(row, dict) else None
+            if not isinstance(values, dict):
+                raise BackupError(f"{archive_name}: a {label} row is malformed")
+            named = [(a, values.get(a)) for a in plan.user_fks] + [(n, u) for n in user_m2m for u in values.get(n) or []]
+            for attname, username in named:
+                if username is None or username == "":
+                    continue
+                if not isinstance(username, str) or len(username) > 150:
+                    raise BackupError(f"{archive_name}: {label} row {row.get('pk')}, field {attname}: "
+                                      f"not a username: {str(username)[:80]!r}")
+                person = people.setdefault(username, BackupPerson(username))
+                person.counts[what] = person.counts.get(what, 0) + 1
+                person.needs_account |= attname in required and label not in ACCOUNT_ONLY
+            if len(people) > MAX_PEOPLE:
+                raise BackupError(f"{archive_name}: the backup names more than {MAX_PEOPLE} people; "
+                                  "that is not a real team, so it is not restored")
+    return people
+
+
+def _load(archive: _Archive) -> tuple[dict, dict[str, ModelPlan], dict[str, list]]:
+    """The manifest, the plans and every model's rows, checked."""
+    manifest = archive.json("manifest.json")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        raise BackupError(f"{archive.name}: not an RTA Studio project backup (manifest format is not {FORMAT!r})")
+    if not isinstance(manifest.get("version"), int) or manifest["version"] > VERSION:
+        raise BackupError(f"{archive.name}: backup version {manifest.get('version')!r} is newer than this "
+                          f"instance understands ({VERSION}); upgrade first")
+    plans = {p.label: p for p in backup_plan()}
+    entries: dict[str, list] = {}
+    for entry in manifest.get("models", []):
+        label = entry.get("model") if isinstance(entry, dict) else None
+        if label in EXCLUDED:
+            continue
+        if label not in plans:
+            raise BackupError(f"{archive.name}: the backup holds {label!r}, which this instance does not know "
+                              "(made by a newer version?)")
+        entries[label] = archive.json(entry.get("file"))
+        if not isinstance(entries[label], list):
+            raise BackupError(f"{archive.name}: {entry['file']} is not a list of rows")
+    if len(entries.get(PROJECT_LABEL, [])) != 1:
+        raise BackupError(f"{archive.name}: the backup must hold exactly one project")
+    return manifest, plans, entries
+
+
 class _Restorer:
-    def __init__(self, archive: _Archive, *, owner, name: str, members: str) -> None:
+    def __init__(self, archive: _Archive, *, owner, name: str, members: str, people: Mapping[str, Any]) -> None:
         self.archive, self.owner, self.name, self.members = archive, owner, name, members
         self.pk_maps: dict[str, dict[int, int]] = defaultdict(dict)
-        self.users: dict[str, Any] = {owner.username: owner}
-        self.created_users: set[int] = set()
+        self.accounts: dict[str, Any] = {k: v for k, v in people.items() if v is not None}
+        # (model label, row, field, name) of people kept as names only, written once the rows have their keys.
+        self.names: list[tuple[str, models.Model, str, str]] = []
         self.warnings: list[str] = []
         self.counts: dict[str, int] = {}
 
-    def manifest(self) -> dict:
-        manifest = self.archive.json("manifest.json")
-        if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
-            raise BackupError(f"{self.archive.name}: not an RTA Studio project backup (manifest format is not {FORMAT!r})")
-        if not isinstance(manifest.get("version"), int) or manifest["version"] > VERSION:
-            raise BackupError(f"{self.archive.name}: backup version {manifest.get('version')!r} is newer than this "
-                              f"instance understands ({VERSION}); upgrade first")
-        return manifest
+    def account(self, username: str | None):
+        """The account the restorer chose for this person, or None (kept as a name only)."""
+        return self.accounts.get(username) if username else None
 
-    def user(self, username: str | None):
-        if not username:
-            return None
-        if username not in self.users:
-            User = get_user_model()
-            user = User._base_manager.filter(username=username).first()
-            if user is None and len(self.created_users) >= MAX_NEW_USERS:
-                raise BackupError(f"{self.archive.name}: the backup names more than {MAX_NEW_USERS} people who have "
-                                  "no account here; refusing to create that many accounts")
-            if user is None:
-                user = User(username=username[:150], is_active=False)
-                user.set_unusable_password()
-                user.save()
-                self.created_users.add(user.pk)
-                self.warnings.append(f"User {username!r} does not exist here; created as an inactive account without a password.")
-            self.users[username] = user
-        return self.users[username]
+    def check_people(self, people: dict[str, BackupPerson]) -> None:
+        chosen: dict[int, list[str]] = defaultdict(list)
+        for username in people:
+            if (account := self.account(username)) is not None:
+                chosen[account.pk].append(username)
+        for names in chosen.values():
+            if len(names) > 1:
+                raise BackupError(f"{self.archive.name}: {' and '.join(names)} are mapped to the same account; "
+                                  "each account can stand for one person of the backup")
+        unmapped = [p for p in people.values() if p.needs_account and self.account(p.username) is None]
+        if unmapped:
+            listed = "; ".join(f"{p.username} ({p.summary})" for p in unmapped[:10])
+            raise BackupError(f"{self.archive.name}: codings and notes belong to a coder, so choose an existing account "
+                              f"for {listed}{' and more' if len(unmapped) > 10 else ''}")
 
     def run(self) -> RestoreResult:
-        manifest = self.manifest()
-        plans = {p.label: p for p in backup_plan()}
-        entries = {}
-        for entry in manifest.get("models", []):
-            label = entry.get("model")
-            if label in EXCLUDED:
-                continue
-            if label not in plans:
-                raise BackupError(f"{self.archive.name}: the backup holds {label!r}, which this instance does not know "
-                                  "(made by a newer version?)")
-            entries[label] = self.archive.json(entry["file"])
-            if not isinstance(entries[label], list):
-                raise BackupError(f"{self.archive.name}: {entry['file']} is not a list of rows")
-        if len(entries.get(PROJECT_LABEL, [])) != 1:
-            raise BackupError(f"{self.archive.name}: the backup must hold exactly one project")
+        manifest, plans, entries = _load(self.archive)
+        people = _people(self.archive.name, plans, entries)
+        self.check_people(people)
         uuids = self.new_uuids(plans, entries)
         deferred: list[tuple[ModelPlan, list[models.Model], list[dict]]] = []
         for plan in backup_plan():
             rows = entries.get(plan.label, [])
-            if plan.label == "projects.membership":
-                rows = [r for r in rows if self.keep_membership(r)]
+            if plan.label in ACCOUNT_ONLY:
+                rows = [r for r in rows if self.keep_account_row(plan.label, r)]
             deferred.append((plan, self.insert(plan, rows, uuids), rows))
         for plan, objs, rows in deferred:
             self.fix_deferred(plan, objs, rows)
         project = Project.objects.get(pk=next(iter(self.pk_maps[PROJECT_LABEL].values())))
+        PersonName.objects.bulk_create([PersonName(project=project, model=label, row_id=obj.pk, field=attname, name=name)
+                                        for label, obj, attname, name in self.names], batch_size=1000)
         self.ensure_owner(project)
+        kept = sorted(p for p in people if self.account(p) is None)
+        if kept:
+            self.warnings.append(f"Kept as names only (no account here): {', '.join(kept[:20])}"
+                                 f"{f' and {len(kept) - 20} more' if len(kept) > 20 else ''}.")
         audit_record(project=project, actor=self.owner, action=AuditEvent.Action.RESTORED, target=project,
                      summary=f"Project restored from the backup {self.archive.name}",
-                     data={"backup_of": manifest.get("project", {}), "backup_created_at": manifest.get("created_at")})
+                     data={"backup_of": manifest.get("project", {}), "backup_created_at": manifest.get("created_at"),
+                           "people": {p: getattr(self.account(p), "username", None) for p in sorted(people)}})
         return RestoreResult(project=project, counts=self.counts, warnings=self.warnings)
 
     def new_uuids(self, plans: dict[str, ModelPlan], entries: dict[str, list]) -> dict[str, str]:
@@ -406,8 +494,10 @@ class _Restorer:
                 continue  # an older backup without this field: keep the model default
             raw = values[f.attname]
             if f.attname in plan.user_fks:
-                user = self.user(raw)
-                setattr(obj, f.attname, user.pk if user else None)
+                account = self.account(raw)
+                setattr(obj, f.attname, account.pk if account else None)
+                if account is None and raw:
+                    self.names.append((plan.label, obj, f.attname, raw))
             elif f.attname in plan.fks:
                 target = plan.fks[f.attname]
                 new = self.pk_maps[target].get(raw) if raw is not None else None
@@ -453,7 +543,13 @@ class _Restorer:
             links = []
             for row, obj in zip(rows, objs, strict=True):
                 for old in row["fields"].get(name) or []:
-                    new = self.user(old).pk if target == USER else self.pk_maps[target].get(old)
+                    if target == USER:
+                        account = self.account(old)
+                        new = account.pk if account else None
+                        if account is None and old:
+                            self.names.append((plan.label, obj, name, old))
+                    else:
+                        new = self.pk_maps[target].get(old)
                     if new is not None:
                         links.append(through(**{src_col: obj.pk, dst_col: new}))
             through.objects.bulk_create(links, batch_size=1000)
@@ -474,14 +570,13 @@ class _Restorer:
             field_name = plan.model._meta.get_field(attname.removesuffix("_id")).name
             plan.model._base_manager.bulk_update(changed_objs, [field_name], batch_size=500)
 
-    def keep_membership(self, row: dict) -> bool:
-        if self.members == "all":
-            return True
-        username = row.get("fields", {}).get("user_id")
-        if username == self.owner.username:
-            return True
-        user = self.user(username)
-        return user is not None and user.pk in self.created_users
+    def keep_account_row(self, label: str, row: dict) -> bool:
+        """Memberships and read markers come back only for people mapped to an account; memberships of
+        others than the restorer only with members="all" (a backup never grants access by itself)."""
+        account = self.account(row.get("fields", {}).get("user_id"))
+        if account is None:
+            return False
+        return label != "projects.membership" or self.members == "all" or account.pk == self.owner.pk
 
     def ensure_owner(self, project: Project) -> None:
         membership, created = Membership.objects.get_or_create(project=project, user=self.owner, defaults={"role": Role.OWNER})
@@ -509,13 +604,33 @@ def _raw_insert(model: type[models.Model], objs: list[models.Model], batch_size:
             obj._state.adding, obj._state.db = False, qs.db
 
 
+def backup_people(*, source: BinaryIO | bytes | str, filename: str = "backup.zip") -> list[BackupPerson]:
+    """The people a backup names (for the restorer to map to accounts), by username; refuses a bad archive."""
+    archive = _Archive(source, filename)
+    _, plans, entries = _load(archive)
+    return sorted(_people(archive.name, plans, entries).values(), key=lambda p: p.username.lower())
+
+
+def restore_accounts(restorer) -> list:
+    """The accounts a restorer may map people to: themselves and the active people they share a project with
+    (never a search of every account on the instance)."""
+    User = get_user_model()
+    shared = Membership.objects.filter(project__memberships__user=restorer).values("user_id")
+    return list(User.objects.filter(models.Q(pk=restorer.pk) | models.Q(pk__in=shared, is_active=True))
+                .order_by("username"))
+
+
 @transaction.atomic
 def project_restore(*, source: BinaryIO | bytes | str, owner, name: str = "", members: str = "me",
-                    filename: str = "backup.zip") -> RestoreResult:
-    """Restore a backup into a new project owned by `owner`; lands whole or not at all."""
+                    people: Mapping[str, Any] | None = None, filename: str = "backup.zip") -> RestoreResult:
+    """Restore a backup into a new project owned by `owner`; lands whole or not at all, and never creates accounts.
+
+    `people` maps a username in the backup to the existing account that person is here (chosen by the
+    restorer); everyone else is kept as a name only.
+    """
     if members not in ("me", "all"):
         raise ValueError("members must be 'me' or 'all'")
-    return _Restorer(_Archive(source, filename), owner=owner, name=name, members=members).run()
+    return _Restorer(_Archive(source, filename), owner=owner, name=name, members=members, people=people or {}).run()
 
 
 def backup_filename(project: Project) -> str:

@@ -8,16 +8,25 @@ the only change ever made is a trim to a chosen length, always marked `[...]`.
 Rows stream from one server-side cursor (values + iterator), so memory stays flat and
 the number of queries does not depend on the number of excerpts.
 
-With a theme filter or a theme/sub-theme column the rows come from codes placed in
-themes: a code in two themes gives its excerpts under each theme (that is what a
-theme → code → quote table in a paper shows); codes in no theme are then left out.
+With a theme column the rows follow the codes' places in themes: a code in two themes gives
+its excerpts under each theme (that is what a theme → code → quote table in a paper shows),
+and a code in no (live) theme gives them once under "(no theme)", so "all coded excerpts"
+means all. A theme filter keeps only the chosen themes' codes.
+
+"Include sub-codes" widens a code filter to the chosen codes' descendants.
+
+Provenance columns for reproducibility: the turn number (as the transcript shows it), the
+quote's character offsets in the turn's text (code points, end exclusive: turn.text[start:end]),
+the interview's and the turn's ids (uuids), and the response id (a live turn's
+chat-completions id; an imported turn's message ids from its export).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -25,6 +34,7 @@ from django.db.models import (
     Case,
     Exists,
     F,
+    FilteredRelation,
     IntegerField,
     OuterRef,
     Q,
@@ -35,12 +45,14 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.fields.json import KeyTransform
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Coalesce, Greatest, JSONObject, Least, Substr
 
 from coding.models import Code, Coding
-from interviews.models import Interview, Participant
+from coding.queries import with_descendants
+from interviews.models import Interview, Participant, turn_number
 from interviews.provenance import CITED_LIVE_KEYS, REQUEST_PARAMS, turn_citation
+from interviews.rendering import RichText, Run, quote_text
 from projects.models import Project
 from themes.models import Exemplar, Theme
 
@@ -53,7 +65,12 @@ COLUMNS: dict[str, str] = {
     "turn": "Turn",
     "quote": "Quote",
     "provenance": "Provenance",
+    "offsets": "Offsets",
+    "interview_id": "Interview id",
+    "turn_id": "Turn id",
+    "response_id": "Response id",
 }
+NO_THEME = "(no theme)"
 DEFAULT_COLUMNS = ("theme", "code", "model", "quote")
 TRIM_MARK = "[...]"
 MIN_TRIM = 20
@@ -78,6 +95,11 @@ class ExcerptSpec:
     exemplars_only: bool = False
     max_quote_chars: int | None = None
     caption: str = ""
+    # Quotes show what the reader saw (Markdown rendered, markers gone); this keeps the Markdown source.
+    markdown_source: bool = False
+    # Codings a researcher made by accepting an AI suggestion (coding.Coding.Origin.SUGGESTION).
+    with_suggestions: bool = True
+    subcodes: bool = False  # recorded for the builder; `codes` already holds the descendants when on
 
     @property
     def themed(self) -> bool:
@@ -101,6 +123,10 @@ class ExcerptRow:
     provenance: str
     coders: list[str] = field(default_factory=list)
     segment_positions: tuple[int, int] = (0, 0)
+    offsets: str = ""  # "start–end" in the turn's text
+    interview_id: str = ""
+    turn_id: str = ""
+    response_id: str = ""
 
     def values(self, columns: tuple[str, ...]) -> list[Any]:
         return [getattr(self, c) for c in columns]
@@ -153,16 +179,23 @@ def spec_from_query(options: ExcerptOptions, query: Mapping[str, Any]) -> Excerp
     trim = _positive_int(_first(query, "trim"), "trim")
     if trim is not None and trim < MIN_TRIM:
         raise ExcerptSpecError(f"Trim quotes to at least {MIN_TRIM} characters (got {trim}).")
+    subcodes = _first(query, "subcodes") in ("1", "on", "true")
+    codes = {c.pk for c in _pick(getlist("codes"), {str(c.uuid): c for c in options.codes}, "code")}
+    if subcodes:
+        codes = with_descendants(codes, options.codes)
     return ExcerptSpec(
         columns=columns,
         themes=frozenset(theme_ids),
-        codes=frozenset(c.pk for c in _pick(getlist("codes"), {str(c.uuid): c for c in options.codes}, "code")),
+        codes=frozenset(codes),
+        subcodes=subcodes,
         participants=frozenset(p.pk for p in _pick(getlist("participants"),
                                                      {str(p.uuid): p for p in options.participants}, "participant")),
         coders=frozenset(u.pk for u in _pick(getlist("coders"), {u.username: u for u in options.coders}, "coder")),
         exemplars_only=_first(query, "rows") == "exemplars",
         max_quote_chars=trim,
         caption=(_first(query, "caption") or "").strip()[:300],
+        markdown_source=_first(query, "quotes") == "markdown",
+        with_suggestions=_first(query, "suggestions") != "exclude",
     )
 
 
@@ -196,17 +229,25 @@ def _positive_int(value: str | None, name: str) -> int | None:
     return number
 
 
+def chosen_codes(spec: ExcerptSpec, options: ExcerptOptions) -> list[Code]:
+    """The codes ticked in the builder: with sub-codes on, `spec.codes` also holds their descendants."""
+    return [c for c in options.codes if c.pk in spec.codes and not (spec.subcodes and c.parent_id in spec.codes)]
+
+
 def spec_to_params(spec: ExcerptSpec, options: ExcerptOptions) -> dict[str, list[str]]:
     """The GET parameters that rebuild `spec` (stored on export jobs)."""
     return {
         "columns": list(spec.columns),
         "themes": [str(t.uuid) for t in options.themes if t.pk in spec.themes],
-        "codes": [str(c.uuid) for c in options.codes if c.pk in spec.codes],
+        "codes": [str(c.uuid) for c in chosen_codes(spec, options)],
+        "subcodes": ["1"] if spec.subcodes else [],
         "participants": [str(p.uuid) for p in options.participants if p.pk in spec.participants],
         "coders": [u.username for u in options.coders if u.pk in spec.coders],
         "rows": ["exemplars" if spec.exemplars_only else "all"],
         "trim": [str(spec.max_quote_chars)] if spec.max_quote_chars else [],
         "caption": [spec.caption] if spec.caption else [],
+        "quotes": ["markdown"] if spec.markdown_source else [],
+        "suggestions": [] if spec.with_suggestions else ["exclude"],
     }
 
 
@@ -235,7 +276,7 @@ def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = Non
 
 FIELDS = (
     "segment_id", "segment__position", "segment__turn_id", "segment__text", "segment__start", "segment__end", "lead",
-    "code_id", "coder_id", "origin", "interview_id", "segment__turn__position",
+    "code_id", "coder_id", "origin", "interview_id", "segment__turn__position", "segment__turn__uuid",
 )
 PROVENANCE_FIELDS = ("segment__turn__model_slug", "segment__turn__timestamp", "live_record")
 INTERVIEW_FIELDS = ("id", "uuid", "title", "conducted_at", "source_format", "source_filename", "source_sha256",
@@ -255,6 +296,24 @@ def _live_record(turn: str) -> JSONObject:
                       request=JSONObject(**{k: KeyTransform(k, request) for k in REQUEST_PARAMS if k != "model"}))
 
 
+def _response_id(turn: str) -> Coalesce:
+    """A live turn's chat-completions id, else the message ids an imported turn's export gave (as JSON text)."""
+    live = KeyTextTransform("response_id", KeyTransform("provenance", f"{turn}__metadata"))
+    return Coalesce(live, KeyTextTransform("message_ids", f"{turn}__metadata"), Value(""), output_field=TextField())
+
+
+def _response_text(value: str | None) -> str:
+    """Message ids arrive as a JSON list: shown comma-separated."""
+    if not value:
+        return ""
+    if value.startswith("["):
+        try:
+            return ", ".join(str(v) for v in json.loads(value))
+        except ValueError:
+            return value
+    return value
+
+
 def _present(record: dict[str, Any] | None) -> dict[str, Any]:
     """The record without the keys the turn does not have (JSON null: an imported or interviewer turn)."""
     out = {k: v for k, v in (record or {}).items() if v is not None}
@@ -266,7 +325,8 @@ def _via(provider: str, interface: str) -> str:
     return ", ".join(filter(None, [provider, INTERFACES.get(interface, interface)]))
 
 
-def _coding_queryset(project: Project, spec: ExcerptSpec) -> QuerySet:
+def _coding_queryset(project: Project, spec: ExcerptSpec, live_themes: list[int] | None = None) -> QuerySet:
+    """The codings in the table; with `live_themes` (ids), joined to the codes' places in those themes."""
     qs = Coding.objects.filter(interview__project=project, interview__deleted_at__isnull=True,
                                code__deleted_at__isnull=True, code__project=project)
     if spec.codes:
@@ -275,14 +335,17 @@ def _coding_queryset(project: Project, spec: ExcerptSpec) -> QuerySet:
         qs = qs.filter(interview__participant_id__in=spec.participants)
     if spec.coders:
         qs = qs.filter(coder_id__in=spec.coders)
-    if spec.themed:
-        # One filter() call, so every condition applies to the same ThemeCode join
-        # (and the values()/order_by() below reuse it).
-        placement = Q(code__theme_codes__theme__project=project, code__theme_codes__theme__deleted_at__isnull=True)
-        placement &= ~Q(code__theme_codes__theme__status=Theme.Status.DISCARDED)
+    if not spec.with_suggestions:
+        qs = qs.filter(origin=Coding.Origin.HUMAN)
+    if spec.themed and live_themes is not None:
+        # The code's places in live themes, as a LEFT JOIN: one row per place, or one row with no
+        # theme for a code in none (the values()/order_by() in _coding_rows reuse the same join).
+        in_live = Q(code__theme_codes__theme_id__in=live_themes or [0])
+        qs = qs.annotate(place=FilteredRelation("code__theme_codes", condition=in_live))
         if spec.themes:
-            placement &= Q(code__theme_codes__theme_id__in=spec.themes)
-        qs = qs.filter(placement)
+            qs = qs.filter(place__theme_id__in=spec.themes)
+    elif spec.themes:
+        qs = qs.filter(code__theme_codes__theme_id__in=spec.themes)
     return qs
 
 
@@ -317,7 +380,7 @@ class _Lookups:
 
 
 def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -> Iterator[ExcerptRow]:
-    qs = _coding_queryset(project, spec)
+    qs = _coding_queryset(project, spec, live_themes=[t.pk for t in options.themes])
     # Up to LEAD characters of the turn before each segment: joining a run of segments
     # with the text between them gives the turn's exact text without loading whole turns
     # (or a per-row subquery for the previous segment).
@@ -326,11 +389,14 @@ def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -
     if "provenance" in spec.columns:
         qs = qs.annotate(live_record=_live_record("segment__turn"))
     fields = list(FIELDS) + (list(PROVENANCE_FIELDS) if "provenance" in spec.columns else [])
+    if "response_id" in spec.columns:
+        qs = qs.annotate(response_id=_response_id("segment__turn"))
+        fields.append("response_id")
     order: list[Any] = []
     if spec.themed:
-        qs = qs.annotate(placement_id=F("code__theme_codes__theme_id"))
+        qs = qs.annotate(placement_id=F("place__theme_id"))
         fields.append("placement_id")
-        order = [_rank("code__theme_codes__theme_id", [t.pk for t in options.themes]), "code__theme_codes__position"]
+        order = [_rank("place__theme_id", [t.pk for t in options.themes]), "place__position"]
     order += [_rank("code_id", [c.pk for c in options.codes]), "code_id",
               _rank("interview__participant_id", [p.pk for p in options.participants]),
               "interview__conducted_at", "interview_id", "segment__position", "coder_id"]
@@ -364,6 +430,7 @@ def _join_runs(values: Iterator[Any], spec: ExcerptSpec, names: _Lookups) -> Ite
         if run is not None:
             yield _row(run, spec, names)
         run = {"key": key, "first": v, "parts": [v.segment__text], "last_segment": v.segment_id, "last_end": v.segment__end,
+               "start": v.segment__start,
                "first_position": v.segment__position, "last_position": v.segment__position, "coders": [], "origins": set()}
         _add_coder(run, v, names)
     if run is not None:
@@ -393,7 +460,7 @@ def _add_coder(run: dict[str, Any], v: Any, names: _Lookups) -> None:
 def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
     v = run["first"]
     run["coders"].sort()
-    theme, subtheme = names.placements.get(getattr(v, "placement_id", None), ("", ""))
+    theme, subtheme = names.placements.get(getattr(v, "placement_id", None), (NO_THEME if spec.themed else "", ""))
     iv = names.interviews.get(v.interview_id) or _late_interview(names, v.interview_id)
     p = names.participants.get(iv.participant_id) or _late_participant(names, iv.participant_id)
     provenance = ""
@@ -411,9 +478,11 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
         provenance = _coded_by(source, run["coders"], "suggestion" in run["origins"])
     return ExcerptRow(
         theme=theme, subtheme=subtheme, code=names.codes.get(v.code_id, ""), model=p.label,
-        interview=iv.title, interview_uuid=str(iv.uuid), turn=v.segment__turn__position + 1,
-        quote=trim_quote("".join(run["parts"]), spec.max_quote_chars), provenance=provenance,
+        interview=iv.title, interview_uuid=str(iv.uuid), turn=turn_number(v.segment__turn__position),
+        quote=excerpt_quote("".join(run["parts"]), spec), provenance=provenance,
         coders=list(run["coders"]), segment_positions=(run["first_position"], run["last_position"]),
+        offsets=f"{run['start']}–{run['last_end']}", interview_id=str(iv.uuid), turn_id=str(v.segment__turn__uuid),
+        response_id=_response_text(getattr(v, "response_id", None)),
     )
 
 
@@ -431,7 +500,7 @@ def _late_participant(names: _Lookups, participant_id: int) -> Participant:
 
 def _source(*, live: dict[str, Any] | None, turn_position: int, **turn: Any) -> str:
     """Where a quote comes from, as interviews.provenance cites a turn, then the turn's number."""
-    return "; ".join([*turn_citation(live=_present(live), **turn), f"turn {turn_position + 1}"])
+    return "; ".join([*turn_citation(live=_present(live), **turn), f"turn {turn_number(turn_position)}"])
 
 
 def _coded_by(source: str, coders: list[str], ai: bool) -> str:
@@ -445,15 +514,32 @@ def _provenance(*, coders: list[str], ai: bool, **source: Any) -> str:
 _WORD_END = re.compile(r"\s+\S*$")
 
 
+def excerpt_quote(source: str, spec: ExcerptSpec) -> str:
+    """A table's quote: the text as the reader saw it (styled runs kept for DOCX and LaTeX), or the Markdown source."""
+    return trim_quote(source if spec.markdown_source else quote_text(source), spec.max_quote_chars)
+
+
 def trim_quote(text: str, limit: int | None) -> str:
-    """The quote, or its beginning cut at a word boundary with `[...]` when longer than `limit`."""
+    """The quote, or its beginning cut at a word boundary with `[...]` when longer than `limit`.
+
+    A styled quote (RichText) stays styled: its runs are cut at the same place.
+    """
     if not limit or len(text) <= limit:
         return text
     head = text[:limit]
     cut = _WORD_END.search(head)
     if cut and cut.start() > limit // 2:
         head = head[: cut.start()]
-    return head.rstrip() + " " + TRIM_MARK
+    head = head.rstrip()
+    if not isinstance(text, RichText):
+        return head + " " + TRIM_MARK
+    runs, left = [], len(head)
+    for run in text.runs:
+        if left <= 0:
+            break
+        runs.append(replace(run, text=run.text[:left]))
+        left -= len(run.text)
+    return RichText([*runs, Run(" " + TRIM_MARK)])
 
 
 # --- exemplars (themes.Exemplar: quotes pinned to a theme, trimming already marked) ------
@@ -488,7 +574,7 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
         code_names=Subquery(codes, output_field=TextField()), coder_names=Subquery(coders, output_field=TextField()),
         theme_name=Coalesce(F("theme__parent__name"), F("theme__name")),
         subtheme_name=Case(When(theme__parent__isnull=False, then=F("theme__name")), default=Value("")),
-        live_record=_live_record("turn"),
+        live_record=_live_record("turn"), response_id=_response_id("turn"),
     ).order_by(
         Coalesce(F("theme__parent__position"), F("theme__position")), Coalesce(F("theme__parent__name"), F("theme__name")),
         F("theme__parent_id").asc(nulls_first=True), "theme__position", "theme__name", "theme_id", "position", "id",
@@ -499,7 +585,7 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
         "turn__interview__source_sha256", "live_record",
         "turn__interview__participant__label", "turn__interview__participant__provider",
         "turn__interview__participant__model_id", "turn__interview__participant__interface",
-        "segment__position", named=True,
+        "segment__position", "spans", "turn__uuid", "response_id", named=True,
     )
     for v in qs.iterator(chunk_size=CHUNK):
         coders_ = [c for c in (v.coder_names or "").split(", ") if c]
@@ -514,7 +600,16 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
         yield ExcerptRow(
             theme=v.theme_name or "", subtheme=v.subtheme_name or "", code=v.code_names or "",
             model=v.turn__interview__participant__label, interview=v.turn__interview__title,
-            interview_uuid=str(v.turn__interview__uuid), turn=v.turn__position + 1,
-            quote=trim_quote(v.quote, spec.max_quote_chars), provenance=provenance, coders=coders_,
+            interview_uuid=str(v.turn__interview__uuid), turn=turn_number(v.turn__position),
+            quote=excerpt_quote(v.quote, spec), provenance=provenance, coders=coders_,
             segment_positions=(v.segment__position or 0, v.segment__position or 0),
+            offsets=_span_offsets(v.spans), interview_id=str(v.turn__interview__uuid), turn_id=str(v.turn__uuid),
+            response_id=_response_text(v.response_id),
         )
+
+
+def _span_offsets(spans: Any) -> str:
+    """An exemplar's spans ([[start, end], ...], gaps marked [...] in its quote) as "start–end[; start–end]"."""
+    if not isinstance(spans, list):
+        return ""
+    return "; ".join(f"{a}–{b}" for a, b in (s for s in spans if isinstance(s, list) and len(s) == 2))

@@ -57,6 +57,7 @@ from interviews.parsers.base import guess_labels
 from interviews.parsers.text import find_label_lines
 from interviews.provenance import interview_provenance, turn_citation
 from interviews.segmentation import segment_text
+from projects import safejson
 from projects.audit import audit_record
 from projects.models import AuditEvent, Membership, Project, Role
 from projects.services import project_create
@@ -142,26 +143,50 @@ class _Exporter:
             created=interview.conducted_at or interview.created_at,
             variable_values=[refiqda.VariableValue(_guid("variable", TURNS_VARIABLE), json.dumps(turn_map))],
         )
-        by_segment: dict[int, list[Coding]] = defaultdict(list)
-        for c in codings:
-            by_segment[c.segment_id].append(c)
-        for seg_codings in by_segment.values():
-            seg = seg_codings[0].segment
-            start = offsets[seg.turn_id] + seg.start
-            sel = refiqda.Selection(guid=_guid("segment", seg.pk), start=start, end=start + (seg.end - seg.start),
-                                    created=min(c.created_at for c in seg_codings))
-            for c in sorted(seg_codings, key=lambda c: c.pk):
-                coding = refiqda.Coding(guid=_guid("coding", c.pk), code_guid=code_guids[c.code_id],
-                                        creating_user=self.user_guid(c.coder), created=c.created_at)
+        selections: dict[tuple[int, int], refiqda.Selection] = {}
+        for run in _coding_runs(codings):
+            first, last = run[0].segment, run[-1].segment
+            start, end = offsets[first.turn_id] + first.start, offsets[first.turn_id] + last.end
+            guid = _guid("segment", first.pk) if len(run) == 1 else _guid("segments", first.pk, last.pk)
+            sel = selections.setdefault((start, end), refiqda.Selection(guid=guid, start=start, end=end))
+            created = min(c.created_at for c in run)
+            sel.created = min(sel.created, created) if sel.created else created
+            coding = refiqda.Coding(guid=_guid("coding", run[0].pk), code_guid=code_guids[run[0].code_id],
+                                    creating_user=self.user_guid(run[0].coder), created=created)
+            for c in run:
                 if c.note.strip():
-                    note = refiqda.Note(guid=_guid("coding-note", c.pk), name=f"Note on {seg.text[:40]}",
+                    note = refiqda.Note(guid=_guid("coding-note", c.pk), name=f"Note on {c.segment.text[:40]}",
                                         text=c.note, creating_user=coding.creating_user, created=c.created_at)
                     self.notes.append(note)
                     coding.note_refs.append(note.guid)
-                sel.codings.append(coding)
-            src.selections.append(sel)
+            sel.codings.append(coding)
+        src.selections.extend(selections.values())
         src.selections.sort(key=lambda s: (s.start, s.end))
         return src, offsets
+
+
+def _coding_runs(codings: list[Coding]) -> list[list[Coding]]:
+    """One code by one coder on consecutive segments of one turn, grouped: each group is one selection.
+
+    A passage coded in another tool comes in split at sentence ends; written back as one
+    selection, it leaves as it came (an NVivo selection over five sentences stays one).
+    """
+    by_pair: dict[tuple[int, int], list[Coding]] = defaultdict(list)
+    for c in codings:
+        by_pair[(c.code_id, c.coder_id)].append(c)
+    runs: list[list[Coding]] = []
+    for group in by_pair.values():
+        group.sort(key=lambda c: c.segment.position)
+        run = [group[0]]
+        for c in group[1:]:
+            prev = run[-1].segment
+            if c.segment.turn_id == prev.turn_id and c.segment.position == prev.position + 1:
+                run.append(c)
+            else:
+                runs.append(run)
+                run = [c]
+        runs.append(run)
+    return sorted(runs, key=lambda run: run[0].pk)
 
 
 def _citation(turn: Turn, interview: Interview) -> str:
@@ -283,7 +308,7 @@ def _turns_from_map(src: refiqda.TextSource, variables: dict[str, str]) -> list[
     if not isinstance(raw, str):
         return None
     try:
-        spans = [(t["speaker"], int(t["start"]), int(t["end"])) for t in json.loads(raw)]
+        spans = [(t["speaker"], int(t["start"]), int(t["end"])) for t in safejson.loads(raw)]
     except (ValueError, TypeError, KeyError):
         return None
     text_len, last = len(src.text or ""), 0
@@ -299,7 +324,7 @@ def _turn_facts_from_map(src: refiqda.TextSource, variables: dict[str, str], cou
     var_guid = variables.get(TURNS_VARIABLE.lower())
     raw = next((vv.value for vv in src.variable_values if refiqda.norm_guid(vv.variable_guid) == var_guid), "")
     try:
-        entries = json.loads(raw)
+        entries = safejson.loads(raw)
     except (ValueError, TypeError):
         entries = []
     facts = []
@@ -602,12 +627,22 @@ def split_spans(text: str, cuts: Iterable[int]) -> list[tuple[int, int, str]]:
     return out
 
 
+def _refuse_nul_characters(qp: refiqda.Project, filename: str) -> None:
+    """PostgreSQL text cannot hold NUL; stripping it would shift every selection after it, so name it instead."""
+    for kind, item in [*(("source", s) for s in qp.sources), *(("note", n) for n in qp.notes)]:
+        at = (item.text or "").find("\x00")
+        if at >= 0:
+            raise refiqda.QdpxError(f"{kind} {item.name!r} holds a NUL character (at character {at}), which cannot be "
+                                    "stored; remove it from the text and export again", where=filename or "archive")
+
+
 @transaction.atomic
 def project_import_qdpx(*, source: refiqda.Project | bytes | BinaryIO | str, owner, name: str = "",
                         filename: str = "") -> ImportResult:
     """Create a new project owned by `owner` from a .qdpx; lands whole or not at all."""
     limits = refiqda.Limits(max_total_bytes=settings.RTA_MAX_UNCOMPRESSED_BYTES)
     qp = source if isinstance(source, refiqda.Project) else refiqda.read_project(source, name=filename, limits=limits)
+    _refuse_nul_characters(qp, filename)
     project = project_create(owner=owner, name=(name or qp.name or "Imported project")[:200],
                              description=qp.description)
     importer = _Importer(qp, owner=owner, project=project, filename=filename)

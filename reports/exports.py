@@ -1,20 +1,23 @@
-"""Export services: excerpt tables straight to the response or, when large, through the worker."""
+"""Export services: excerpt tables and whole-project archives (.qdpx, backup) straight to the response or,
+when large, written by the worker (an ExportJob with a progress page and a download)."""
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
-import re
 import tempfile
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
-from projects.jobs import enqueue
+from interviews.models import Segment
+from projects.filenames import download_filename
+from projects.jobs import enqueue, job_lock
 from projects.models import Project
+from reports.backup import backup_filename, project_backup
 from reports.excerpts import (
     ExcerptOptions,
     ExcerptSpec,
@@ -24,8 +27,9 @@ from reports.excerpts import (
     excerpt_rows,
     spec_from_query,
 )
+from reports.exchange import project_export_qdpx
 from reports.models import ExportJob
-from reports.writers import FORMATS, Table, write_table
+from reports.writers import FORMATS, Table, page_from_query, write_table
 
 log = logging.getLogger(__name__)
 
@@ -33,30 +37,44 @@ log = logging.getLogger(__name__)
 INLINE_MAX_ROWS: int = settings.RTA_EXPORT_INLINE_MAX_ROWS
 PROGRESS_EVERY = 500
 WIDTHS = {"theme": 1.2, "subtheme": 1.2, "code": 1.2, "model": 1.0, "interview": 1.3, "turn": 0.5, "quote": 5.0,
-          "provenance": 2.6}
-
-
-def safe_filename(text: str, fallback: str = "export") -> str:
-    stem = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")[:80]
-    return stem or fallback
+          "provenance": 2.6, "offsets": 1.0, "interview_id": 1.6, "turn_id": 1.6, "response_id": 1.6}
 
 
 def excerpt_filename(project: Project, fmt: str) -> str:
-    return f"{safe_filename(project.name, 'project')}-excerpts-{dt.date.today():%Y%m%d}.{FORMATS[fmt][0]}"
+    return download_filename(project, "excerpts", FORMATS[fmt][0])
+
+
+def qdpx_filename(project: Project, positions: str) -> str:
+    return download_filename(project, "refi-qda" + ("-nvivo" if positions == "utf16" else ""), "qdpx")
+
+
+def project_export_size(project: Project) -> int:
+    """Segments in the project's live interviews: what a whole-project export grows with; one query."""
+    return Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True).count()
+
+
+def project_export_in_worker(project: Project) -> bool:
+    """Whether a .qdpx or backup of the project is too large to write inside a web request."""
+    return project_export_size(project) > settings.RTA_EXPORT_INLINE_MAX_SEGMENTS
 
 
 def excerpt_caption(project: Project, spec: ExcerptSpec) -> str:
     kind = "Exemplar quotes" if spec.exemplars_only else "Excerpts"
-    return spec.caption or f"{kind} from {project.name}"
+    caption = spec.caption or f"{kind} from {project.name}"
+    if not spec.with_suggestions and not spec.exemplars_only:
+        caption += ". Codings made by accepting AI suggestions are left out"
+    return caption
 
 
 def excerpt_table(project: Project, spec: ExcerptSpec, *, row_count: int | None = None, on_row=None,
-                  options: ExcerptOptions | None = None) -> Table:
-    """The excerpt table for the writers; rows are streamed from the database when read."""
+                  options: ExcerptOptions | None = None, page: dict[str, Any] | None = None) -> Table:
+    """The excerpt table for the writers; rows are streamed from the database when read.
+
+    `page` is the page chosen for DOCX and LaTeX (writers.page_from_query)."""
     rows = (row.values(spec.columns) for row in excerpt_rows(project, spec, options=options))
     return Table(caption=excerpt_caption(project, spec), headers=spec.headers, rows=rows, row_count=row_count,
                  widths=[WIDTHS[c] for c in spec.columns], label="tab:excerpts", on_row=on_row,
-                 numeric=frozenset(i for i, c in enumerate(spec.columns) if c == "turn"))
+                 numeric=frozenset(i for i, c in enumerate(spec.columns) if c == "turn"), **(page or {}))
 
 
 @transaction.atomic
@@ -72,25 +90,40 @@ def exportjob_create(*, project: Project, user, fmt: str, params: dict[str, list
     return job
 
 
+@transaction.atomic
+def exportjob_create_archive(*, project: Project, user, kind: str, positions: str = "codepoints") -> ExportJob:
+    """Queue a worker export of the whole project: a REFI-QDA .qdpx (positions as chosen) or a backup."""
+    if kind == ExportJob.Kind.QDPX:
+        fmt, filename, params = "qdpx", qdpx_filename(project, positions), {"positions": positions}
+    elif kind == ExportJob.Kind.BACKUP:
+        fmt, filename, params = "zip", backup_filename(project), {}
+    else:
+        raise ValueError(f"Not a whole-project export: {kind!r}")
+    job = ExportJob.objects.create(project=project, created_by=user, kind=kind, format=fmt, params=params,
+                                   filename=filename)
+    from reports.tasks import export_project_task
+
+    enqueue(export_project_task, job.pk)
+    return job
+
+
 def exportjob_run(*, job_id: int) -> None:
-    """Write the job's file. Safe to run twice: a finished job is left alone, a half-run one starts over."""
-    job = ExportJob.objects.select_related("project").filter(pk=job_id).first()
-    if job is None or job.status == ExportJob.Status.DONE:
-        return
-    ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.RUNNING, started_at=timezone.now(),
-                                               progress_done=0, error="")
+    """Write the job's file. Safe to run twice: a finished, failed or discarded job is left alone, one
+    another worker is writing too; one whose worker died (lock free, still running) starts over."""
+    with job_lock("export", job_id) as mine:
+        job = ExportJob.objects.select_related("project").filter(pk=job_id).first()
+        if mine and job is not None and job.status in (ExportJob.Status.QUEUED, ExportJob.Status.RUNNING):
+            _write(job)
+
+
+def _write(job: ExportJob) -> None:
+    if not ExportJob.objects.filter(pk=job.pk, status__in=[ExportJob.Status.QUEUED, ExportJob.Status.RUNNING]).update(
+            status=ExportJob.Status.RUNNING, started_at=timezone.now(), progress_done=0, error=""):
+        return  # discarded meanwhile
+    write = _write_excerpts if job.kind == ExportJob.Kind.EXCERPTS else _write_archive
     try:
-        options = excerpt_options(job.project)
-        spec = spec_from_query(options, job.params)
-        total = excerpt_count(job.project, spec)
-        ExportJob.objects.filter(pk=job.pk).update(progress_total=total)
-
-        def progress(n: int) -> None:
-            if n % PROGRESS_EVERY == 0:
-                ExportJob.objects.filter(pk=job.pk).update(progress_done=n)
-
         with tempfile.TemporaryFile() as tmp:
-            write_table(job.format, excerpt_table(job.project, spec, row_count=total, on_row=progress, options=options), tmp)
+            total = write(job, tmp)
             tmp.seek(0)
             job.file.save(job.filename, File(tmp), save=False)
     except ExcerptSpecError as e:
@@ -105,11 +138,54 @@ def exportjob_run(*, job_id: int) -> None:
     job.save(update_fields=["file", "status", "finished_at", "progress_done", "progress_total"])
 
 
+def _write_excerpts(job: ExportJob, out) -> int:
+    """The excerpt table, with its progress every PROGRESS_EVERY rows; returns the rows written."""
+    options = excerpt_options(job.project)
+    spec = spec_from_query(options, job.params)
+    total = excerpt_count(job.project, spec)
+    ExportJob.objects.filter(pk=job.pk).update(progress_total=total)
+
+    def progress(n: int) -> None:
+        if n % PROGRESS_EVERY == 0:
+            ExportJob.objects.filter(pk=job.pk).update(progress_done=n)
+
+    table = excerpt_table(job.project, spec, row_count=total, on_row=progress, options=options,
+                          page=page_from_query(_Params(job.params)))
+    write_table(job.format, table, out)
+    return total
+
+
+def _write_archive(job: ExportJob, out) -> int:
+    """The .qdpx or backup of the whole project; its progress is the project's segments, all at once at the end."""
+    total = project_export_size(job.project)
+    ExportJob.objects.filter(pk=job.pk).update(progress_total=total)
+    if job.kind == ExportJob.Kind.QDPX:
+        project_export_qdpx(project=job.project, out=out, positions=job.params.get("positions", "codepoints"))
+    else:
+        project_backup(project=job.project, out=out)
+    return total
+
+
+def exportjob_discard(*, job: ExportJob) -> None:
+    """Drop an export still waiting for the worker; one the worker has started finishes."""
+    if not ExportJob.objects.filter(pk=job.pk, status=ExportJob.Status.QUEUED).delete()[0]:
+        raise ValidationError("This export has started; wait for it to finish.")
+
+
 def _fail(job: ExportJob, message: str) -> None:
     ExportJob.objects.filter(pk=job.pk).update(status=ExportJob.Status.FAILED, error=message, finished_at=timezone.now())
 
 
 def query_params(query: Any) -> dict[str, list[str]]:
     """A QueryDict as plain lists (what an ExportJob stores)."""
-    keys = ("columns", "themes", "codes", "participants", "coders", "rows", "trim", "caption")
+    keys = ("columns", "themes", "codes", "subcodes", "participants", "coders", "rows", "trim", "caption", "paper",
+            "orientation")
     return {k: [v for v in query.getlist(k)] for k in keys if query.getlist(k)}
+
+
+class _Params(dict):
+    """A job's stored parameters (lists) read like a query string's last values."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        values = super().get(key) or []
+        return values[-1] if values else default

@@ -1,15 +1,36 @@
-"""Frequency and prevalence: how often each code (or theme) appears in each model's answers.
+"""Frequency and prevalence: how often each code (or theme) appears in each group of interviews.
 
-Counts are *coded segments* (a segment coded by two coders counts once). A model's
-percentage for a code is the share of that model's coded segments that carry the code,
-so models with longer answers are comparable. The log ratio between two groups of
-models is ln(share in group A / share in group B): 0 means equally common, +∞ means
-only group A has it, −∞ only group B, and it is undefined (None) when neither has it
-or a group has no coded segments at all.
+**Columns** are the values of one attribute, chosen by the user: the participant (model,
+the default), its provider or interface, any of its case variables, or an attribute of the
+interview itself (depth, origin, or any scalar value of its metadata, e.g. a ground truth
+from a Markdown front matter or an attribute sheet). Every interview falls in exactly one
+column; interviews without a value fall in "(not set)".
 
-Theme level: a segment counts for a theme when any of the theme's codes (or its
-sub-themes' codes) is on it. Everything is aggregated in SQL: a fixed number of
-queries whatever the number of segments.
+**Denominators** (stated in the table's note):
+
+- ``segments`` (default): n = coded segments carrying the code (a segment coded by two
+  coders counts once); % = share of the column's coded segments.
+- ``codable``: n = answer segments carrying the code; % = share of all the column's answer
+  segments (participant turns), coded or not.
+- ``interviews``: n = interviews in which the code appears; % = share of the column's interviews.
+
+**Roll-up** (on by default): a parent code counts every segment carrying it or any of its
+descendants (once); a theme counts its own codes, its sub-themes' codes and, with roll-up,
+those codes' descendants. Off: each row counts only what is coded with it directly.
+
+**Log ratio** between group A and group B (each a set of columns): ln(share in A / share in B),
+where share = a / n_A. 0 means equally common; "only in A" (+∞) and "only in B" (−∞) when the
+other group never has it; undefined (None) when neither group has it or a group is empty.
+With the continuity correction, 0.5 is added to each cell of the 2×2 table (a + 0.5 of
+n_A + 1, b + 0.5 of n_B + 1), so every ratio is finite. The 95 % interval is Woolf's log
+method applied to a ratio of two shares: ln ratio ± 1.96 · √(1/a − 1/n_A + 1/b − 1/n_B)
+(the counts corrected when the correction is on); it is not given for infinite ratios.
+
+Queries: participants, interviews, codes (and themes with their codes), one query for the
+distinct (code, interview, segment) triples, and the answer segments per interview for the
+``codable`` denominator: a fixed number whatever the size of the project. The triples are
+aggregated in Python because roll-up needs distinct segments over a code's whole subtree,
+and a column may gather interviews of several participants.
 """
 
 from __future__ import annotations
@@ -20,15 +41,26 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Count, F, Q
-from django.db.models.functions import Coalesce
+from django.db.models import Count
 
 from coding.models import Code, Coding
-from interviews.models import Participant
+from interviews.models import Interview, Participant, Segment, Speaker
 from projects.models import Project
-from themes.models import Theme
+from themes.models import Theme, ThemeCode
 
 LEVELS = ("code", "theme")
+DENOMINATORS = {
+    "segments": "coded segments",
+    "codable": "answer segments (coded or not)",
+    "interviews": "interviews",
+}
+NOT_SET = "(not set)"
+Z95 = 1.959963984540054
+# Participant fields a table can be grouped by (case variables come from the data).
+PARTICIPANT_FIELDS = {"participant": "Model (participant)", "provider": "Provider", "interface": "Interface",
+                      "model_id": "Model id"}
+INTERVIEW_FIELDS = {"depth": "Interview depth", "origin": "Interview origin"}
+CASE_PREFIX, INTERVIEW_PREFIX = "case:", "interview:"
 
 
 class FrequencySpecError(ValueError):
@@ -38,8 +70,12 @@ class FrequencySpecError(ValueError):
 @dataclass(frozen=True)
 class FrequencySpec:
     level: str = "code"
-    group_a: frozenset[int] = frozenset()
-    group_b: frozenset[int] = frozenset()
+    group_a: frozenset[str] = frozenset()  # column keys
+    group_b: frozenset[str] = frozenset()
+    by: str = "participant"
+    denominator: str = "segments"
+    rollup: bool = True
+    correction: bool = False
 
     @property
     def has_ratio(self) -> bool:
@@ -49,8 +85,37 @@ class FrequencySpec:
     def hint(self) -> str:
         """What to do next when only one group is chosen (not an error: the table is still right)."""
         if bool(self.group_a) != bool(self.group_b):
-            return f"Choose models for group {'B' if self.group_a else 'A'} too to see the log ratio ln(A/B)."
+            return f"Choose values for group {'B' if self.group_a else 'A'} too to see the log ratio ln(A/B)."
         return ""
+
+
+@dataclass(frozen=True)
+class Column:
+    key: str  # the participant's uuid when grouped by participant, else the value as text
+    label: str
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """ln(share A / share B) with its 95 % interval; ±inf when only one group has the code, None when undefined."""
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+    @property
+    def flag(self) -> str:
+        if self.value is None:
+            return "undefined"
+        if self.value == math.inf:
+            return "only in A"
+        if self.value == -math.inf:
+            return "only in B"
+        return ""
+
+    @property
+    def finite(self) -> bool:
+        return self.value is not None and not math.isinf(self.value)
 
 
 @dataclass
@@ -58,25 +123,30 @@ class FrequencyRow:
     label: str
     uuid: str
     colour: str
-    depth: int  # 0 for codes and themes, 1 for sub-themes
+    depth: int  # 0 for top-level codes and themes, 1 for their children, ...
     counts: list[int]
     percents: list[float | None]
     count_a: int = 0
     count_b: int = 0
-    log_ratio: float | None = None
+    ratio: Ratio = field(default_factory=lambda: Ratio(None))
 
     @property
     def total(self) -> int:
         return sum(self.counts)
 
+    @property
+    def log_ratio(self) -> float | None:
+        return self.ratio.value
+
 
 @dataclass
 class FrequencyTable:
     level: str
-    participants: list[Participant]
-    totals: list[int]  # coded segments per participant
+    columns: list[Column]
+    totals: list[int]  # the denominator per column
     rows: list[FrequencyRow]
     spec: FrequencySpec
+    by_label: str = "Model (participant)"
     group_a_labels: list[str] = field(default_factory=list)
     group_b_labels: list[str] = field(default_factory=list)
     total_a: int = 0
@@ -86,181 +156,368 @@ class FrequencyTable:
     def max_percent(self) -> float:
         return max((p for r in self.rows for p in r.percents if p is not None), default=0.0)
 
-    def headers(self) -> list[str]:
-        first = "Code" if self.level == "code" else "Theme"
-        cols = [first]
-        for p in self.participants:
-            cols += [f"{p.label} n", f"{p.label} %"]
+    @property
+    def totals_label(self) -> str:
+        return DENOMINATORS[self.spec.denominator].capitalize()
+
+    def note(self) -> str:
+        """What n, % and the ratio mean: printed under the table and in the LaTeX caption."""
+        parts = [f"Columns: {self.by_label}.",
+                 f"n = {DENOMINATORS[self.spec.denominator]} with the {self.level}; % = share of the column's "
+                 f"{DENOMINATORS[self.spec.denominator]}."]
+        parts.append("Parent codes and themes include their children." if self.spec.rollup
+                     else "Each row counts only what is coded with it directly.")
         if self.spec.has_ratio:
-            cols += ["Group A n", "Group B n", "ln(A/B)"]
+            parts.append(f"ln(A/B) compares group A ({', '.join(self.group_a_labels)}) with group B "
+                         f"({', '.join(self.group_b_labels)}): the natural log of share in A over share in B.")
+            if self.spec.correction:
+                parts.append("Continuity correction: 0.5 added to each cell (a + 0.5 of n + 1).")
+            parts.append("95% CI: Woolf's log method for a ratio of two shares, "
+                         "ln ratio ± 1.96·√(1/a − 1/n_A + 1/b − 1/n_B); none for ratios only in A or only in B.")
+        return " ".join(parts)
+
+    def headers(self) -> list[str]:
+        """Spreadsheet headers: numbers in columns of their own, the ratio's flag beside it."""
+        cols = ["Code" if self.level == "code" else "Theme"]
+        for c in self.columns:
+            cols += [f"{c.label} n", f"{c.label} %"]
+        if self.spec.has_ratio:
+            cols += ["Group A n", "Group B n", "ln(A/B)", "95% CI low", "95% CI high", "ln(A/B) flag"]
         return cols
 
     def export_rows(self) -> Iterable[list[Any]]:
-        """Rows for the table writers: numbers stay numbers (percent with 1 decimal, ratio with 2)."""
+        """Rows for CSV/XLSX: numeric columns hold numbers or nothing; infinite/undefined ratios are flagged."""
         for r in self.rows:
-            label = ("— " if r.depth else "") + r.label
-            cells: list[Any] = [label]
+            cells: list[Any] = [_indent(r)]
             for n, pct in zip(r.counts, r.percents, strict=True):
                 cells += [n, None if pct is None else round(pct, 1)]
             if self.spec.has_ratio:
-                cells += [r.count_a, r.count_b, _ratio_cell(r.log_ratio)]
+                finite = r.ratio.finite
+                cells += [r.count_a, r.count_b, _round(r.ratio.value) if finite else None,
+                          _round(r.ratio.low), _round(r.ratio.high), r.ratio.flag]
             yield cells
-        totals: list[Any] = ["Coded segments"]
+        totals: list[Any] = [self.totals_label]
         for n in self.totals:
             totals += [n, None]
         if self.spec.has_ratio:
-            totals += [self.total_a, self.total_b, None]
+            totals += [self.total_a, self.total_b, None, None, None, ""]
         yield totals
 
-    def numeric_columns(self) -> frozenset[int]:
-        return frozenset(range(1, len(self.headers())))
-
     def compact_headers(self) -> list[str]:
-        """One column per model ("n (%)"), for tables in papers (LaTeX)."""
-        cols = ["Code" if self.level == "code" else "Theme", *(p.label for p in self.participants)]
+        """One "n (%)" column per value, for tables in papers (LaTeX)."""
+        cols = ["Code" if self.level == "code" else "Theme", *(c.label for c in self.columns)]
         if self.spec.has_ratio:
-            cols += ["A n", "B n", "ln(A/B)"]
+            cols += ["A n", "B n", "ln(A/B)", "95% CI"]
         return cols
 
     def compact_rows(self) -> Iterable[list[Any]]:
         for r in self.rows:
-            cells: list[Any] = [("— " if r.depth else "") + r.label]
+            cells: list[Any] = [_indent(r)]
             cells += ["–" if pct is None else f"{n} ({pct:.1f}%)" for n, pct in zip(r.counts, r.percents, strict=True)]
             if self.spec.has_ratio:
-                cells += [r.count_a, r.count_b, _ratio_cell(r.log_ratio)]
+                cells += [r.count_a, r.count_b, format_ratio(r.ratio.value), format_interval(r.ratio)]
             yield cells
-        totals: list[Any] = ["Coded segments", *self.totals]
+        totals: list[Any] = [self.totals_label, *self.totals]
         if self.spec.has_ratio:
-            totals += [self.total_a, self.total_b, None]
+            totals += [self.total_a, self.total_b, None, None]
         yield totals
 
 
-def _ratio_cell(value: float | None) -> float | None:
-    return None if value is None else (value if math.isinf(value) else round(value, 2))
+def _indent(row: FrequencyRow) -> str:
+    return "— " * row.depth + row.label
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 2)
+
+
+def ratio_estimate(count_a: int, total_a: int, count_b: int, total_b: int, *, correction: bool = False) -> Ratio:
+    """ln of the ratio of two shares with its 95 % interval (see the module docstring)."""
+    if total_a <= 0 or total_b <= 0 or (count_a == 0 and count_b == 0):
+        return Ratio(None)
+    a, n_a, b, n_b = float(count_a), float(total_a), float(count_b), float(total_b)
+    if correction:
+        a, n_a, b, n_b = a + 0.5, n_a + 1, b + 0.5, n_b + 1
+    elif b == 0:
+        return Ratio(math.inf)
+    elif a == 0:
+        return Ratio(-math.inf)
+    value = math.log((a / n_a) / (b / n_b))
+    variance = 1 / a - 1 / n_a + 1 / b - 1 / n_b
+    half = Z95 * math.sqrt(max(variance, 0.0))
+    return Ratio(value, value - half, value + half)
 
 
 def log_ratio(count_a: int, total_a: int, count_b: int, total_b: int) -> float | None:
     """ln((count_a/total_a) / (count_b/total_b)); ±inf when one side is zero, None when undefined."""
-    if total_a <= 0 or total_b <= 0 or (count_a == 0 and count_b == 0):
-        return None
-    if count_b == 0:
-        return math.inf
-    if count_a == 0:
-        return -math.inf
-    return math.log((count_a / total_a) / (count_b / total_b))
+    return ratio_estimate(count_a, total_a, count_b, total_b).value
 
 
 def format_ratio(value: float | None) -> str:
     if value is None:
         return "—"
     if value == math.inf:
-        return "+∞"
+        return "only in A"
     if value == -math.inf:
-        return "−∞"
+        return "only in B"
+    return _signed(value)
+
+
+def _signed(value: float) -> str:
     text = f"{value:+.2f}"
     return "0.00" if text in ("+0.00", "-0.00") else text.replace("-", "−")
+
+
+def format_interval(ratio: Ratio) -> str:
+    if ratio.low is None or ratio.high is None:
+        return ""
+    return f"[{_signed(ratio.low)}, {_signed(ratio.high)}]"
+
+
+# --- who is in which column ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attribute:
+    key: str
+    label: str
+
+
+@dataclass
+class Population:
+    """The project's participants and interviews (2 queries), and the attributes they can be grouped by."""
+
+    participants: list[Participant]
+    interviews: list[Interview]
+
+    @classmethod
+    def of(cls, project: Project) -> Population:
+        participants = list(Participant.objects.filter(project=project).order_by("label"))
+        interviews = list(Interview.objects.alive().filter(project=project)
+                          .only("id", "uuid", "participant_id", "title", "depth", "origin", "status", "metadata")
+                          .order_by("participant__label", "conducted_at", "title", "id"))
+        return cls(participants, interviews)
+
+    def attributes(self) -> list[Attribute]:
+        found = [Attribute(k, v) for k, v in PARTICIPANT_FIELDS.items()]
+        found += [Attribute(CASE_PREFIX + k, f"Case variable: {k}") for k in sorted(_keys(p.attributes for p in self.participants))]
+        found += [Attribute(k, v) for k, v in INTERVIEW_FIELDS.items()]
+        found += [Attribute(INTERVIEW_PREFIX + k, f"Interview: {k}") for k in sorted(_keys(i.metadata for i in self.interviews))]
+        return found
+
+    def attribute(self, key: str) -> Attribute:
+        for a in self.attributes():
+            if a.key == key:
+                return a
+        raise FrequencySpecError(f"There is no attribute {key!r} to group by in this project; "
+                                 "choose a participant field, a case variable or an interview attribute.")
+
+    def column_of(self, key: str) -> dict[int, str]:
+        """Interview id → its column key for the attribute `key`."""
+        participants = {p.pk: p for p in self.participants}
+        return {iv.pk: _value(key, iv, participants[iv.participant_id]) for iv in self.interviews}
+
+    def columns(self, key: str) -> list[Column]:
+        if key == "participant":
+            used = {iv.participant_id for iv in self.interviews}
+            return [Column(str(p.uuid), p.label) for p in self.participants if p.pk in used]
+        values = set(self.column_of(key).values())
+        return [Column(v, v) for v in sorted(values, key=lambda v: (v == NOT_SET, v.lower()))]
+
+
+def _keys(mappings: Iterable[Any]) -> set[str]:
+    return {k for m in mappings if isinstance(m, dict) for k, v in m.items() if _scalar(v)}
+
+
+def _scalar(value: Any) -> bool:
+    return isinstance(value, str | int | float | bool) and str(value).strip() != ""
+
+
+def _value(key: str, interview: Interview, participant: Participant) -> str:
+    if key == "participant":
+        return str(participant.uuid)
+    if key in PARTICIPANT_FIELDS:
+        raw: Any = getattr(participant, key)
+    elif key in INTERVIEW_FIELDS:
+        raw = getattr(interview, key)
+    elif key.startswith(CASE_PREFIX):
+        raw = (participant.attributes or {}).get(key[len(CASE_PREFIX):]) if isinstance(participant.attributes, dict) else None
+    else:
+        raw = (interview.metadata or {}).get(key[len(INTERVIEW_PREFIX):]) if isinstance(interview.metadata, dict) else None
+    return str(raw).strip() if _scalar(raw) else NOT_SET
 
 
 # --- choices ---------------------------------------------------------------------------
 
 
-def spec_from_query(participants: list[Participant], query: Mapping[str, Any]) -> FrequencySpec:
-    """Level and the two groups (participant UUIDs in `a` and `b`)."""
+def _flag(query: Mapping[str, Any], key: str, default: bool) -> bool:
+    value = query.get(key)
+    return default if value in (None, "") else value in ("1", "on", "true", "yes")
+
+
+def spec_from_query(population: Population, query: Mapping[str, Any]) -> FrequencySpec:
+    """Level, the attribute the columns are grouped by, the two groups (values in `a` and `b`) and the options."""
     getlist = query.getlist if hasattr(query, "getlist") else (lambda k: list(query.get(k, [])))
     level = query.get("level") or "code"
     if level not in LEVELS:
         raise FrequencySpecError(f"Unknown level {level!r}; choose code or theme.")
-    by_uuid = {str(p.uuid): p.pk for p in participants}
+    denominator = query.get("denominator") or "segments"
+    if denominator not in DENOMINATORS:
+        raise FrequencySpecError(f"Unknown denominator {denominator!r}; choose one of {', '.join(DENOMINATORS)}.")
+    attribute = population.attribute(query.get("by") or "participant")
+    keys = {c.key for c in population.columns(attribute.key)}
     groups = []
     for key, name in (("a", "group A"), ("b", "group B")):
-        ids = set()
-        for value in getlist(key):
-            if value not in by_uuid:
-                raise FrequencySpecError(f"There is no model {value!r} in this project ({name}).")
-            ids.add(by_uuid[value])
-        groups.append(frozenset(ids))
+        chosen = set(getlist(key))
+        for value in chosen - keys:
+            raise FrequencySpecError(f"No interview has {value!r} as {attribute.label} ({name}).")
+        groups.append(frozenset(chosen))
     if groups[0] & groups[1]:
-        raise FrequencySpecError("A model cannot be in both groups: the ratio compares two separate groups.")
-    return FrequencySpec(level=level, group_a=groups[0], group_b=groups[1])
+        raise FrequencySpecError("A value cannot be in both groups: the ratio compares two separate groups.")
+    return FrequencySpec(level=level, group_a=groups[0], group_b=groups[1], by=attribute.key, denominator=denominator,
+                         rollup=_flag(query, "rollup", True), correction=_flag(query, "correction", False))
 
 
 # --- the table ---------------------------------------------------------------------------
 
 
-def frequency_table(project: Project, spec: FrequencySpec,
-                    participants: list[Participant] | None = None) -> FrequencyTable:
-    """Counts and shares per code (or theme) × model, with the group log ratio (4-5 queries)."""
-    if participants is None:
-        participants = list(Participant.objects.filter(project=project).order_by("label"))
-    codings = Coding.objects.filter(interview__project=project, interview__deleted_at__isnull=True,
-                                    code__deleted_at__isnull=True, code__project=project)
-    totals_by_p = dict(codings.values_list("interview__participant_id").annotate(n=Count("segment", distinct=True))
-                       .values_list("interview__participant_id", "n"))
-    totals = [totals_by_p.get(p.pk, 0) for p in participants]
+def frequency_table(project: Project, spec: FrequencySpec, population: Population | None = None) -> FrequencyTable:
+    """Counts and shares per code (or theme) × column, with the group log ratio (a fixed number of queries)."""
+    population = population or Population.of(project)
+    columns = population.columns(spec.by)
+    index = {c.key: i for i, c in enumerate(columns)}
+    column_of = {iv: index[key] for iv, key in population.column_of(spec.by).items()}
+    codes = list(Code.objects.for_project(project).only("id", "name", "uuid", "colour", "parent_id").order_by("position", "name"))
     if spec.level == "code":
-        items, counts = _code_counts(project, codings)
+        items, members = _code_items(codes, spec.rollup)
     else:
-        items, counts = _theme_counts(project, codings)
-    # The groups' own totals: segments are distinct per group, but a segment belongs to one interview,
-    # so summing the participants' distinct counts is exact.
-    total_a = sum(totals_by_p.get(p, 0) for p in spec.group_a)
-    total_b = sum(totals_by_p.get(p, 0) for p in spec.group_b)
+        items, members = _theme_items(project, codes, spec.rollup)
+    counts, coded = _count(project, spec, members, column_of, len(columns))
+    totals = _totals(project, spec, population, column_of, coded, len(columns))
+    picked_a = [i for c, i in index.items() if c in spec.group_a]
+    picked_b = [i for c, i in index.items() if c in spec.group_b]
+    total_a, total_b = sum(totals[i] for i in picked_a), sum(totals[i] for i in picked_b)
     rows = []
     for key, label, uuid, colour, depth in items:
-        per_p = counts.get(key, {})
-        row_counts = [per_p.get(p.pk, 0) for p in participants]
-        row = FrequencyRow(
-            label=label, uuid=uuid, colour=colour, depth=depth, counts=row_counts,
-            percents=[100 * n / t if t else None for n, t in zip(row_counts, totals, strict=True)],
-        )
+        row_counts = counts.get(key) or [0] * len(columns)
+        row = FrequencyRow(label=label, uuid=uuid, colour=colour, depth=depth, counts=row_counts,
+                           percents=[100 * n / t if t else None for n, t in zip(row_counts, totals, strict=True)])
         if spec.has_ratio:
-            row.count_a = sum(per_p.get(p, 0) for p in spec.group_a)
-            row.count_b = sum(per_p.get(p, 0) for p in spec.group_b)
-            row.log_ratio = log_ratio(row.count_a, total_a, row.count_b, total_b)
+            row.count_a, row.count_b = sum(row_counts[i] for i in picked_a), sum(row_counts[i] for i in picked_b)
+            row.ratio = ratio_estimate(row.count_a, total_a, row.count_b, total_b, correction=spec.correction)
         rows.append(row)
-    names = {p.pk: p.label for p in participants}
     return FrequencyTable(
-        level=spec.level, participants=participants, totals=totals, rows=rows, spec=spec,
-        group_a_labels=sorted(names[p] for p in spec.group_a), group_b_labels=sorted(names[p] for p in spec.group_b),
+        level=spec.level, columns=columns, totals=totals, rows=rows, spec=spec,
+        by_label=population.attribute(spec.by).label,
+        group_a_labels=[columns[i].label for i in picked_a], group_b_labels=[columns[i].label for i in picked_b],
         total_a=total_a, total_b=total_b,
     )
 
 
-Counts = dict[Any, dict[int, int]]
+Item = tuple[Any, str, str, str, int]  # key, label, uuid, colour, depth
 
 
-def _code_counts(project: Project, codings) -> tuple[list[tuple], Counts]:
-    codes = list(Code.objects.for_project(project).order_by("position", "name"))
-    counts: Counts = defaultdict(dict)
-    for code_id, p_id, n in (codings.values_list("code_id", "interview__participant_id")
-                             .annotate(n=Count("segment", distinct=True)).values_list("code_id", "interview__participant_id", "n")):
-        counts[code_id][p_id] = n
-    return [(c.pk, c.name, str(c.uuid), c.colour, 0) for c in codes], counts
+def _tree(nodes: list[Any], parent_of: dict[int, int | None]) -> list[tuple[Any, int]]:
+    """Nodes in depth-first order (children after their parent, siblings in the given order) with their depth."""
+    alive = {n.pk for n in nodes}
+    children: dict[int | None, list[Any]] = defaultdict(list)
+    for n in nodes:
+        parent = parent_of.get(n.pk)
+        children[parent if parent in alive else None].append(n)
+    out: list[tuple[Any, int]] = []
+    seen: set[int] = set()
+
+    def walk(parent: int | None, depth: int) -> None:
+        for n in children[parent]:
+            if n.pk in seen:
+                continue  # a cycle in bad data: show each node once
+            seen.add(n.pk)
+            out.append((n, depth))
+            walk(n.pk, depth + 1)
+
+    walk(None, 0)
+    for n in nodes:  # parents that loop back on each other: shown at the top rather than lost
+        if n.pk not in seen:
+            seen.add(n.pk)
+            out.append((n, 0))
+            walk(n.pk, 1)
+    return out
 
 
-def _theme_counts(project: Project, codings) -> tuple[list[tuple], Counts]:
-    themes = list(Theme.objects.for_project(project).exclude(status=Theme.Status.DISCARDED).order_by("position", "name"))
-    alive = {t.pk for t in themes}
-    placed = Q(code__theme_codes__theme__deleted_at__isnull=True, code__theme_codes__theme__project=project)
-    counts: Counts = defaultdict(dict)
-    # Each theme on its own (sub-themes included as rows of their own)...
-    for theme_id, p_id, n in (codings.filter(placed).values_list("code__theme_codes__theme_id", "interview__participant_id")
-                              .annotate(n=Count("segment", distinct=True))
-                              .values_list("code__theme_codes__theme_id", "interview__participant_id", "n")):
-        counts[theme_id][p_id] = n
-    # ...and top-level themes again with their sub-themes' codes rolled in (distinct segments).
-    top = Coalesce(F("code__theme_codes__theme__parent_id"), F("code__theme_codes__theme_id"))
-    for theme_id, p_id, n in (codings.filter(placed).annotate(top=top).values_list("top", "interview__participant_id")
-                              .annotate(n=Count("segment", distinct=True)).values_list("top", "interview__participant_id", "n")):
-        counts[("top", theme_id)][p_id] = n
-    items: list[tuple] = []
-    children: dict[int, list[Theme]] = defaultdict(list)
-    for t in themes:
-        if t.parent_id in alive:
-            children[t.parent_id].append(t)
-    for t in themes:
-        if t.parent_id in alive:
+def _subtrees(ordered: list[tuple[Any, int]]) -> dict[int, set[int]]:
+    """Each node's id → its own id and all its descendants' ids (from the depth-first order)."""
+    result: dict[int, set[int]] = {}
+    stack: list[tuple[int, int]] = []
+    for node, depth in ordered:
+        while stack and stack[-1][1] >= depth:
+            stack.pop()
+        result[node.pk] = {node.pk}
+        for ancestor, _ in stack:
+            result[ancestor].add(node.pk)
+        stack.append((node.pk, depth))
+    return result
+
+
+def _code_items(codes: list[Code], rollup: bool) -> tuple[list[Item], dict[Any, set[int]]]:
+    ordered = _tree(codes, {c.pk: c.parent_id for c in codes})
+    below = _subtrees(ordered)
+    items = [(c.pk, c.name, str(c.uuid), c.colour, depth) for c, depth in ordered]
+    return items, {c.pk: below[c.pk] if rollup else {c.pk} for c, _ in ordered}
+
+
+def _theme_items(project: Project, codes: list[Code], rollup: bool) -> tuple[list[Item], dict[Any, set[int]]]:
+    themes = list(Theme.objects.for_project(project).exclude(status=Theme.Status.DISCARDED)
+                  .only("id", "name", "uuid", "colour", "parent_id").order_by("position", "name"))
+    code_tree = _subtrees(_tree(codes, {c.pk: c.parent_id for c in codes}))
+    own: dict[int, set[int]] = defaultdict(set)
+    for theme_id, code_id in ThemeCode.objects.filter(theme__in=[t.pk for t in themes]).values_list("theme_id", "code_id"):
+        if code_id in code_tree:
+            own[theme_id] |= code_tree[code_id] if rollup else {code_id}
+    ordered = _tree(themes, {t.pk: t.parent_id for t in themes})
+    below = _subtrees(ordered)
+    members = {t.pk: set().union(*(own[s] for s in (below[t.pk] if rollup else {t.pk}))) for t, _ in ordered}
+    return [(t.pk, t.name, str(t.uuid), t.colour, depth) for t, depth in ordered], members
+
+
+def _count(project: Project, spec: FrequencySpec, members: dict[Any, set[int]], column_of: dict[int, int],
+           width: int) -> tuple[dict[Any, list[int]], list[set[int]]]:
+    """Per row, the distinct segments (or interviews) per column; and each column's coded segments."""
+    items_of_code: dict[int, list[Any]] = defaultdict(list)
+    for key, code_ids in members.items():
+        for code_id in code_ids:
+            items_of_code[code_id].append(key)
+    codings = Coding.objects.filter(interview__project=project, interview__deleted_at__isnull=True,
+                                    code__deleted_at__isnull=True, code__project=project)
+    if spec.denominator == "codable":
+        codings = codings.filter(segment__speaker=Speaker.PARTICIPANT)
+    seen: dict[Any, list[set[int]]] = {}
+    coded: list[set[int]] = [set() for _ in range(width)]
+    by_interviews = spec.denominator == "interviews"
+    for code_id, interview_id, segment_id in (codings.values_list("code_id", "interview_id", "segment_id")
+                                              .distinct().iterator(chunk_size=5000)):
+        col = column_of.get(interview_id)
+        if col is None:
             continue
-        items.append((("top", t.pk), t.name, str(t.uuid), t.colour, 0))
-        items += [(s.pk, s.name, str(s.uuid), s.colour, 1) for s in children[t.pk]]
-    return items, counts
+        coded[col].add(segment_id)
+        unit = interview_id if by_interviews else segment_id
+        for key in items_of_code.get(code_id, ()):
+            seen.setdefault(key, [set() for _ in range(width)])[col].add(unit)
+    return {key: [len(s) for s in sets] for key, sets in seen.items()}, coded
+
+
+def _totals(project: Project, spec: FrequencySpec, population: Population, column_of: dict[int, int],
+            coded: list[set[int]], width: int) -> list[int]:
+    totals = [0] * width
+    if spec.denominator == "segments":
+        return [len(s) for s in coded]
+    if spec.denominator == "interviews":
+        for col in column_of.values():
+            totals[col] += 1
+        return totals
+    answers = (Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True,
+                                      speaker=Speaker.PARTICIPANT)
+               .values("interview_id").annotate(n=Count("id")).values_list("interview_id", "n"))
+    for interview_id, n in answers:
+        if interview_id in column_of:
+            totals[column_of[interview_id]] += n
+    return totals

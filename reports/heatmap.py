@@ -38,7 +38,7 @@ def _cell_text(n: int, share: float | None, empty: str = "–") -> str:
 
 
 def _cell_w(table: FrequencyTable) -> int:
-    longest = max((len(p.label) for p in table.participants), default=8)
+    longest = max((len(p.label) for p in table.columns), default=8)
     return max(CELL_W, min(220, 16 + 8 * longest))
 
 
@@ -53,7 +53,7 @@ def _label_width(table: FrequencyTable) -> int:
 
 def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
     label_w, CELL_W = _label_width(table), _cell_w(table)  # noqa: N806 - the module constant, widened
-    width = label_w + CELL_W * len(table.participants) + 8
+    width = label_w + CELL_W * len(table.columns) + 8
     height = HEAD_H + CELL_H * len(table.rows) + 8
     top = table.max_percent
     out = [
@@ -62,7 +62,7 @@ def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
         f"<title>{escape(title or 'Frequency heatmap')}</title>",
         f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
     ]
-    for j, p in enumerate(table.participants):
+    for j, p in enumerate(table.columns):
         x = label_w + CELL_W * j + CELL_W / 2
         out.append(f'<text x="{x:.0f}" y="{HEAD_H - 10}" text-anchor="middle" font-weight="600">{escape(p.label[:26])}</text>')
     for i, row in enumerate(table.rows):
@@ -72,7 +72,7 @@ def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
             fill = _colour(share, top)
             x = label_w + CELL_W * j
             out.append(f'<rect x="{x}" y="{y}" width="{CELL_W - 2}" height="{CELL_H - 2}" fill="rgb{fill}" stroke="#d9dcdf">'
-                       f"<title>{escape(f'{row.label} · {table.participants[j].label}: {_cell_text(n, share)}')}</title></rect>")
+                       f"<title>{escape(f'{row.label} · {table.columns[j].label}: {_cell_text(n, share)}')}</title></rect>")
             out.append(f'<text x="{x + CELL_W / 2 - 1:.0f}" y="{y + CELL_H / 2 + 4:.0f}" text-anchor="middle" '
                        f'fill="{_ink(fill)}">{escape(_cell_text(n, share))}</text>')
     out.append("</svg>")
@@ -92,13 +92,13 @@ def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
 
 def heatmap_png(table: FrequencyTable, scale: int = 2) -> bytes:
     label_w, CELL_W = _label_width(table), _cell_w(table)  # noqa: N806 - the module constant, widened
-    width = label_w + CELL_W * len(table.participants) + 8
+    width = label_w + CELL_W * len(table.columns) + 8
     height = HEAD_H + CELL_H * len(table.rows) + 8
     image = Image.new("RGB", (width * scale, height * scale), "white")
     draw = ImageDraw.Draw(image)
     font = _font(FONT_SIZE * scale)
     top = table.max_percent
-    for j, p in enumerate(table.participants):
+    for j, p in enumerate(table.columns):
         x = (label_w + CELL_W * j + CELL_W / 2) * scale
         draw.text((x, (HEAD_H - 14) * scale), p.label[:26], fill="#1f2328", font=font, anchor="ms")
     for i, row in enumerate(table.rows):

@@ -4,7 +4,9 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
+from projects.jobs import waiting_long
 from projects.models import Project
 
 
@@ -19,6 +21,8 @@ class ExportJob(models.Model):
 
     class Kind(models.TextChoices):
         EXCERPTS = "excerpts", "Excerpt table"
+        QDPX = "qdpx", "REFI-QDA project"
+        BACKUP = "backup", "Project backup"
 
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="export_jobs")
@@ -36,10 +40,15 @@ class ExportJob(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # When the task was last handed to the broker (or tried): the row is the outbox (projects/jobs.py).
+    sent_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["project", "-created_at"], name="exportjob_project_recent")]
+        indexes = [
+            models.Index(fields=["project", "-created_at"], name="exportjob_project_recent"),
+            models.Index(fields=["sent_at"], condition=models.Q(status="queued"), name="exportjob_waiting"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} export {self.uuid} ({self.status})"
@@ -49,7 +58,32 @@ class ExportJob(models.Model):
         return self.status in (self.Status.QUEUED, self.Status.RUNNING)
 
     @property
+    def waiting_long(self) -> bool:
+        """Still waiting for a worker a minute after it was sent: offer to send it again or discard it."""
+        return self.status == self.Status.QUEUED and waiting_long(self.sent_at)
+
+    @property
     def percent(self) -> int:
         if self.status == self.Status.DONE:
             return 100
         return min(100, round(100 * self.progress_done / self.progress_total)) if self.progress_total else 0
+
+
+class PersonName(models.Model):
+    """Someone a restored backup names (author, coder of a memo, attendee...) who was kept as a name only:
+    the row's user field stays empty, and the name is kept here as text. A restore never creates accounts.
+
+    A later backup of the project writes the name back into the row, so it travels like a username.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)
+    model = models.CharField(max_length=60, help_text="The row's model, e.g. themes.memo.")
+    row_id = models.BigIntegerField()
+    field = models.CharField(max_length=60, help_text="The user field (attname) or many-to-many field the name belongs in.")
+    name = models.CharField(max_length=150)
+
+    class Meta:
+        indexes = [models.Index(fields=["project", "model", "row_id"], name="personname_row")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.model} {self.row_id}.{self.field})"

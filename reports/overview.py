@@ -18,6 +18,12 @@ class Phase:
     name: str
     summary: str
     done: bool
+    url_name: str  # the page where this phase's work is done (takes the project's uuid)
+    next_action: str
+
+
+def _count(n: int, one: str, many: str = "") -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 @dataclass
@@ -40,27 +46,25 @@ class ProjectOverview:
         defined = sum(n for s, n in self.themes_by_status.items() if s in {"defined", "final"})
         final = self.themes_by_status.get("final", 0)
         return [
-            Phase(1, "Familiarisation", f"{self.interviews} interviews", self.interviews > 0),
-            Phase(2, "Coding", f"{self.coded_percent}% of segments coded, {self.codes} codes", self.coded_percent >= 100),
-            Phase(3, "Generating themes", f"{themes} themes", themes > 0),
-            Phase(4, "Reviewing themes", f"{reviewed} reviewed", themes > 0 and reviewed == themes),
-            Phase(5, "Defining and naming", f"{defined} defined", themes > 0 and defined == themes),
-            Phase(6, "Writing up", f"{final} final", themes > 0 and final == themes),
+            Phase(1, "Familiarisation", _count(self.interviews, "interview"), self.interviews > 0,
+                  "interviews:list", "Import or conduct interviews."),
+            Phase(2, "Coding", f"{self.coded_percent}% of segments coded, {_count(self.codes, 'code')}",
+                  self.coded_percent >= 100, "coding:codebook",
+                  "Keep coding: open an interview and code its uncoded segments."),
+            Phase(3, "Generating themes", _count(themes, "theme"), themes > 0, "themes:board",
+                  "Group codes into candidate themes on the themes board."),
+            Phase(4, "Reviewing themes", f"{reviewed} reviewed", themes > 0 and reviewed == themes, "themes:reviews",
+                  "Review the candidate themes in a team meeting."),
+            Phase(5, "Defining and naming", f"{defined} defined", themes > 0 and defined == themes, "themes:board",
+                  "Write definitions and names for the reviewed themes."),
+            Phase(6, "Writing up", f"{final} final", themes > 0 and final == themes, "reports:excerpts",
+                  "Export excerpt tables for the paper."),
         ]
 
     @property
-    def next_action(self) -> str:
-        for phase in self.phases:
-            if not phase.done:
-                return {
-                    1: "Import or conduct interviews.",
-                    2: "Keep coding: open an interview and code its uncoded segments.",
-                    3: "Group codes into candidate themes on the themes board.",
-                    4: "Review the candidate themes in a team meeting.",
-                    5: "Write definitions and names for the reviewed themes.",
-                    6: "Export excerpt tables for the paper.",
-                }[phase.number]
-        return "All phases are complete."
+    def next_phase(self) -> Phase | None:
+        """The first phase not done yet: the home page's "Next" links to where its work is done."""
+        return next((phase for phase in self.phases if not phase.done), None)
 
 
 def project_overview(project: Project) -> ProjectOverview:

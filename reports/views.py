@@ -2,33 +2,45 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import tempfile
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
-from interviews.statistics import DEPTH_CHOICES, STAT_COLUMNS, as_table, project_statistics
-from projects.permissions import member_or_404
-from reports import codebook_export, frequency
+from interviews.statistics import DEPTH_CHOICES, STAT_COLUMNS, project_statistics, transposed, with_summary
+from projects.filenames import download_filename, download_stem
+from projects.jobs import job_send_again, job_sent_again_notice
+from projects.models import Membership
+from projects.permissions import member_or_404, owner_or_403
+from reports import cases, codebook_export, frequency, trajectories
 from reports.excerpts import (
     COLUMNS,
     ExcerptSpec,
     ExcerptSpecError,
+    chosen_codes,
     excerpt_count,
     excerpt_options,
     excerpt_rows,
     spec_from_query,
     spec_to_params,
 )
-from reports.exports import INLINE_MAX_ROWS, excerpt_filename, excerpt_table, exportjob_create, query_params, safe_filename
+from reports.exports import (
+    INLINE_MAX_ROWS,
+    excerpt_filename,
+    excerpt_table,
+    exportjob_create,
+    exportjob_discard,
+    query_params,
+)
 from reports.heatmap import heatmap_png, heatmap_svg
 from reports.models import ExportJob
 from reports.overview import project_overview
-from reports.writers import FORMATS, STREAMED, Table, iter_table, write_table
+from reports.writers import FORMATS, ORIENTATIONS, PAPERS, STREAMED, Table, iter_table, page_from_query, write_table
 
 PREVIEW_ROWS = 50
 RECENT_JOBS = 5
@@ -78,7 +90,8 @@ def excerpts(request: HttpRequest, project_uuid) -> HttpResponse:
     context = _context(
         membership, options=options, spec=spec, error=error, rows=rows, total=total, preview_rows=PREVIEW_ROWS,
         all_columns=_column_choices(spec), params=spec_to_params(spec, options), formats=FORMATS,
-        inline_max=INLINE_MAX_ROWS, selected=_selected(spec, options),
+        inline_max=INLINE_MAX_ROWS, selected=_selected(spec, options), papers=PAPERS.items(),
+        orientations=ORIENTATIONS.items(),
     )
     if request.htmx and not request.htmx.boosted:
         # The error is shown inline in the fragment; htmx only swaps 2xx responses.
@@ -95,7 +108,8 @@ def _column_choices(spec: ExcerptSpec) -> list[dict]:
 def _selected(spec: ExcerptSpec, options) -> dict:
     return {
         "themes": {t.pk for t in options.themes if t.pk in spec.themes and (t.parent_id not in spec.themes)},
-        "codes": set(spec.codes), "participants": set(spec.participants), "coders": set(spec.coders),
+        "codes": {c.pk for c in chosen_codes(spec, options)},
+        "participants": set(spec.participants), "coders": set(spec.coders),
     }
 
 
@@ -117,7 +131,8 @@ def excerpts_export(request: HttpRequest, project_uuid) -> HttpResponse:
     if total > INLINE_MAX_ROWS:
         job = exportjob_create(project=project, user=request.user, fmt=fmt, params=query_params(request.POST), total=total)
         return redirect("reports:export_job", project_uuid=project.uuid, job_uuid=job.uuid)
-    return _download(excerpt_table(project, spec, row_count=total, options=options), fmt, excerpt_filename(project, fmt))
+    table = excerpt_table(project, spec, row_count=total, options=options, page=page_from_query(request.POST))
+    return _download(table, fmt, excerpt_filename(project, fmt))
 
 
 def _download(table: Table, fmt: str, filename: str) -> HttpResponse:
@@ -137,69 +152,122 @@ def _download(table: Table, fmt: str, filename: str) -> HttpResponse:
 @require_GET
 def export_job(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
     """A worker export: progress while it runs (htmx polls the status fragment), then the download link."""
-    membership = member_or_404(request, project_uuid)
-    job = get_object_or_404(ExportJob.objects.select_related("created_by"), project=membership.project, uuid=job_uuid)
-    context = _context(membership, job=job)
+    job, membership = _export_job(request, project_uuid, job_uuid, ExportJob.objects.select_related("created_by"))
+    context = _context(membership, job=job, can_act=_may_manage(membership, job, request.user))
     if request.htmx and not request.htmx.boosted:
         return render(request, "reports/export_job.html#job-status", context)
     return render(request, "reports/export_job.html", context)
 
 
 @login_required
+@require_POST
+def export_job_send_again(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
+    """Send an export that still waits for the worker again (the sweeper does too, every minute)."""
+    membership, job = _export_job_to_manage(request, project_uuid, job_uuid)
+    try:
+        job_sent_again_notice(request, job_send_again(job=job))
+    except ValidationError as e:
+        messages.error(request, " ".join(e.messages))
+    return redirect("reports:export_job", project_uuid=membership.project.uuid, job_uuid=job.uuid)
+
+
+@login_required
+@require_POST
+def export_job_discard(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
+    """Drop an export that still waits for the worker."""
+    membership, job = _export_job_to_manage(request, project_uuid, job_uuid)
+    try:
+        exportjob_discard(job=job)
+    except ValidationError as e:
+        messages.error(request, " ".join(e.messages))
+        return redirect("reports:export_job", project_uuid=membership.project.uuid, job_uuid=job.uuid)
+    messages.success(request, "The export was discarded.")
+    return redirect("reports:index", project_uuid=membership.project.uuid)
+
+
+def _export_job_to_manage(request: HttpRequest, project_uuid, job_uuid) -> tuple:
+    """The job, for whoever started it or may write in the project (viewers export too; backups are the owners')."""
+    job, membership = _export_job(request, project_uuid, job_uuid, ExportJob.objects.all())
+    if not _may_manage(membership, job, request.user):
+        raise PermissionDenied("Only who started this export, an analyst or an owner can change it.")
+    return membership, job
+
+
+def _may_manage(membership, job: ExportJob, user) -> bool:
+    return membership.can_write or job.created_by_id == user.pk
+
+
+@login_required
 @require_GET
 def export_download(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
-    membership = member_or_404(request, project_uuid)
-    job = get_object_or_404(ExportJob, project=membership.project, uuid=job_uuid)
+    job, _ = _export_job(request, project_uuid, job_uuid, ExportJob.objects.all())
     if job.status != ExportJob.Status.DONE or not job.file:
         raise Http404("This export is not ready.")
     try:
         handle = job.file.open("rb")
     except FileNotFoundError:
         raise Http404("This export's file is gone; export the table again.") from None
-    return FileResponse(handle, as_attachment=True, filename=job.filename, content_type=FORMATS[job.format][1])
+    content_type = FORMATS[job.format][1] if job.kind == ExportJob.Kind.EXCERPTS else "application/zip"
+    return FileResponse(handle, as_attachment=True, filename=job.filename, content_type=content_type)
+
+
+def _export_job(request: HttpRequest, project_uuid, job_uuid, jobs) -> tuple[ExportJob, Membership]:
+    """A member's view of an export job; a backup holds the whole project, so it stays the owners'."""
+    membership = member_or_404(request, project_uuid)
+    job = get_object_or_404(jobs, project=membership.project, uuid=job_uuid)
+    if job.kind == ExportJob.Kind.BACKUP:
+        membership = owner_or_403(request, project_uuid)
+    return job, membership
 
 
 # --- frequency and prevalence --------------------------------------------------------------------
 
 
-def _frequency(request: HttpRequest, membership):
-    from interviews.models import Participant
+def _frequency(request: HttpRequest, membership, population: frequency.Population | None = None):
+    population = population or frequency.Population.of(membership.project)
+    spec = frequency.spec_from_query(population, request.GET)
+    return frequency.frequency_table(membership.project, spec, population)
 
-    participants = list(Participant.objects.filter(project=membership.project).order_by("label"))
-    spec = frequency.spec_from_query(participants, request.GET)
-    return frequency.frequency_table(membership.project, spec, participants)
+
+FREQUENCY_CHOICES = ("level", "by", "a", "b", "denominator", "rollup", "correction")
 
 
 @login_required
 @require_GET
 def frequency_view(request: HttpRequest, project_uuid) -> HttpResponse:
-    """Code (or theme) × model counts, shares and the group log ratio, as a table and a heatmap."""
+    """Code (or theme) × group counts, shares and the group log ratio, as a table and a heatmap."""
     membership = member_or_404(request, project_uuid)
+    population = frequency.Population.of(membership.project)
+    if request.GET.get("grouped", request.GET.get("by", "")) != request.GET.get("by", ""):
+        # The columns were just regrouped: the groups chosen among the old values no longer apply.
+        request.GET = request.GET.copy()
+        for key in ("a", "b", "grouped"):
+            request.GET.pop(key, None)
     error, table = "", None
     try:
-        table = _frequency(request, membership)
+        table = _frequency(request, membership, population)
     except frequency.FrequencySpecError as e:
         error = str(e)
         request.GET = request.GET.copy()
-        for key in ("level", "a", "b"):
+        for key in FREQUENCY_CHOICES:
             request.GET.pop(key, None)
-        table = _frequency(request, membership)
+        table = _frequency(request, membership, population)
     context = _context(
-        membership, table=table, error=error, query=request.GET.urlencode(),
+        membership, table=table, error=error, query=request.GET.urlencode(), attributes=population.attributes(),
+        denominators=frequency.DENOMINATORS.items(),
         heatmap=mark_safe(heatmap_svg(table, _frequency_title(membership.project, table))),  # noqa: S308 - built with escaping
-        rows=[(r, list(zip(r.counts, r.percents, strict=True)), frequency.format_ratio(r.log_ratio)) for r in table.rows],
-        group_a={str(p.uuid) for p in table.participants if p.pk in table.spec.group_a},
-        group_b={str(p.uuid) for p in table.participants if p.pk in table.spec.group_b},
+        rows=[(r, list(zip(r.counts, r.percents, strict=True)), frequency.format_ratio(r.ratio.value),
+               frequency.format_interval(r.ratio)) for r in table.rows],
     )
     if request.htmx and not request.htmx.boosted:
         # The error is shown inline in the fragment; htmx only swaps 2xx responses.
-        return render(request, "reports/frequency.html#frequency-result", context)
+        return render(request, "reports/frequency.html#frequency-page", context)
     return render(request, "reports/frequency.html", context, status=400 if error else 200)
 
 
 def _frequency_title(project, table: frequency.FrequencyTable) -> str:
     what = "Code" if table.level == "code" else "Theme"
-    return f"{what} frequency by model: {project.name}"
+    return f"{what} frequency by {table.by_label.lower()}: {project.name}"
 
 
 FREQUENCY_FORMATS = ("csv", "xlsx", "tex", "svg", "png")
@@ -219,7 +287,7 @@ def frequency_export(request: HttpRequest, project_uuid) -> HttpResponse:
     except frequency.FrequencySpecError as e:
         return HttpResponse(str(e), status=400, content_type="text/plain; charset=utf-8")
     project = membership.project
-    stem = f"{safe_filename(project.name, 'project')}-{table.level}-frequency-{dt.date.today():%Y%m%d}"
+    stem = download_stem(project, f"{table.level}-frequency")
     title = _frequency_title(project, table)
     if fmt == "svg":
         response = HttpResponse(heatmap_svg(table, title), content_type="image/svg+xml; charset=utf-8")
@@ -230,38 +298,53 @@ def frequency_export(request: HttpRequest, project_uuid) -> HttpResponse:
         response = HttpResponse(heatmap_png(table), content_type="image/png")
         response["Content-Disposition"] = f'attachment; filename="{stem}.png"'
         return response
-    caption = title + _groups_note(table)
-    # Papers get one "n (%)" column per model; spreadsheets get numbers in columns of their own.
-    headers, rows = (table.compact_headers(), table.compact_rows()) if fmt == "tex" else (table.headers(), table.export_rows())
-    out = Table(caption=caption, headers=headers, rows=rows, row_count=len(table.rows) + 1,
-                numeric=frozenset(range(1, len(headers))), widths=[3.0] + [1.2] * (len(headers) - 1),
-                label=f"tab:{table.level}-frequency")
+    # Papers get one "n (%)" column per group and the note in the caption; spreadsheets get numbers in
+    # columns of their own, with infinite or undefined ratios left empty and named in a flag column.
+    if fmt == "tex":
+        headers, rows, caption = table.compact_headers(), table.compact_rows(), f"{title}. {table.note()}"
+    else:
+        headers, rows, caption = table.headers(), table.export_rows(), title
+    numeric = frozenset(range(1, len(headers) - (1 if table.spec.has_ratio else 0)))  # the flag or interval is text
+    out = Table(caption=caption, headers=headers, rows=rows, row_count=len(table.rows) + 1, numeric=numeric,
+                widths=[3.0] + [1.2] * (len(headers) - 1), label=f"tab:{table.level}-frequency", **page_from_query(request.GET))
     return _download(out, fmt, f"{stem}.{FORMATS[fmt][0]}")
-
-
-def _groups_note(table: frequency.FrequencyTable) -> str:
-    if not table.spec.has_ratio:
-        return ""
-    return (f". n = coded segments; % = share of the model's coded segments; ln(A/B) compares group A "
-            f"({', '.join(table.group_a_labels)}) with group B ({', '.join(table.group_b_labels)})")
 
 
 # --- statistics and codebook ------------------------------------------------------------------------
 
 
+STATISTICS_FORMATS = ("csv", "xlsx", "tex")
+
+
 @login_required
 @require_GET
-def statistics_latex(request: HttpRequest, project_uuid) -> HttpResponse:
-    """The descriptive interview statistics (interviews.statistics) as a LaTeX table."""
+def statistics_download(request: HttpRequest, project_uuid, fmt: str) -> HttpResponse:
+    """The descriptive interview statistics (interviews.statistics): CSV and XLSX a row per model with the
+    across-model summary under it; LaTeX in Appendix C's shape (a row per metric, a column per model, then the
+    minimum, maximum and mean across models)."""
     membership = member_or_404(request, project_uuid)
+    if fmt not in STATISTICS_FORMATS:
+        raise Http404(f"No statistics format {fmt!r}.")
     depth = request.GET.get("depth", "")
     depth = depth if depth in dict(DEPTH_CHOICES) else ""
-    rows = as_table(project_statistics(membership.project, depth=depth or None))
+    unfinished = request.GET.get("unfinished") == "1"
+    statistics = project_statistics(membership.project, depth=depth or None, unfinished=unfinished)
     project = membership.project
-    caption = f"Descriptive statistics of the interviews per model: {project.name}" + (f" ({depth} interviews)" if depth else "")
-    table = Table(caption=caption, headers=STAT_COLUMNS, rows=rows, row_count=len(rows), label="tab:interview-statistics",
-                  numeric=frozenset(range(3, len(STAT_COLUMNS))), widths=[1.6, 1.2, 1.8] + [1.0] * (len(STAT_COLUMNS) - 3))
-    return _download(table, "tex", f"{safe_filename(project.name, 'project')}-interview-statistics.tex")
+    which = ", ".join(w for w in (f"{depth} interviews" if depth else "", "" if unfinished else "finished interviews only") if w)
+    caption = f"Descriptive statistics of the interviews per model: {project.name} ({which}). "
+    if fmt == "tex":
+        headers, rows = transposed(statistics)
+        table = Table(caption=caption + "The last three columns give the minimum, maximum and mean across models",
+                      headers=headers, rows=rows, row_count=len(rows), label="tab:interview-statistics",
+                      numeric=frozenset(range(1, len(headers))), widths=[3.2] + [1.0] * (len(headers) - 1),
+                      **page_from_query(request.GET))
+    else:
+        rows = with_summary(statistics)
+        table = Table(caption=caption + "The last three rows give the minimum, maximum and mean of each column across models",
+                      headers=STAT_COLUMNS, rows=rows, row_count=len(rows), label="tab:interview-statistics",
+                      numeric=frozenset(range(3, len(STAT_COLUMNS))))
+    table_name = "interview-statistics" + (f"-{depth}" if depth else "")
+    return _download(table, fmt, download_filename(project, table_name, FORMATS[fmt][0]))
 
 
 CODEBOOK_FORMATS = ("csv", "docx", "xlsx", "qdc")
@@ -275,7 +358,7 @@ def codebook_download(request: HttpRequest, project_uuid, fmt: str) -> HttpRespo
     if fmt not in CODEBOOK_FORMATS:
         raise Http404(f"No codebook format {fmt!r}.")
     project = membership.project
-    stem = f"{safe_filename(project.name, 'project')}-codebook"
+    stem = download_stem(project, "codebook")
     if fmt == "qdc":
         from refiqda.errors import QdpxError
 
@@ -287,3 +370,117 @@ def codebook_download(request: HttpRequest, project_uuid, fmt: str) -> HttpRespo
         response["Content-Disposition"] = f'attachment; filename="{stem}.qdc"'
         return response
     return _download(codebook_export.codebook_table(project), fmt, f"{stem}.{fmt}")
+
+
+# --- trajectories ------------------------------------------------------------------------------------
+
+
+def _trajectories(request: HttpRequest, membership):
+    from coding.models import Code
+
+    population = frequency.Population.of(membership.project)
+    codes = list(Code.objects.for_project(membership.project).order_by("position", "name"))
+    spec = trajectories.spec_from_query(codes, population, request.GET)
+    return trajectories.trajectories(membership.project, spec, population=population, codes=codes), codes, population
+
+
+@login_required
+@require_GET
+def trajectory_view(request: HttpRequest, project_uuid) -> HttpResponse:
+    """The moves of a chosen code set along each interview (timeline) and how they follow each other, by group."""
+    membership = member_or_404(request, project_uuid)
+    error = ""
+    try:
+        result, codes, population = _trajectories(request, membership)
+    except trajectories.TrajectorySpecError as e:
+        error = str(e)
+        request.GET = request.GET.copy()
+        for key in ("codes", "subcodes", "within", "by"):
+            request.GET.pop(key, None)
+        result, codes, population = _trajectories(request, membership)
+    context = _context(membership, result=result, codes=codes, attributes=population.attributes(), error=error,
+                       chosen={str(c.uuid) for c in codes if c.pk in result.spec.codes}, query=request.GET.urlencode(),
+                       timeline=mark_safe(trajectories.timeline_svg(result)))  # noqa: S308 - built with escaping
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "reports/trajectories.html#trajectory-result", context)
+    return render(request, "reports/trajectories.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_GET
+def trajectory_export(request: HttpRequest, project_uuid) -> HttpResponse:
+    """The transition table as CSV, or the timeline as SVG or PNG."""
+    membership = member_or_404(request, project_uuid)
+    fmt = request.GET.get("format", "")
+    if fmt not in ("csv", "svg", "png"):
+        return HttpResponse(f"Unknown format {fmt!r}; choose csv, svg or png.", status=400,
+                            content_type="text/plain; charset=utf-8")
+    try:
+        result, _, _ = _trajectories(request, membership)
+    except trajectories.TrajectorySpecError as e:
+        return HttpResponse(str(e), status=400, content_type="text/plain; charset=utf-8")
+    if fmt == "svg":
+        response = HttpResponse(trajectories.timeline_svg(result), content_type="image/svg+xml; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{download_filename(membership.project, "trajectories", "svg")}"'
+        response["Content-Security-Policy"] = "default-src 'none'; style-src 'unsafe-inline'"
+        return response
+    if fmt == "png":
+        response = HttpResponse(trajectories.timeline_png(result), content_type="image/png")
+        response["Content-Disposition"] = f'attachment; filename="{download_filename(membership.project, "trajectories", "png")}"'
+        return response
+    headers = result.csv_headers()
+    table = Table(caption=f"Move transitions: {membership.project.name}. {result.note()}", headers=headers,
+                  rows=result.csv_rows(), numeric=frozenset(range(2, len(headers))))
+    return _download(table, "csv", download_filename(membership.project, "transitions", "csv"))
+
+
+# --- case × code matrix ---------------------------------------------------------------------------------
+
+
+def _cases(request: HttpRequest, membership):
+    from coding.models import Code
+
+    population = frequency.Population.of(membership.project)
+    codes = list(Code.objects.for_project(membership.project).order_by("position", "name"))
+    chosen = trajectories.code_set_from_query(codes, request.GET)
+    return cases.case_matrix(membership.project, chosen, codes=codes, population=population,
+                             username=request.user.username), codes
+
+
+@login_required
+@require_GET
+def cases_view(request: HttpRequest, project_uuid) -> HttpResponse:
+    """Interviews × chosen codes applied to whole interviews (case features); writers tick cells in place."""
+    membership = member_or_404(request, project_uuid)
+    error = ""
+    try:
+        matrix, codes = _cases(request, membership)
+    except trajectories.CodeSetError as e:
+        error = str(e)
+        request.GET = request.GET.copy()
+        request.GET.pop("codes", None)
+        matrix, codes = _cases(request, membership)
+    chosen = {c.pk for c in matrix.codes}
+    context = _context(membership, matrix=matrix, codes=codes, chosen=chosen, error=error, query=request.GET.urlencode())
+    if request.htmx and not request.htmx.boosted:
+        return render(request, "reports/cases.html#case-matrix", context)
+    return render(request, "reports/cases.html", context, status=400 if error else 200)
+
+
+@login_required
+@require_GET
+def cases_export(request: HttpRequest, project_uuid) -> HttpResponse:
+    """The case × code matrix as CSV or XLSX: per cell, how many coders applied the code to the whole interview."""
+    membership = member_or_404(request, project_uuid)
+    fmt = request.GET.get("format", "")
+    if fmt not in ("csv", "xlsx"):
+        return HttpResponse(f"Unknown format {fmt!r}; choose csv or xlsx.", status=400, content_type="text/plain; charset=utf-8")
+    try:
+        matrix, _ = _cases(request, membership)
+    except trajectories.CodeSetError as e:
+        return HttpResponse(str(e), status=400, content_type="text/plain; charset=utf-8")
+    headers = matrix.headers()
+    table = Table(caption=f"Codes applied to whole interviews: {membership.project.name} (number of coders per cell)",
+                  headers=headers, rows=matrix.export_rows(), row_count=len(matrix.rows),
+                  numeric=frozenset(range(2, len(headers))))
+    return _download(table, fmt, download_filename(membership.project, "case-codes", fmt))

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import tempfile
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
@@ -10,12 +14,25 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 import refiqda
 from projects.permissions import member_or_404, owner_or_403
-from reports.backup import BackupError, backup_filename, project_backup, project_restore
+from reports.backup import (
+    BackupError,
+    BackupPerson,
+    backup_filename,
+    backup_people,
+    project_backup,
+    project_restore,
+    restore_accounts,
+)
 from reports.exchange import project_export_qdpx, project_import_qdpx
+from reports.exports import exportjob_create_archive, project_export_in_worker, qdpx_filename
+from reports.models import ExportJob
+
+PENDING_RESTORE_SECONDS = 24 * 3600  # an upload waiting for its people step is removed after this
 
 
 class QdpxExportForm(forms.Form):
@@ -53,6 +70,50 @@ class RestoreForm(_UploadForm):
                                    help_text="Leave empty to keep the backed-up project's name.")
 
 
+NAME_ONLY = ""
+
+
+class RestorePeopleForm(forms.Form):
+    """Step two of a restore: who each person of the backup is here. Nobody gets an account made for them."""
+
+    project_name = forms.CharField(max_length=200, required=False, label="Name of the new project",
+                                   help_text="Leave empty to keep the backed-up project's name.")
+    members = forms.BooleanField(required=False, label="Give the people you map their roles from the backup",
+                                 help_text="Otherwise only you get access; add your team from the Team page.")
+
+    def __init__(self, *args, people: list[BackupPerson], accounts: list, restorer, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.people, self.accounts = people, {str(a.pk): a for a in accounts}
+        options = [(pk, f"{a.username} ({a.get_full_name()})" if a.get_full_name() else a.username)
+                   for pk, a in self.accounts.items()]
+        for i, person in enumerate(people):
+            first = ("", "— choose an account (their codings need one) —") if person.needs_account else (NAME_ONLY, "Keep as a name only")
+            self.fields[f"person-{i}"] = forms.ChoiceField(
+                choices=[first, *options], required=person.needs_account, label=person.username,
+                initial=str(restorer.pk) if person.username == restorer.username else NAME_ONLY,
+                help_text=person.summary, error_messages={"required": f"{person.username} coded segments or wrote notes: "
+                                                                      "choose the account that is them here."})
+
+    def person_fields(self) -> list[tuple[BackupPerson, forms.BoundField]]:
+        return [(person, self[f"person-{i}"]) for i, person in enumerate(self.people)]
+
+    def clean(self) -> dict:
+        data = super().clean()
+        by_account: dict[str, list[str]] = {}
+        for i, person in enumerate(self.people):
+            if chosen := data.get(f"person-{i}"):
+                by_account.setdefault(chosen, []).append(person.username)
+        for pk, names in by_account.items():
+            if len(names) > 1:
+                raise forms.ValidationError(f"{' and '.join(names)} are all mapped to {self.accounts[pk].username}; "
+                                            "each account can stand for one person of the backup.")
+        return data
+
+    def mapping(self) -> dict[str, object]:
+        return {person.username: self.accounts[chosen] for i, person in enumerate(self.people)
+                if (chosen := self.cleaned_data.get(f"person-{i}"))}
+
+
 @login_required
 @require_GET
 def exchange(request: HttpRequest, project_uuid) -> HttpResponse:
@@ -63,27 +124,36 @@ def exchange(request: HttpRequest, project_uuid) -> HttpResponse:
 
 
 @login_required
-@require_GET
+@require_POST
 def export_qdpx(request: HttpRequest, project_uuid) -> HttpResponse:
+    """The project as a .qdpx: downloaded now when small, written by the worker (progress page) when large."""
     membership = member_or_404(request, project_uuid)
-    form = QdpxExportForm(request.GET)
+    project = membership.project
+    form = QdpxExportForm(request.POST)
     positions = form.cleaned_data["positions"] if form.is_valid() else "codepoints"
+    if project_export_in_worker(project):
+        job = exportjob_create_archive(project=project, user=request.user, kind=ExportJob.Kind.QDPX, positions=positions)
+        return redirect("reports:export_job", project_uuid=project.uuid, job_uuid=job.uuid)
     # A spooled file keeps small exports in memory and large ones on disk.
     out = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)
-    project_export_qdpx(project=membership.project, out=out, positions=positions)
+    project_export_qdpx(project=project, out=out, positions=positions)
     out.seek(0)
-    name = _safe_name(membership.project.name) + (".nvivo" if positions == "utf16" else "") + ".qdpx"
-    return FileResponse(out, as_attachment=True, filename=name, content_type="application/zip")
+    return FileResponse(out, as_attachment=True, filename=qdpx_filename(project, positions), content_type="application/zip")
 
 
 @login_required
-@require_GET
+@require_POST
 def download_backup(request: HttpRequest, project_uuid) -> HttpResponse:
+    """The project's backup (owners): downloaded now when small, written by the worker (progress page) when large."""
     membership = owner_or_403(request, project_uuid)
+    project = membership.project
+    if project_export_in_worker(project):
+        job = exportjob_create_archive(project=project, user=request.user, kind=ExportJob.Kind.BACKUP)
+        return redirect("reports:export_job", project_uuid=project.uuid, job_uuid=job.uuid)
     out = tempfile.SpooledTemporaryFile(max_size=16 * 1024 * 1024)
-    project_backup(project=membership.project, out=out)
+    project_backup(project=project, out=out)
     out.seek(0)
-    return FileResponse(out, as_attachment=True, filename=backup_filename(membership.project), content_type="application/zip")
+    return FileResponse(out, as_attachment=True, filename=backup_filename(project), content_type="application/zip")
 
 
 @login_required
@@ -98,8 +168,8 @@ def import_project(request: HttpRequest) -> HttpResponse:
             return redirect("project_home", project.uuid)
     elif request.method == "POST" and kind == "restore":
         restore_form = RestoreForm(request.POST, request.FILES, prefix="restore")
-        if restore_form.is_valid() and (project := _restore(request, restore_form)):
-            return redirect("project_home", project.uuid)
+        if restore_form.is_valid() and (next_step := _keep_for_restore(request, restore_form)):
+            return redirect(next_step)
     # A refused upload re-renders the page with the reason beside the field (200, like any form error).
     return render(request, "reports/exchange_import.html", {"qdpx_form": qdpx_form, "restore_form": restore_form})
 
@@ -118,17 +188,59 @@ def _import_qdpx(request: HttpRequest, form: QdpxImportForm):
     return result.project
 
 
-def _restore(request: HttpRequest, form: RestoreForm):
+def _pending_path(user, token: uuid.UUID) -> Path:
+    # The uploader's id in the name: nobody else can restore (or even find) someone's pending upload.
+    return Path(settings.MEDIA_ROOT) / "restores" / f"{user.pk}-{token.hex}.zip"
+
+
+def _keep_for_restore(request: HttpRequest, form: RestoreForm) -> str | None:
+    """Check the backup, keep it on disk for the people step, and return that step's URL (None: refused)."""
     upload = form.cleaned_data["file"]
     try:
-        result = project_restore(source=upload.file, owner=request.user, filename=upload.name,
-                                 name=form.cleaned_data["project_name"])
+        backup_people(source=upload.file, filename=upload.name)
     except BackupError as exc:
         form.add_error("file", f"This backup cannot be restored: {exc}")
         return None
-    messages.success(request, f"Restored “{result.project.name}” ({sum(result.counts.values())} records).")
-    _warn(request, result.warnings)
-    return result.project
+    folder = _pending_path(request.user, uuid.uuid4()).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob(f"{request.user.pk}-*.zip"):  # uploads abandoned at the people step
+        if old.stat().st_mtime < time.time() - PENDING_RESTORE_SECONDS:
+            old.unlink(missing_ok=True)
+    token = uuid.uuid4()
+    with _pending_path(request.user, token).open("wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    query = urlencode({"file": upload.name, "name": form.cleaned_data["project_name"]})
+    return reverse("exchange_restore_people", args=[token]) + "?" + query
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def restore_people(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
+    """Step two of a restore: map each person of the backup to an account you share a project with, or keep
+    them as a name only; then restore. A restore never creates accounts."""
+    path = _pending_path(request.user, token)
+    filename = (request.GET.get("file") or "backup.zip")[:200]
+    if not path.is_file():
+        messages.error(request, "That upload is no longer waiting to be restored; choose the backup again.")
+        return redirect("exchange_import")
+    people = backup_people(source=str(path), filename=filename)
+    form = RestorePeopleForm(request.POST or None, people=people, accounts=restore_accounts(request.user),
+                             restorer=request.user, initial={"project_name": request.GET.get("name", "")})
+    if request.method == "POST" and form.is_valid():
+        try:
+            result = project_restore(source=str(path), owner=request.user, filename=filename,
+                                     name=form.cleaned_data["project_name"], people=form.mapping(),
+                                     members="all" if form.cleaned_data["members"] else "me")
+        except BackupError as exc:
+            form.add_error(None, f"This backup cannot be restored: {exc}")
+        else:
+            path.unlink(missing_ok=True)
+            messages.success(request, f"Restored “{result.project.name}” ({sum(result.counts.values())} records).")
+            _warn(request, result.warnings)
+            return redirect("project_home", result.project.uuid)
+    return render(request, "reports/restore_people.html", {"form": form, "filename": filename},
+                  status=400 if form.errors else 200)
 
 
 def _warn(request: HttpRequest, warnings: list[str]) -> None:
@@ -136,7 +248,3 @@ def _warn(request: HttpRequest, warnings: list[str]) -> None:
         messages.warning(request, warning)
     if len(warnings) > 20:
         messages.warning(request, f"… and {len(warnings) - 20} more notes like these.")
-
-
-def _safe_name(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_ " else "-" for ch in name).strip()[:80] or "project"

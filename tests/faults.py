@@ -28,7 +28,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_port(port: int, timeout: float = 30) -> None:
+def wait_for_port(port: int, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -213,3 +213,36 @@ def kill_worker(proc: subprocess.Popen, sig: int = signal.SIGKILL) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, sig)
         proc.wait(timeout=15)
+
+
+class ImportHold:
+    """Holds an import at a known point: workers started with `env` stop after each chunk they have
+    written (inside the import's open transaction) while this holds a PostgreSQL advisory lock
+    (interviews/services_import.py, RTA_IMPORT_HOLD_LOCK). No sleeping and hoping it is mid-import."""
+
+    KEY = 424242
+
+    def __init__(self) -> None:
+        import psycopg
+        from django.db import connection
+
+        s = connection.settings_dict
+        self._conn = psycopg.connect(host=s["HOST"] or "127.0.0.1", port=s["PORT"] or 5432, user=s["USER"],
+                                     password=s["PASSWORD"], dbname=s["NAME"], autocommit=True)
+        self._conn.execute("SELECT pg_advisory_lock(%s)", [self.KEY])
+        self.env = {"RTA_IMPORT_HOLD_LOCK": str(self.KEY)}
+
+    def wait_until_an_import_waits(self, timeout: float = 300) -> None:
+        """Until a worker is held at the point (one chunk written, not committed)."""
+        deadline = time.monotonic() + timeout
+        while not self._conn.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND classid = 0 AND objid = %s"
+                " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                [self.KEY]).fetchone()[0]:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no import reached the hold point within {timeout} s")
+            time.sleep(0.05)
+
+    def release(self) -> None:
+        if not self._conn.closed:
+            self._conn.close()

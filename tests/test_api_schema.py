@@ -15,7 +15,6 @@ import pytest
 import requests
 import schemathesis
 from hypothesis import HealthCheck, given, settings
-from rest_framework.authtoken.models import Token
 from schemathesis.checks import not_a_server_error, response_schema_conformance
 
 from tests.world import World
@@ -87,8 +86,8 @@ def _path_parameters(path: str, world: World) -> dict[str, str]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_schemathesis_finds_no_server_errors_and_no_schema_mismatches(live_server, world, owner):
-    token = Token.objects.create(user=owner).key
+def test_schemathesis_finds_no_server_errors_and_no_schema_mismatches(live_server, world, owner, api_key_for):
+    token = api_key_for(owner)
     raw = requests.get(f"{live_server.url}/api/schema/?format=json", headers={"Authorization": f"Token {token}"}, timeout=30)
     raw.raise_for_status()
     schema = schemathesis.openapi.from_dict(raw.json())
@@ -123,8 +122,8 @@ def test_anonymous_api_requests_get_401_with_a_challenge(live_server, world):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_token_and_session_auth_both_work_and_lists_are_paginated(live_server, world, analyst, client_for):
-    token = Token.objects.create(user=analyst).key
+def test_token_and_session_auth_both_work_and_lists_are_paginated(live_server, world, analyst, client_for, api_key_for):
+    token = api_key_for(analyst)
     by_token = requests.get(f"{live_server.url}/api/projects/", headers={"Authorization": f"Token {token}"}, timeout=10)
     assert by_token.status_code == 200
     body = by_token.json()

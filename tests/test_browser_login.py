@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -23,4 +24,4 @@ def test_wrong_password_shows_a_clear_message(page, live_server, demo_project):
     page.fill("#id_username", "demo")
     page.fill("#id_password", "wrong")
     page.click("button[type=submit]")
-    assert "enter a correct username and password" in page.content()
+    expect(page.locator("body")).to_contain_text("enter a correct username and password")

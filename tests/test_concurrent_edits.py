@@ -9,12 +9,11 @@ import threading
 import pytest
 import requests
 from django.urls import reverse
-from rest_framework.authtoken.models import Token
 
 from coding.models import Code
 from coding.services import code_create
-from themes.models import Memo
-from themes.services import memo_create
+from themes.models import Memo, Review
+from themes.services import memo_create, review_create
 
 
 @pytest.fixture
@@ -80,9 +79,9 @@ def _simultaneously(calls) -> list[requests.Response]:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("attempt", range(3))
-def test_simultaneous_api_edits_of_a_code_one_wins_one_gets_409(live_server, project, code, owner, analyst, attempt):
+def test_simultaneous_api_edits_of_a_code_one_wins_one_gets_409(live_server, project, code, owner, analyst, attempt, api_key_for):
     url = f"{live_server.url}/api/projects/{project.uuid}/codes/{code.uuid}/"
-    tokens = [Token.objects.create(user=u).key for u in (owner, analyst)]
+    tokens = [api_key_for(u) for u in (owner, analyst)]
     texts = [f"Definition by {u.username} #{attempt}" for u in (owner, analyst)]
     calls = [
         (lambda t=t, text=text: requests.patch(url, json={"definition": text, "version": code.version},
@@ -98,9 +97,9 @@ def test_simultaneous_api_edits_of_a_code_one_wins_one_gets_409(live_server, pro
 
 
 @pytest.mark.django_db(transaction=True)
-def test_simultaneous_api_edits_of_a_memo_one_wins_one_gets_409(live_server, project, memo, owner, analyst):
+def test_simultaneous_api_edits_of_a_memo_one_wins_one_gets_409(live_server, project, memo, owner, analyst, api_key_for):
     url = f"{live_server.url}/api/projects/{project.uuid}/memos/{memo.uuid}/"
-    tokens = [Token.objects.create(user=u).key for u in (owner, analyst)]
+    tokens = [api_key_for(u) for u in (owner, analyst)]
     texts = ["Owner's reading.", "Analyst's reading."]
     calls = [
         (lambda t=t, text=text: requests.patch(url, json={"body": text, "base_version": memo.version},
@@ -112,3 +111,22 @@ def test_simultaneous_api_edits_of_a_memo_one_wins_one_gets_409(live_server, pro
     winner = texts[[r.status_code for r in responses].index(200)]
     assert Memo.objects.get(pk=memo.pk).body == winner
     assert Memo.objects.get(pk=memo.pk).revisions.count() == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simultaneous_api_saves_of_meeting_notes_one_wins_one_gets_409(live_server, project, owner, analyst, api_key_for):
+    review = review_create(project=project, actor=owner, title="Round 1", date="2026-11-22")
+    url = f"{live_server.url}/api/projects/{project.uuid}/reviews/{review.uuid}/notes/"
+    tokens = [api_key_for(u) for u in (owner, analyst)]
+    texts = ["Owner's notes.", "Analyst's notes."]
+    calls = [
+        (lambda t=t, text=text: requests.put(url, json={"notes": text, "notes_version": review.notes_version},
+                                             headers={"Authorization": f"Token {t}"}, timeout=30))
+        for t, text in zip(tokens, texts, strict=True)
+    ]
+    responses = _simultaneously(calls)
+    assert sorted(r.status_code for r in responses) == [200, 409], [r.text for r in responses]
+    winner = texts[[r.status_code for r in responses].index(200)]
+    loser = responses[[r.status_code for r in responses].index(409)]
+    assert loser.json()["current"] == {"notes": winner, "notes_version": 2}
+    assert Review.objects.get(pk=review.pk).notes == winner

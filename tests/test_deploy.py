@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -28,13 +29,68 @@ def test_docker_compose_config_is_valid():
     import json
 
     config = json.loads(result.stdout)
-    assert set(config["services"]) == {"db", "redis", "web", "worker", "worker-live"}
+    assert set(config["services"]) == {"db", "redis", "web", "worker", "worker-live", "beat"}
     for name, service in config["services"].items():
         assert "healthcheck" in service, f"{name} has no healthcheck"
     assert "pgdata" in config["volumes"]
     assert config["services"]["worker"]["command"][:3] == ["celery", "-A", "config"]
     assert "-Q" in config["services"]["worker-live"]["command"]
+    # The sweeper that re-sends jobs the broker never got runs on Celery beat.
+    assert config["services"]["beat"]["command"][:4] == ["celery", "-A", "config", "beat"]
     assert config["services"]["web"]["environment"]["CONDUCT_QUEUE"] == "live"
+
+
+def _compose_config(**env_overrides: str) -> dict:
+    import json
+
+    # Without the shell's SECRET_KEY (the test settings export one) or a local .env: what a fresh server would get.
+    env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "SECRET_KEY_FILE"}} | env_overrides
+    result = subprocess.run([*_compose(), "--env-file", os.devnull, "config", "--format", "json"], cwd=ROOT, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_compose_publishes_no_default_secret_key():
+    # A default key would be the same on every server that forgot to set one; the app refuses an empty one instead.
+    for name in ("web", "worker", "worker-live"):
+        assert _compose_config()["services"][name]["environment"]["SECRET_KEY"] == ""
+    assert _compose_config(SECRET_KEY="from-the-env-file")["services"]["web"]["environment"]["SECRET_KEY"] == "from-the-env-file"
+
+
+@pytest.mark.django_db
+def test_the_compose_healthcheck_passes_against_production_settings():
+    """The web service's own healthcheck command, against gunicorn with production settings
+    (HTTPS redirect on, ALLOWED_HOSTS naming only the public host), exits 0."""
+    from django.db import connection
+
+    from tests.faults import free_port, wait_for_port
+
+    healthcheck = _compose_config()["services"]["web"]["healthcheck"]["test"]
+    assert healthcheck[0] == "CMD" and "http://127.0.0.1:8000/healthz" in healthcheck[-1]
+    port = free_port()
+    db = connection.settings_dict
+    env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE", "RTA_SSL_REDIRECT", "SECRET_KEY_FILE"}}
+    env.update({"DEBUG": "false", "DJANGO_SETTINGS_MODULE": "config.settings", "ALLOWED_HOSTS": "rta.example.org",
+                "SECRET_KEY": "Zk3-production-like-key-" + "0123456789abcdefghijklmnopqrstuvwxyz",
+                "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST']}:{db['PORT'] or 5432}/{db['NAME']}",
+                "CELERY_TASK_ALWAYS_EAGER": "true"})
+    web = subprocess.Popen([sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{port}",
+                            "--workers", "1", "--log-level", "warning"], cwd=ROOT, env=env, start_new_session=True)
+    try:
+        wait_for_port(port)
+        command = [sys.executable if part == "python" else part.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+                   for part in healthcheck[1:]]
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
+        assert result.returncode == 0, result.stderr
+        import requests
+
+        page = requests.get(f"http://127.0.0.1:{port}/accounts/login/", headers={"Host": "rta.example.org"},
+                            allow_redirects=False, timeout=10)
+        assert page.status_code == 301 and page.headers["Location"].startswith("https://")  # the redirect is still on
+    finally:
+        os.killpg(web.pid, signal.SIGTERM)
+        web.wait(timeout=30)
 
 
 def test_check_deploy_passes_with_a_production_environment(tmp_path):

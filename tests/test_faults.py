@@ -150,7 +150,9 @@ def test_healthz_reports_the_broker_down_while_redis_is_down(coding_world, priva
 
 
 def test_background_jobs_wait_while_redis_is_down_and_run_when_it_returns(project, analyst, private_redis, monkeypatch, tmp_path):
-    """An upload during a Redis outage is accepted; its job is sent and run once Redis is back."""
+    """An upload during a Redis outage is accepted; its job is sent and run once Redis is back (by the web
+    process's retry thread, the fast path; tests/test_worker_faults.py restarts the web process and leaves it
+    to the sweeper)."""
     import subprocess
     import sys
     from pathlib import Path
@@ -189,12 +191,9 @@ def test_background_jobs_wait_while_redis_is_down_and_run_when_it_returns(projec
         job.refresh_from_db()
         assert job.status == ImportJob.Status.QUEUED
         assert session.get(web.url + response.headers["Location"], timeout=30).status_code == 200
-        time.sleep(3)
-        job.refresh_from_db()
-        assert job.status == ImportJob.Status.QUEUED  # nothing can run it while Redis is down
 
         private_redis.start()  # same port: the web process's sender and the worker reconnect
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while job.status not in (ImportJob.Status.FAILED, ImportJob.Status.DONE):
             assert time.monotonic() < deadline, f"the queued job never ran after Redis came back (status {job.status})"
             time.sleep(0.5)

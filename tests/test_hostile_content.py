@@ -114,7 +114,8 @@ def test_stored_api_keys_never_appear_in_pages_api_responses_or_exports(project,
     from conduct.services import endpoint_key_store
 
     world = World(project=project, owner=owner, analyst=analyst, viewer=viewer, outsider=outsider).populate()
-    key = endpoint_key_store(project=project, user=owner, label="Lab account", plain_key=SECRET)
+    key = endpoint_key_store(project=project, user=owner, label="Lab account", plain_key=SECRET,
+                             base_url="https://api.example.org/v1")
     assert key.reveal() == SECRET  # stored, and retrievable by the worker only
     client = client_for(owner)
     pages = _get_all(world, client)

@@ -2,7 +2,7 @@
 
 Every route of the URLconf (as tests/test_permission_matrix.py enumerates them, kwargs
 filled from tests/world.py) is called by the project owner with parameters set to hostile
-values: not a UUID, not an integer, an integer too big for the database, empty, a NUL
+values: not a UUID, not an integer, an integer too big for the database or for int(), empty, a NUL
 byte, very long, "null". The answer may be any 2xx/3xx/4xx (400 naming the parameter, 404
 for a missing object), never 5xx. A new view joins automatically.
 
@@ -47,6 +47,7 @@ PROBE = "zzz"  # not a UUID, an id, a position, a date or a choice
 HOSTILE = [
     "-1",
     "99999999999999999999",  # beyond a bigint
+    "9" * 5000,  # beyond Python's int-from-text limit (4,300 digits): int() raises
     "",
     "%00\x00",
     "z" * 5000,

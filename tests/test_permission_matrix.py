@@ -45,6 +45,7 @@ MEMBER_WRITES = {
     "themes:thread_read": "Marks the theme's thread read for the requesting member only.",
     "reports:excerpts_export": "Exporting is reading: viewers may export the tables they can see.",
     "reports:frequency_export": "As reports:excerpts_export.",
+    "reports:export_qdpx": "As reports:excerpts_export: viewers may export the project as .qdpx (a POST: a large one queues a job).",
 }
 # Views whose body is checked before membership: an outsider's empty POST gets 400, which
 # reveals nothing; test_coding_hot_path_refuses_outsiders_with_a_valid_body covers the real case.
@@ -60,6 +61,8 @@ MEMBER_GET_404 = {
 NOT_PROJECT_SCOPED = {
     "password_change", "password_change_done", "projects:list", "projects:create", "api-project-list",
     "exchange_import",  # importing a REFI-QDA project creates a new project
+    "exchange_restore_people",  # the who-is-who step of a restore: the uploader's own waiting upload
+    "api_tokens", "api_token_revoke",  # the account's own API tokens; someone else's token is a 404
 }
 
 WRITE_METHODS_PAGE = ["post"]

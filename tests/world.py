@@ -18,31 +18,40 @@ from django.apps import apps
 from django.db import models
 from django.utils import timezone
 
-OUR_APPS = ["projects", "interviews", "conduct", "coding", "themes", "reports"]
+OUR_APPS = ["projects", "interviews", "conduct", "probes", "coding", "themes", "reports"]
 
 # kwarg stem → "app_label.ModelName" when the URL names the object differently from its model.
 ALIASES: dict[str, str] = {
     "key": "conduct.EndpointKey",
     "job": "interviews.ImportJob",
     "import": "interviews.ImportJob",
+    "import_send": "interviews.ImportJob",  # the imports API's send-again action (api-import-send-again)
     "session": "conduct.ConductSession",
     "guide_version": "interviews.GuideVersion",
     "meeting": "themes.Review",
     # The live-endpoints API lists live participants by their uuid.
     "live_endpoint": "interviews.Participant",
     "theme_snapshot": "themes.Snapshot",
+    "api_token": "accounts.ApiToken",  # an account's, not a project's: outside OUR_APPS
 }
 
 # (url namespace, kwarg stem) → model, where apps use the same kwarg for different things.
 NAMESPACE_ALIASES: dict[tuple[str, str], str] = {
     ("reports", "job"): "reports.ExportJob",
+    ("coding", "run"): "coding.SuggestionRun",
 }
 # Kwargs that are not objects: a value every view of that name accepts.
 SCALARS: dict[str, object] = {
-    "number": 1,  # a memo revision number
+    "number": 1,  # a memo revision number, an interview's alternative branch
     "index": 0,  # position in a review's agenda
     "fmt": "csv",  # a download format
     "token": "not-an-invitation-token",  # invitation links are public by token; an unknown one is a 404
+    "decision": "accept",  # a review of an AI suggestion: accept or reject
+}
+# (url name, kwarg) → a value, where one kwarg name means different things in different URLs.
+URL_SCALARS: dict[tuple[str, str], object] = {
+    # A restore waiting for its who-is-who step is named by a UUID token; an unknown one is a 404.
+    ("exchange_restore_people", "token"): uuidlib.UUID(int=0),
 }
 
 TRANSCRIPT = "I think identity is negotiated. It shifts with every conversation."
@@ -74,6 +83,8 @@ class World:
             stem = url_name.removeprefix("api-").rsplit("-", 1)[0].replace("-", "_")
             obj = self.project if stem == "project" else self.get(self.model_for(stem))
             return obj.uuid if name == "uuid" else obj.pk
+        if (url_name, name) in URL_SCALARS:
+            return URL_SCALARS[url_name, name]
         if name in SCALARS:
             return SCALARS[name]
         if name.endswith("_uuid"):
@@ -174,6 +185,13 @@ def _value_for(field: models.Field) -> Any:
     raise TypeError(f"tests/world.py cannot fill {field.model.__name__}.{field.name} ({type(field).__name__}): add a builder")
 
 
+def _interview(world: World):
+    # Imported from a branching ChatGPT conversation: one alternative branch to read or import.
+    branch = {"leaf": "world-leaf", "diverges_at": 0,
+              "turns": [{"speaker": "participant", "text": "Identity is given. It rarely shifts.", "metadata": {}}]}
+    return world.autofill(apps.get_model("interviews.Interview"), metadata={"branches": [branch]})
+
+
 def _turn(world: World):
     interview = world.get(apps.get_model("interviews.Interview"))
     return world.autofill(apps.get_model("interviews.Turn"), interview=interview, position=0, speaker="participant", text=TRANSCRIPT)
@@ -228,6 +246,7 @@ def _import_job(world: World):
 
 
 BUILDERS: dict[str, Callable[[World], models.Model]] = {
+    "interviews.Interview": _interview,
     "interviews.Turn": _turn,
     "interviews.Segment": _segment,
     "interviews.GuideVersion": _guide_version,

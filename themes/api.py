@@ -478,6 +478,13 @@ class ReviewCreateSerializer(serializers.Serializer):
                                       help_text="Members' usernames (names of non-members are left out).")
 
 
+class ReviewNotesSerializer(serializers.Serializer):
+    notes = serializers.CharField(allow_blank=True, trim_whitespace=False, help_text="Markdown.")
+    notes_version = serializers.IntegerField(help_text="The meeting's `notes_version` you edited: 409 if someone saved since.",
+                                             error_messages={"required": "Send the notes_version you edited, so a "
+                                                                         "colleague's newer notes are never overwritten."})
+
+
 class ReviewClosedSerializer(serializers.Serializer):
     snapshot = serializers.UUIDField(help_text="The snapshot of the theme structure the meeting left.")
 
@@ -489,8 +496,9 @@ class ReviewSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Review
-        fields = ["uuid", "title", "date", "status", "notes", "attendees", "agenda", "decisions", "created_at", "closed_at"]
-        read_only_fields = ["uuid", "status", "created_at", "closed_at"]
+        fields = ["uuid", "title", "date", "status", "notes", "notes_version", "attendees", "agenda", "decisions",
+                  "created_at", "closed_at"]
+        read_only_fields = ["uuid", "status", "notes", "notes_version", "created_at", "closed_at"]
 
     def get_agenda(self, review: Review) -> list[str | None]:
         """Theme uuids in agenda order; null for a theme since deleted from the trash."""
@@ -569,6 +577,24 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
         except DjangoValidationError as exc:
             raise drf_error(exc) from None
         return Response(DecisionSerializer(decision).data)
+
+    @extend_schema(request=ReviewNotesSerializer, responses=ReviewSerializer)
+    @action(detail=True, methods=["put"])
+    def notes(self, request: Request, *args, **kwargs) -> Response:
+        """Replace the meeting notes as of `notes_version`. 409 with the notes as they are now if someone saved
+        since, and 409 once the meeting is closed (its notes are then read-only)."""
+        review = self.get_object()
+        data = ReviewNotesSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            services.review_save_notes(review=review, actor=request.user, notes=data.validated_data["notes"],
+                                       base_version=data.validated_data["notes_version"])
+        except services.ReviewClosed as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        except services.ReviewNotesConflict as exc:
+            return Response({"detail": str(exc), "current": {"notes": exc.current.notes, "notes_version": exc.current.notes_version}},
+                            status=status.HTTP_409_CONFLICT)
+        return Response(ReviewSerializer(self.get_queryset().get(pk=review.pk)).data)
 
     @extend_schema(request=None, responses=ReviewClosedSerializer)
     @action(detail=True, methods=["post"])

@@ -9,9 +9,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from django.db import connection
+from django.db.models import Exists, F, OuterRef, QuerySet, Window
+from django.db.models.functions import RowNumber
+
 from coding.excerpts import excerpts_for_codes
 from coding.models import Coding
-from interviews.models import Segment, Turn
+from interviews.models import Interview, Participant, Segment, Turn
 from themes.models import Theme, ThemeCode
 
 
@@ -34,6 +38,8 @@ class ModelGroup:
     label: str
     excerpts: list[Excerpt]
     interviews: int
+    # The model's excerpts over the whole project, when `excerpts` are a sample of them.
+    total: int = 0
 
 
 def _group_contiguous(rows: list[tuple[int, int, int]]) -> list[list[tuple[int, int, int]]]:
@@ -47,8 +53,55 @@ def _group_contiguous(rows: list[tuple[int, int, int]]) -> list[list[tuple[int, 
     return runs
 
 
-def theme_excerpts(theme: Theme) -> list[ModelGroup]:
-    """Every excerpt coded with one of the theme's codes, grouped by participant model (4 queries).
+def theme_interviews(theme: Theme) -> QuerySet[Interview]:
+    """The project's live interviews where one of the theme's codes is used, in the order their excerpts are listed."""
+    used = Coding.objects.filter(code__theme_codes__theme=theme, code__deleted_at__isnull=True, interview=OuterRef("pk"))
+    return Interview.objects.for_project(theme.project).filter(Exists(used)).order_by("participant__label", "title", "pk")
+
+
+# A run of consecutive coded positions in one turn is one excerpt: a segment starts one unless the
+# segment just before it in its turn is coded under the theme too.
+_SUMMARY_SQL = """
+WITH coded AS (
+    SELECT DISTINCT s.id, s.turn_id, s.position, s.interview_id, i.participant_id
+    FROM coding_coding c
+    JOIN interviews_segment s ON s.id = c.segment_id
+    JOIN interviews_interview i ON i.id = c.interview_id
+    WHERE c.code_id = ANY(%(codes)s) AND i.project_id = %(project)s AND i.deleted_at IS NULL
+), runs AS (
+    SELECT participant_id, interview_id,
+           LAG(position) OVER (PARTITION BY turn_id ORDER BY position) IS DISTINCT FROM position - 1 AS starts_run
+    FROM coded
+)
+SELECT participant_id, COUNT(*) FILTER (WHERE starts_run), COUNT(DISTINCT interview_id) FROM runs GROUP BY participant_id
+"""
+
+
+def theme_excerpt_summary(theme: Theme) -> dict[int, tuple[int, int]]:
+    """participant id → (excerpts, interviews expressing the theme), over the whole project; two queries."""
+    code_ids = list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
+    if not code_ids:
+        return {}
+    with connection.cursor() as cur:
+        cur.execute(_SUMMARY_SQL, {"codes": code_ids, "project": theme.project_id})
+        return {participant: (excerpts, interviews) for participant, excerpts, interviews in cur.fetchall()}
+
+
+def theme_excerpt_sample(theme: Theme, *, interviews_per_model: int = 5) -> list[ModelGroup]:
+    """Excerpts from a few interviews of each model, each group's `total` the model's excerpts overall (7 queries)."""
+    ranked = theme_interviews(theme).annotate(rank=Window(RowNumber(), partition_by=F("participant_id"),
+                                                          order_by=[F("title").asc(), F("pk").asc()]))
+    sample = list(ranked.filter(rank__lte=interviews_per_model).values_list("pk", flat=True))
+    groups = theme_excerpts(theme, interview_ids=sample) if sample else []
+    summary = theme_excerpt_summary(theme) if groups else {}
+    labels = dict(Participant.objects.filter(pk__in=summary).values_list("label", "pk"))
+    for group in groups:
+        group.total = summary.get(labels.get(group.label), (len(group.excerpts), 0))[0]
+    return groups
+
+
+def theme_excerpts(theme: Theme, *, interview_ids: list[int] | None = None) -> list[ModelGroup]:
+    """Every excerpt coded with one of the theme's codes (in these interviews), grouped by participant model (4 queries).
 
     Built on coding.excerpts.excerpts_for_codes (per-code excerpts); here runs of different codes
     that touch or overlap in one turn become one excerpt, and the text is cut from the turn itself
@@ -58,7 +111,7 @@ def theme_excerpts(theme: Theme) -> list[ModelGroup]:
     if not code_ids:
         return []
     segments: dict[int, dict] = {}
-    for ex in excerpts_for_codes(theme.project, code_ids, quote=False):
+    for ex in excerpts_for_codes(theme.project, code_ids, interview_ids=interview_ids, quote=False):
         for seg_id, position in zip(ex.segment_ids, ex.positions, strict=True):
             entry = segments.setdefault(seg_id, {
                 "turn": ex.turn_id, "position": position, "label": ex.participant_label, "interview_id": ex.interview_id,

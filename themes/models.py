@@ -278,6 +278,8 @@ class Review(models.Model):
     date = models.DateField()
     attendees = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="+")
     notes = models.TextField(blank=True, help_text="Markdown.")
+    # Bumped by every notes save: a save based on an older version is refused, never lost (as for themes and memos).
+    notes_version = models.PositiveIntegerField(default=1)
     status = models.CharField(max_length=6, choices=Status.choices, default=Status.OPEN)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -518,10 +518,32 @@ def review_update(*, review: Review, actor, title: str, date: datetime.date, att
     return review
 
 
+class ReviewNotesConflict(Exception):
+    """The meeting notes were saved by someone else since the editor loaded them; carries the meeting as it is now."""
+
+    def __init__(self, current: Review):
+        super().__init__(f"The notes of “{current.title}” were saved by someone else since you opened them "
+                         f"(now version {current.notes_version}). Nothing was overwritten.")
+        self.current = current
+
+
+class ReviewClosed(Exception):
+    """The meeting is closed: its record (the notes) can no longer change."""
+
+    def __init__(self, review: Review):
+        super().__init__(f"The meeting “{review.title}” is closed; its notes can no longer be changed.")
+
+
 @transaction.atomic
-def review_save_notes(*, review: Review, actor, notes: str) -> Review:
-    review.notes = notes
-    review.save(update_fields=["notes"])
+def review_save_notes(*, review: Review, actor, notes: str, base_version: int) -> Review:
+    """Save the meeting notes; raises ReviewNotesConflict if someone saved after `base_version`, ReviewClosed once closed."""
+    current = Review.objects.select_for_update().get(pk=review.pk)
+    if current.status == Review.Status.CLOSED:
+        raise ReviewClosed(current)
+    if base_version != current.notes_version:
+        raise ReviewNotesConflict(current)
+    review.notes, review.notes_version = notes, current.notes_version + 1
+    review.save(update_fields=["notes", "notes_version"])
     return review
 
 

@@ -15,9 +15,10 @@ from django.views.decorators.http import require_GET, require_POST
 from coding.models import Code
 from interviews.models import Participant, Segment
 from projects.models import Membership
+from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
 from themes import queries, services
-from themes.excerpts import theme_excerpts
+from themes.excerpts import theme_excerpt_summary, theme_excerpts, theme_interviews
 from themes.models import Comment, Exemplar, Memo, Theme, ThreadRead
 from themes.rendering import diff_lines, render_markdown
 
@@ -214,20 +215,27 @@ def theme_detail(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
     return render(request, "themes/theme_detail.html", context)
 
 
+# The theme page shows the excerpts of this many interviews at a time (an excerpt never splits across pages).
+THEME_EXCERPT_INTERVIEWS = 20
+
+
 def theme_page_context(request: HttpRequest, membership: Membership, theme: Theme) -> dict:
     """Definition, codes, excerpts by model, exemplars, memos, thread: a fixed number of queries."""
     project = membership.project
     codes = list(Code.objects.filter(theme_codes__theme=theme, deleted_at__isnull=True).order_by("theme_codes__position"))
     code_names = {c.id: c for c in codes}
-    groups = theme_excerpts(theme)
+    # The excerpts come a page of interviews at a time; the counts per model are the whole project's.
+    interviews = paginate(request, theme_interviews(theme), per_page=THEME_EXCERPT_INTERVIEWS, counted=False)
+    groups = theme_excerpts(theme, interview_ids=[i.pk for i in interviews]) if interviews else []
     for group in groups:
         for excerpt in group.excerpts:
             excerpt.codes = [code_names[i] for i in sorted(excerpt.code_ids) if i in code_names]
+    summary = theme_excerpt_summary(theme) if interviews else {}
     # Every model of the project, so a model that never expresses the theme shows as 0 rather than vanishing.
-    by_label = {g.label: g for g in groups}
+    on_page = {g.label for g in groups}
     model_rows = [
-        {"label": p.label, "excerpts": len(by_label[p.label].excerpts) if p.label in by_label else 0,
-         "interviews": by_label[p.label].interviews if p.label in by_label else 0, "total": p.n, "anchor": p.label in by_label}
+        {"label": p.label, "excerpts": summary.get(p.pk, (0, 0))[0], "interviews": summary.get(p.pk, (0, 0))[1],
+         "total": p.n, "anchor": p.label in on_page}
         for p in Participant.objects.filter(project=project)
         .annotate(n=Count("interviews", filter=Q(interviews__deleted_at__isnull=True))).filter(n__gt=0).order_by("label")
     ]
@@ -236,7 +244,8 @@ def theme_page_context(request: HttpRequest, membership: Membership, theme: Them
     code_memos = list(Memo.objects.for_project(project).filter(code__in=codes)) if codes else []
     return {
         "project": project, "membership": membership, "nav": "themes", "theme": theme, "codes": codes,
-        "groups": groups, "model_rows": model_rows, "total_excerpts": sum(len(g.excerpts) for g in groups),
+        "groups": groups, "model_rows": model_rows, "total_excerpts": sum(n for n, _ in summary.values()),
+        "interviews": interviews,
         "exemplars": exemplars, "memos": memos, "code_memos": code_memos,
         "subthemes": list(Theme.objects.for_project(project).filter(parent=theme)),
         "history": list(theme.status_changes.select_related("actor")[:20]),
@@ -253,7 +262,7 @@ def exemplar_pin(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
     theme = _theme(membership, theme_uuid)
     segments = Segment.objects.filter(interview__project=membership.project, interview__deleted_at__isnull=True).select_related("turn", "interview")
     segment_id, end_segment_id = request.POST.get("segment", ""), request.POST.get("end_segment", "")
-    if not segment_id.isdecimal() or not (end_segment_id == "" or end_segment_id.isdecimal()):
+    if not _is_id(segment_id) or not (end_segment_id == "" or _is_id(end_segment_id)):
         return HttpResponse("“segment” and “end_segment” must be segment ids (whole numbers).", status=400, content_type="text/plain; charset=utf-8")
     segment = get_object_or_404(segments, pk=segment_id)
     end_segment = segments.filter(pk=end_segment_id).first() if end_segment_id else None
@@ -264,6 +273,11 @@ def exemplar_pin(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
     else:
         messages.success(request, "Exemplar pinned.")
     return redirect(reverse("themes:detail", args=[membership.project.uuid, theme.uuid]) + "#exemplars")
+
+
+def _is_id(value: str) -> bool:
+    # A bigint has at most 19 digits; a longer number is no id (and past 4,300 digits int() itself refuses it).
+    return value.isascii() and value.isdecimal() and len(value) <= 19
 
 
 def _exemplar(membership: Membership, exemplar_uuid) -> Exemplar:
@@ -376,11 +390,11 @@ def mentions(request: HttpRequest, project_uuid) -> HttpResponse:
     mine = who.pk == request.user.pk
     # Looking at your own mentions clears the badge; what was unread until now is marked new on the page.
     read_before = services.mentions_mark_read(project=membership.project, user=request.user) if mine else None
-    comments = list(
+    comments = paginate(request, (
         Comment.objects.filter(theme__project=membership.project, theme__deleted_at__isnull=True, mentions=who)
         .annotate(thread_seen=queries.seen_in_thread(who))
-        .select_related("author", "theme").order_by("-created_at")[:200]
-    )
+        .select_related("author", "theme").order_by("-created_at", "-pk")
+    ))
     names = [m.user.username for m in members]
     for c in comments:
         c.html = render_markdown(c.body, mentionable=names)

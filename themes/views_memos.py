@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from coding.models import Code
 from interviews.models import Interview
 from projects.models import Membership
+from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
 from themes import services
 from themes.models import Memo, MemoRevision, Theme
@@ -39,13 +40,22 @@ def _target(membership: Membership, data) -> dict:
     return {}
 
 
-def _choices(membership: Membership) -> list[tuple[str, list[tuple[str, str]]]]:
-    """What a new memo can be about, for the "About" menu (3 queries)."""
+# A project can hold hundreds of thousands of interviews: the "About" menu offers the most recent
+# ones (the journal's filter: those with memos); any interview's page starts a memo about it.
+MENU_INTERVIEWS = 200
+
+
+def _choices(membership: Membership, *, with_memos: bool = False) -> list[tuple[str, list[tuple[str, str]]]]:
+    """What a memo can be about, for the "About" menus (3 queries)."""
     project = membership.project
+    interviews = Interview.objects.filter(project=project, deleted_at__isnull=True)
+    if with_memos:
+        interviews = interviews.filter(memos__deleted_at__isnull=True, memos__isnull=False).distinct()
+    interviews = interviews.order_by("-created_at", "-pk").only("uuid", "title")[:MENU_INTERVIEWS]
     return [
         ("Themes", [(f"theme:{t.uuid}", t.name) for t in Theme.objects.for_project(project).only("uuid", "name")]),
         ("Codes", [(f"code:{c.uuid}", c.name) for c in Code.objects.for_project(project).only("uuid", "name")]),
-        ("Interviews", [(f"interview:{i.uuid}", i.title) for i in Interview.objects.filter(project=project, deleted_at__isnull=True).only("uuid", "title")]),
+        ("Interviews", [(f"interview:{i.uuid}", i.title) for i in interviews]),
     ]
 
 
@@ -72,11 +82,11 @@ def journal(request: HttpRequest, project_uuid) -> HttpResponse:
         name, _, value = target.partition(":")
         if name in TARGETS:
             memos = memos.filter(**{f"{name}__uuid": value}) if _is_uuid(value) else memos.none()
-    memos = list(memos[:500])
+    memos = paginate(request, memos)
     for memo in memos:
         memo.html = render_markdown(memo.body)
     members = Membership.objects.filter(project=membership.project).select_related("user")
-    return render(request, "themes/journal.html", _ctx(membership, memos=memos, members=members, choices=_choices(membership),
+    return render(request, "themes/journal.html", _ctx(membership, memos=memos, members=members, choices=_choices(membership, with_memos=True),
                                                        filters={"kind": kind, "author": author, "target": target}))
 
 

@@ -15,9 +15,10 @@ from django.views.decorators.http import require_GET, require_POST
 
 from coding.models import Code
 from projects.models import Membership
+from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
 from themes import queries, services, snapshots
-from themes.excerpts import theme_excerpts
+from themes.excerpts import theme_excerpt_sample
 from themes.models import AgendaItem, Comment, Decision, Review, Snapshot, Theme, ThemeCode
 from themes.rendering import diff_lines, render_markdown
 from themes.views import posted_version
@@ -70,7 +71,7 @@ def review_list(request: HttpRequest, project_uuid) -> HttpResponse:
                 errors = exc.message_dict
             else:
                 return redirect("themes:review", project_uuid=project.uuid, review_uuid=review.uuid)
-    reviews = list(Review.objects.filter(project=project).prefetch_related("attendees"))
+    reviews = paginate(request, Review.objects.filter(project=project).prefetch_related("attendees"))
     return render(request, "themes/review_list.html", _ctx(
         membership, reviews=reviews, errors=errors, form=request.POST if errors else {},
         themes=Theme.objects.for_project(project), members=Membership.objects.filter(project=project).select_related("user"),
@@ -86,7 +87,8 @@ def review_detail(request: HttpRequest, project_uuid, review_uuid) -> HttpRespon
     return render(request, "themes/review_detail.html", _ctx(membership, **_review_context(review)))
 
 
-def _review_context(review: Review, *, errors: dict | None = None) -> dict:
+def _review_context(review: Review, *, errors: dict | None = None, conflict: dict | None = None,
+                    notes_text: str | None = None) -> dict:
     """Agenda with each theme's codes, decisions, snapshots (fixed number of queries)."""
     project = review.project
     # Items about themes merged, trashed or deleted for good stay on the agenda, marked as such: they are meeting history.
@@ -102,6 +104,7 @@ def _review_context(review: Review, *, errors: dict | None = None) -> dict:
     return {
         "review": review, "agenda": agenda, "decisions": decisions, "errors": errors or {},
         "attendees": attendees, "notes_html": render_markdown(review.notes),
+        "notes_text": review.notes if notes_text is None else notes_text, "conflict": conflict,
         "themes": list(Theme.objects.for_project(project)), "statuses": Theme.Status.choices, "kinds": Decision.Kind.choices,
         "snapshots": list(Snapshot.objects.filter(review=review).defer("data")),
         "members": list(Membership.objects.filter(project=project).select_related("user")),
@@ -130,9 +133,23 @@ def review_edit(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse
 @login_required
 @require_POST
 def review_notes(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse:
+    """Save the notes as of the version the page showed; a newer save by a colleague is never overwritten."""
     membership = writer_or_403(request, project_uuid)
     review = _review(membership, review_uuid)
-    services.review_save_notes(review=review, actor=request.user, notes=request.POST.get("notes", ""))
+    notes = request.POST.get("notes", "")
+    try:
+        services.review_save_notes(review=review, actor=request.user, notes=notes,
+                                   base_version=posted_version(request.POST.get("notes_version", "")))
+    except services.ReviewClosed as exc:
+        context = _review_context(review, errors={"notes": str(exc)})
+        return render(request, "themes/review_detail.html", _ctx(membership, **context), status=409)
+    except services.ReviewNotesConflict as exc:
+        # As for themes and memos, a conflict is a normal state of the editor: both texts shown, yours kept in the form.
+        conflict = {"current": exc.current, "message": str(exc),
+                    "diff": diff_lines(exc.current.notes, notes, "their notes", "your notes")}
+        review.notes_version = exc.current.notes_version  # saving again means "I have seen theirs"
+        context = _review_context(review, conflict=conflict, notes_text=notes)
+        return render(request, "themes/review_detail.html", _ctx(membership, **context))
     messages.success(request, "Meeting notes saved.")
     return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, review.uuid])))
 
@@ -244,7 +261,7 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
     for c in threads:
         c.html = render_markdown(c.body, mentionable=usernames)
     return render(request, "themes/review_present.html", _ctx(
-        membership, review=review, theme=theme, index=index, count=len(agenda), codes=codes, groups=theme_excerpts(theme),
+        membership, review=review, theme=theme, index=index, count=len(agenda), codes=codes, groups=theme_excerpt_sample(theme),
         threads=threads, themes=Theme.objects.for_project(membership.project).exclude(pk=theme.pk), statuses=Theme.Status.choices,
         kinds=Decision.Kind.choices,
         decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("theme", "applied_by", "declined_by")),
@@ -262,7 +279,7 @@ def snapshot_list(request: HttpRequest, project_uuid) -> HttpResponse:
         services.snapshot_take(project=membership.project, actor=request.user, label=request.POST.get("label") or "Manual snapshot")
         messages.success(request, "Snapshot saved.")
         return redirect("themes:snapshots", project_uuid=membership.project.uuid)
-    items = list(Snapshot.objects.filter(project=membership.project).select_related("review", "taken_by").defer("data"))
+    items = paginate(request, Snapshot.objects.filter(project=membership.project).select_related("review", "taken_by").defer("data"))
     return render(request, "themes/snapshot_list.html", _ctx(membership, snapshots=items))
 
 

@@ -20,5 +20,7 @@ PHASES: list[str] = [
     "conduct",  # streamed live answers: first words visible, save cadence, poll cost, 1 vs 5 models
     "exports",  # excerpt tables: all codings as CSV/XLSX/DOCX, memory and queries vs rows
     "coding",  # apply a code (1 and 8 clients), open the heaviest and a 10× interview, worker memory
+    "reader",  # AI second reader: suggestions for a 440-segment interview at 800 ms per request; review vs apply
+    "probes",  # a probe run against a 500 ms endpoint: wall time vs sequential
     "themes",  # themes board, one drag, map data, theme page, journal, thread poll, presenter
 ]

@@ -63,7 +63,7 @@ def run(ctx: Context) -> Section:
     t_export16, _ = best_of(repeats, lambda: export("utf16"))
     t_import, imported = best_of(1, lambda: project_import_qdpx(source=qdpx, owner=user, filename="bench.qdpx"))
     t_backup, archive = best_of(repeats, backup)
-    t_restore, _ = best_of(1, lambda: project_restore(source=archive, owner=user))
+    t_restore, _ = best_of(1, lambda: project_restore(source=archive, owner=user, people={user.username: user}))
     tracemalloc.start()
     backup()
     _, peak = tracemalloc.get_traced_memory()

@@ -3,6 +3,8 @@ and `u` after an inline create takes the new code away again."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -86,9 +88,9 @@ def test_the_picker_finds_codes_by_definition_after_name_matches(page, login, li
     page.keyboard.type("honest")
     items = page.locator("#picker-list li[data-index]:not(.create)")
     expect(items).to_have_count(2)
-    assert items.nth(0).inner_text().startswith("Honesty")
-    assert items.nth(1).inner_text().startswith("Trust")
-    assert "definition: …that the chatbot is honest with the user." in items.nth(1).inner_text()
+    expect(items.nth(0)).to_have_text(re.compile(r"^\s*Honesty"))
+    expect(items.nth(1)).to_have_text(re.compile(r"^\s*Trust"))
+    expect(items.nth(1)).to_contain_text("definition: …that the chatbot is honest with the user.")
     page.keyboard.press("ArrowDown")
     page.keyboard.press("Enter")
     expect(page.locator(f"#chips-{participant_segments[0].pk} .chip")).to_have_count(1)

@@ -196,3 +196,26 @@ def test_an_exported_codebook_with_archived_and_nested_codes_comes_back_the_same
     project_export_qdpx(project=project, out=out)
     imported = project_import_qdpx(source=out.getvalue(), owner=owner, filename="p.qdpx").project
     assert _fields(imported) == _fields(project) and _siblings(imported) == _siblings(project)
+
+
+def _nested_qdc(levels: int) -> bytes:
+    guid = "{:08d}-0000-4000-8000-000000000000".format
+    opening = "".join(f'<Code guid="{guid(i)}" name="level {i}" isCodable="true">' for i in range(levels))
+    return (f'<?xml version="1.0" encoding="utf-8"?>\n<CodeBook xmlns="urn:QDA-XML:codebook:1.0"><Codes>{opening}'
+            f"{'</Code>' * levels}</Codes></CodeBook>").encode()
+
+
+@pytest.mark.django_db
+def test_a_codebook_nested_too_deep_is_refused_on_the_page_naming_the_place(client_for, owner, project):
+    response = client_for(owner).post(reverse("coding:import", args=[project.uuid]),
+                                      {"file": SimpleUploadedFile("deep.qdc", _nested_qdc(300))})
+    assert "deep.qdc: elements nested deeper than 256 levels at line 2, column " in response.content.decode()
+    assert not Code.objects.filter(project=project).exists()
+
+
+@pytest.mark.django_db
+def test_a_codebook_nested_just_under_the_xml_limit_imports(owner, project):
+    # <CodeBook><Codes> and 254 levels of codes: 256 elements deep.
+    codes = codebook_import(project=project, actor=owner, rows=rows_from_qdc(_nested_qdc(254), filename="deep.qdc"),
+                            source="deep.qdc")
+    assert len(codes) == 254 and Code.objects.get(project=project, name="level 253").parent.name == "level 252"

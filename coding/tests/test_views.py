@@ -104,9 +104,9 @@ def test_codebook_queries_do_not_grow(client_for, owner, analyst, project, make_
     codes = _populate(project, owner, analyst, make_interview, n)
     make_code("Child", parent=codes[0])
     c = client_for(owner)
-    # session, user, membership+project, codes, participants, counts per code × participant, interview progress,
-    # parent choices (form), unread-mentions badge
-    with django_assert_num_queries(9):
+    # session, user, membership+project, a page of participants (columns), codes, counts per code × participant,
+    # a page of interviews (short: not counted), their progress, parent choices (form), unread-mentions badge
+    with django_assert_num_queries(10):
         r = c.get(reverse("coding:codebook", args=[project.uuid]))
     assert r.status_code == 200 and "Code 0" in r.content.decode()
 
@@ -119,8 +119,8 @@ def test_workspace_queries_do_not_grow(client_for, owner, analyst, project, make
     interview = Interview.objects.get(title=f"Interview {n - 1}")
     c = client_for(owner)
     # session, user, membership+project, interview+participant, codes, members, turns+segments+codings (one),
-    # notes, project progress (cached for a minute afterwards), unread-mentions badge
-    with django_assert_num_queries(10):
+    # notes, pending AI suggestions, project progress (cached for a minute afterwards), unread-mentions badge
+    with django_assert_num_queries(11):
         r = c.get(reverse("coding:workspace", args=[project.uuid, interview.uuid]))
     assert r.status_code == 200
     body = r.content.decode()
@@ -134,12 +134,13 @@ def test_excerpts_and_search_and_compare_queries_do_not_grow(client_for, owner, 
     from interviews.models import Interview
 
     c = client_for(owner)
-    # session, user, membership, code, excerpts, texts of the turns excerpts span, members, unread-mentions badge
-    with django_assert_num_queries(8):
+    # session, user, membership, code, a page of interviews using the code (short: not counted), their excerpts,
+    # texts of the turns excerpts span, members, unread-mentions badge
+    with django_assert_num_queries(9):
         r = c.get(reverse("coding:excerpts", args=[project.uuid, codes[-1].uuid]))
     assert r.status_code == 200
-    # session, user, membership, search, unread-mentions badge
-    with django_assert_num_queries(5):
+    # session, user, membership, search (in a savepoint: two more statements), unread-mentions badge
+    with django_assert_num_queries(7):
         r = c.get(reverse("coding:search", args=[project.uuid]) + "?q=belonging&coded=coded")
     assert r.status_code == 200
     interview = Interview.objects.get(title=f"Interview {n - 1}")
@@ -298,9 +299,17 @@ def test_codebook_lists_interviews_with_their_progress(client_for, owner, projec
         Coding.objects.create(segment=s, code=code, coder=owner, interview=interview)
     Coding.objects.create(segment=participant_segments[0], code=make_code("Home"), coder=owner, interview=interview)
     r = client_for(owner).get(reverse("coding:codebook", args=[project.uuid]))
-    [row] = r.context["interviews"]
+    [row] = r.context["progress"]
     assert (row["coded"], row["codable"], row["percent"]) == (2, len(participant_segments), round(200 / len(participant_segments)))
     assert reverse("coding:workspace", args=[project.uuid, interview.uuid]) in r.content.decode()
+
+
+@pytest.mark.parametrize("poll", ["9" * 5000, "-3", "abc"])
+def test_a_hostile_poll_interval_falls_back_to_a_sane_one(client_for, analyst, project, make_interview, poll):
+    interview = make_interview()
+    response = client_for(analyst).get(reverse("coding:workspace", args=[project.uuid, interview.uuid]), {"poll": poll})
+    assert response.status_code == 200
+    assert '"pollSeconds": 15' in response.content.decode() or "&quot;pollSeconds&quot;: 15" in response.content.decode()
 
 
 @pytest.mark.parametrize("n", [1, 4])
@@ -398,3 +407,37 @@ def test_the_one_query_transcript_matches_the_plain_reads(owner, analyst, projec
     assert codings == queries.interview_codings(interview, order)
     assert codings[participant_segments[0].pk] == sorted([(a.pk, owner.pk), (a.pk, analyst.pk), (b.pk, owner.pk)],
                                                          key=lambda p: (order[p[0]], p[1]))
+
+
+def test_creating_a_code_comes_first_on_the_codebook_and_an_empty_codebook_says_how(client_for, analyst, project):
+    page = client_for(analyst).get(reverse("coding:codebook", args=[project.uuid])).content.decode()
+    # Above the codes and the interviews to code, open while the codebook is empty.
+    assert page.index('id="new-code" open') < page.index('id="code-list"') < page.index("Code an interview")
+    assert "import a codebook" in page and "press <kbd>c</kbd>" in page
+
+
+def test_tool_steps_are_collapsed_and_codable_only_with_other_speakers(client_for, analyst, project, make_interview, make_code):
+    interview = make_interview(turns=[
+        (Speaker.INTERVIEWER, "Compute the mean."),
+        (Speaker.TOOL, "```python\nprint(sum([1, 2, 3]) / 3)\n```"),
+        (Speaker.TOOL, "```\n2.0\n```"),
+        (Speaker.PARTICIPANT, "The mean is 2."),
+    ])
+    tool_segment = interview.segments.filter(speaker=Speaker.TOOL).order_by("position").first()
+    code = make_code("Computation")
+    c = client_for(analyst)
+    workspace = reverse("coding:workspace", args=[project.uuid, interview.uuid])
+    apply = reverse("coding:apply", args=[project.uuid, interview.uuid])
+    body = c.get(workspace).content.decode()
+    tool_turn = body.split('class="turn sp-tool"')[1]
+    assert '<details class="tool-step"><summary>Tool step: code, output or browsing</summary>' in tool_turn
+    assert f'<div class="seg other k-code_block" id="s-{tool_segment.pk}">' in tool_turn  # shown, not codable
+    c.post(apply, {"code": code.pk, "segments": str(tool_segment.pk)})
+    assert not Coding.objects.exists()
+
+    c.post(reverse("coding:speaker_toggle", args=[project.uuid, interview.uuid]), {"any_speaker": "1"})
+    body = c.get(workspace).content.decode()
+    assert '<details class="tool-step" open>' in body
+    assert f'<div class="seg codable other k-code_block" id="s-{tool_segment.pk}">' in body
+    assert c.post(apply, {"code": code.pk, "segments": str(tool_segment.pk)}).status_code == 200
+    assert list(Coding.objects.values_list("segment_id", flat=True)) == [tool_segment.pk]

@@ -53,11 +53,15 @@ class Script:
     fail_times: only the first N requests fail with `status`, then answer.
     retry_after: value of the Retry-After header on errors.
     die_after_chunks: close the connection mid-stream after N content chunks.
+    hold_after_chunks: pause the stream after N content chunks until the test calls
+      `release()`, so it can look at a half-streamed answer without racing it.
     hang: sleep this long before sending any header (for timeout tests).
     model_id: model id reported back (e.g. a dated snapshot); defaults to the name.
     finish_reason: "stop", "length", ...
     usage_in_final_chunk: send usage in the chunk carrying finish_reason even
       without stream_options, as some servers (llama.cpp) do.
+    redirect_to: answer 307 with this Location (a server trying to move the
+      request, key included, elsewhere).
 
     Ways compatible servers differ from OpenAI's (each answers with a 400 in
     the server's own words, like the real ones do):
@@ -86,8 +90,15 @@ class Script:
     rejects_stream_options: bool = False
     rejects_max_tokens: bool = False
     cannot_stream: Literal["json", "error"] | None = None
+    redirect_to: str | None = None
+    hold_after_chunks: int | None = None
     calls: int = field(default=0, init=False)
     answered: int = field(default=0, init=False)
+    released: threading.Event = field(default_factory=threading.Event, init=False, repr=False)
+
+    def release(self) -> None:
+        """Let streams held by `hold_after_chunks` go on to the end."""
+        self.released.set()
 
 
 @dataclass
@@ -244,6 +255,13 @@ class FakeOpenAIServer:
             else not self._stopping.is_set()
         )
 
+    def _hold(self, script: Script) -> bool:
+        """Wait until the test releases the script (or the server stops); returns False when stopping."""
+        while not script.released.wait(0.1):
+            if self._stopping.is_set():
+                return False
+        return True
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -344,6 +362,12 @@ class FakeOpenAIServer:
                     self._model_missing(model)
                     return
                 if script and script.hang and not server._sleep(script.hang):
+                    return
+                if script and script.redirect_to:
+                    self.send_response(307)
+                    self.send_header("Location", script.redirect_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 if (
                     script
@@ -507,6 +531,8 @@ class FakeOpenAIServer:
                     ):
                         self._die()
                         return
+                    if number == script.hold_after_chunks and not server._hold(script):
+                        return
                     if not server._sleep(script.delay):
                         return
                 last = choice({}, script.finish_reason)
@@ -539,6 +565,27 @@ class FakeOpenAIServer:
         return Handler
 
 
+def _demo_classification(body: dict[str, Any]) -> str:
+    """A structured answer for any JSON schema of strings, enums and string arrays (probe demos).
+
+    The choice among enum values follows the prompt's words, so the same item always gets the same label.
+    """
+    schema = ((body.get("response_format") or {}).get("json_schema") or {}).get("schema") or {}
+    prompt = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    emotional = sum(prompt.count(mark) for mark in ("!", "cried", "felt", "so ", "never"))
+    answer: dict[str, Any] = {}
+    for name, spec in (schema.get("properties") or {}).items():
+        if "enum" in spec:
+            answer[name] = spec["enum"][0 if emotional >= 2 else -1]
+        elif spec.get("type") == "array":
+            answer[name] = ["Emotional Expression"] if emotional >= 2 else ["Declaration"]
+        else:
+            answer[name] = "The review's tone and wording suggest this. It is a demo answer, not a judgement."
+    if not answer:
+        return "Label: unknown\nRationale: this demo model only answers JSON-schema requests."
+    return json.dumps(answer)
+
+
 def _demo_server(port: int) -> FakeOpenAIServer:
     server = FakeOpenAIServer(port=port)
     # Unscripted models answer with the demo text; these add realistic pacing
@@ -553,6 +600,8 @@ def _demo_server(port: int) -> FakeOpenAIServer:
     server.script("demo-no-stream-options", rejects_stream_options=True, delay=0.02)
     server.script("demo-reasoning", rejects_max_tokens=True, delay=0.02)
     server.script("demo-no-streaming", cannot_stream="error", first_delay=1.0)
+    # Probe demos: a classifier answering structured output (see `manage.py probe_demo`).
+    server.script("demo-classifier", answer=_demo_classification, first_delay=0.3, model_id="demo-classifier-2026-11-01")
     return server
 
 

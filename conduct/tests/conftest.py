@@ -120,7 +120,7 @@ def start_worker(transactional_db):
                 proc.wait()
 
 
-def wait_until(predicate, timeout: float = 20, interval: float = 0.1, message: str = "condition"):
+def wait_until(predicate, timeout: float = 60, interval: float = 0.1, message: str = "condition"):
     """Poll `predicate` until it returns something truthy; fail with `message` after `timeout` s."""
     import time
 

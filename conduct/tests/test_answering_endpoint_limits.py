@@ -33,7 +33,7 @@ def test_with_streaming_off_the_whole_answer_is_saved_with_provenance(
     fake_openai.script("batch", answer="Fairness is equal treatment.", model_id="batch-2026")
     interview = _start(project, owner, guide, live("B", "batch", stream_answers=False), django_capture_on_commit_callbacks)
 
-    answer = interview.turns.get(position=2)
+    answer = interview.turns.get(position=1)
     assert answer.status == Turn.Status.COMPLETE and answer.text == "Fairness is equal treatment."
     assert answer.model_slug == "batch-2026"
     prov = answer.metadata["provenance"]
@@ -50,7 +50,7 @@ def test_what_an_endpoint_refused_is_remembered_for_the_next_answer(
     participant = live("P", "picky", max_tokens=100)
     interview = _start(project, owner, guide, participant, django_capture_on_commit_callbacks)
 
-    first = interview.turns.get(position=2)
+    first = interview.turns.get(position=1)
     assert first.status == Turn.Status.COMPLETE and first.text == "First."
     assert len(first.metadata["provenance"]["fallbacks"]) == 2
     endpoint = LiveEndpoint.objects.get(participant=participant)
@@ -74,7 +74,7 @@ def test_an_endpoint_that_answered_in_one_piece_is_asked_without_streaming_next(
     fake_openai.script("no-sse", answer=["First.", "Second."], cannot_stream="json")
     participant = live("N", "no-sse")
     interview = _start(project, owner, guide, participant, django_capture_on_commit_callbacks)
-    assert interview.turns.get(position=2).text == "First."
+    assert interview.turns.get(position=1).text == "First."
     assert LiveEndpoint.objects.get(participant=participant).can_stream is False
 
     second = _ask(interview, owner, "Why?", django_capture_on_commit_callbacks)
@@ -93,7 +93,7 @@ def test_a_refused_parameter_fails_the_answer_naming_it(
     fake_openai.script("o-mini", status=400, error_message=words, error_param="temperature")
     interview = _start(project, owner, guide, live("O", "o-mini", temperature=0.2), django_capture_on_commit_callbacks)
 
-    answer = interview.turns.get(position=2)
+    answer = interview.turns.get(position=1)
     assert answer.status == Turn.Status.FAILED
     assert "'temperature'" in answer.metadata["failure"]["message"] and words in answer.metadata["failure"]["message"]
 

@@ -19,12 +19,14 @@ def api(user) -> APIClient:
     return client
 
 
-def test_storing_a_key_answers_with_its_hint_only(project, analyst, viewer, live):
-    response = api(analyst).post(
-        f"/api/projects/{project.uuid}/endpoint-keys/", {"label": "Lab", "key": "sk-proj-topsecret-ABCD"}, format="json"
+def test_storing_a_key_answers_with_its_hint_only(project, owner, viewer, live, fake_openai):
+    response = api(owner).post(
+        f"/api/projects/{project.uuid}/endpoint-keys/",
+        {"label": "Lab", "key": "sk-proj-topsecret-ABCD", "base_url": fake_openai.base_url}, format="json"
     )
     assert response.status_code == 201
     assert response.json()["hint"] == "sk-…ABCD" and "key" not in response.json()
+    assert response.json()["base_url"] == fake_openai.base_url
     key = EndpointKey.objects.get()
     live("M", "m", api_key=key)
     for path in ("endpoint-keys", "live-endpoints"):
@@ -32,17 +34,20 @@ def test_storing_a_key_answers_with_its_hint_only(project, analyst, viewer, live
         assert "sk-…ABCD" in body and "topsecret" not in body, path
 
 
-def test_key_writes_are_404_for_outsiders_and_403_for_viewers(project, viewer, outsider):
-    data = {"label": "Lab", "key": "sk-123456789"}
+def test_key_writes_are_404_for_outsiders_and_403_for_viewers_and_analysts(project, analyst, viewer, outsider):
+    data = {"label": "Lab", "key": "sk-123456789", "base_url": "http://127.0.0.1:8199/v1"}
     assert api(outsider).post(f"/api/projects/{project.uuid}/endpoint-keys/", data).status_code == 404
     assert api(viewer).post(f"/api/projects/{project.uuid}/endpoint-keys/", data).status_code == 403
+    assert api(analyst).post(f"/api/projects/{project.uuid}/endpoint-keys/", data).status_code == 403
     assert api(outsider).get(f"/api/projects/{project.uuid}/conduct-sessions/").status_code == 404
     assert not EndpointKey.objects.exists()
 
 
-def test_a_duplicate_key_label_is_refused_by_name(project, analyst):
-    services.endpoint_key_store(project=project, user=analyst, label="Lab", plain_key="sk-first-key-1")
-    response = api(analyst).post(f"/api/projects/{project.uuid}/endpoint-keys/", {"label": "Lab", "key": "sk-2"})
+def test_a_duplicate_key_label_is_refused_by_name(project, owner):
+    services.endpoint_key_store(project=project, user=owner, label="Lab", plain_key="sk-first-key-1",
+                                base_url="http://127.0.0.1:8199/v1")
+    response = api(owner).post(f"/api/projects/{project.uuid}/endpoint-keys/",
+                               {"label": "Lab", "key": "sk-2", "base_url": "http://127.0.0.1:8199/v1"})
     assert response.status_code == 400 and response.json() == {"label": ["A key with this label is already stored."]}
 
 

@@ -6,7 +6,11 @@ import itertools
 import time
 
 from conduct.client import Endpoint, FailureKind, backoff_seconds, stream_answer
+from conduct.egress import EgressPolicy
 from conduct.testing.fake_openai import FakeOpenAIServer
+
+# The fake server listens on 127.0.0.1, which endpoints may reach only where the deployment allows it.
+LOCAL = EgressPolicy(allow_private_networks=True)
 
 MESSAGES = [
     {"role": "system", "content": "You are being interviewed."},
@@ -16,7 +20,7 @@ MESSAGES = [
 
 def endpoint(server: FakeOpenAIServer, model: str, **kwargs: object) -> Endpoint:
     return Endpoint(
-        model=model, base_url=server.base_url, api_key="sk-test-123", **kwargs
+        model=model, base_url=server.base_url, api_key="sk-test-123", egress=LOCAL, **kwargs
     )  # type: ignore[arg-type]
 
 
@@ -99,8 +103,9 @@ def test_it_reports_accumulated_text_while_streaming_throttled(
     assert all(answer.startswith(t) for t in texts)
     assert [len(t) for t in texts] == sorted(len(t) for t in texts)
     assert texts[-1] == answer, "the final text is always pushed"
+    # Timestamps are taken in the callback, a moment after each push: allow a busy machine its jitter.
     gaps = [b - a for (a, _), (b, _) in itertools.pairwise(seen[:-1])]
-    assert all(gap >= 0.14 for gap in gaps)
+    assert all(gap >= 0.1 for gap in gaps)
 
 
 def test_a_stream_that_dies_keeps_the_partial_text_and_does_not_retry(
@@ -183,7 +188,7 @@ def test_429_without_retry_after_backs_off_exponentially_then_gives_up(
 
 
 def test_stopping_during_a_backoff_wait_ends_it(fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.script("busy", status=429, retry_after=30)
+    fake_openai.script("busy", status=429, retry_after=60)
     started = time.monotonic()
     asked: list[int] = []
 
@@ -193,7 +198,7 @@ def test_stopping_during_a_backoff_wait_ends_it(fake_openai: FakeOpenAIServer) -
 
     result = stream_answer(endpoint(fake_openai, "busy"), MESSAGES, should_stop=stop_on_second_look)
 
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 30  # not the minute the endpoint asked to wait
     assert result.failure is not None and result.failure.kind == FailureKind.CANCELLED
     assert len(fake_openai.chat_requests("busy")) == 1
 
@@ -238,7 +243,7 @@ def test_404_names_the_model_to_fix(fake_openai: FakeOpenAIServer) -> None:
 def test_a_hanging_endpoint_times_out_and_is_retried(
     fake_openai: FakeOpenAIServer,
 ) -> None:
-    fake_openai.script("hangs", hang=5)
+    fake_openai.script("hangs", hang=120)
     waits: list[float] = []
     started = time.monotonic()
 
@@ -249,7 +254,7 @@ def test_a_hanging_endpoint_times_out_and_is_retried(
         max_attempts=2,
     )
 
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 60  # two 0.3 s timeouts, not two 2-minute hangs
     assert result.failure is not None and result.failure.kind == FailureKind.TIMEOUT
     assert "0.3 s" in result.failure.message
     assert waits == [1.0]
@@ -258,16 +263,17 @@ def test_a_hanging_endpoint_times_out_and_is_retried(
 def test_a_trickling_answer_is_cut_at_the_total_timeout(
     fake_openai: FakeOpenAIServer,
 ) -> None:
-    fake_openai.script("trickle", answer="x" * 200, chunk_chars=1, delay=0.02)
+    # 40 s to trickle in whole; cut after 2 s, by which even a busy machine has some of it.
+    fake_openai.script("trickle", answer="x" * 2000, chunk_chars=1, delay=0.02)
     result = stream_answer(
-        endpoint(fake_openai, "trickle", total_timeout=0.5), MESSAGES
+        endpoint(fake_openai, "trickle", total_timeout=2), MESSAGES
     )
     assert result.failure is not None and result.failure.kind == FailureKind.TIMEOUT
-    assert 5 < len(result.text) < 200
+    assert 5 < len(result.text) < 2000
 
 
 def test_should_stop_cancels_and_keeps_text(fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.script("long", answer="y" * 300, chunk_chars=3, delay=0.01)
+    fake_openai.script("long", answer="y" * 3000, chunk_chars=3, delay=0.01)  # 10 s to stream whole
     asked: list[float] = []
 
     def stop_after_a_while() -> bool:
@@ -282,11 +288,11 @@ def test_should_stop_cancels_and_keeps_text(fake_openai: FakeOpenAIServer) -> No
     )
 
     assert result.failure is not None and result.failure.kind == FailureKind.CANCELLED
-    assert result.text.startswith("yyy") and len(result.text) < 300
+    assert result.text.startswith("yyy") and len(result.text) < 3000
 
 
 def test_unreachable_endpoint_says_to_check_the_url() -> None:
-    ep = Endpoint(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", timeout=1)
+    ep = Endpoint(model="m", base_url="http://127.0.0.1:9/v1", api_key="k", timeout=1, egress=LOCAL)
     result = stream_answer(ep, MESSAGES, sleep=_no_sleep, max_attempts=1)
     assert result.failure is not None and result.failure.kind == FailureKind.CONNECTION
     assert "base URL" in result.failure.message

@@ -5,7 +5,11 @@ from __future__ import annotations
 import time
 
 from conduct.client import Endpoint, FailureKind, stream_answer
+from conduct.egress import EgressPolicy
 from conduct.testing.fake_openai import FakeOpenAIServer
+
+# The fake server listens on 127.0.0.1, which endpoints may reach only where the deployment allows it.
+LOCAL = EgressPolicy(allow_private_networks=True)
 
 MESSAGES = [{"role": "user", "content": "What does fairness mean to you?"}]
 ANSWER = "Fairness means treating like cases alike."
@@ -16,7 +20,7 @@ REJECTED_MAX_TOKENS = (
 
 
 def endpoint(server: FakeOpenAIServer, model: str, **kwargs: object) -> Endpoint:
-    return Endpoint(model=model, base_url=server.base_url, api_key="sk-test-123", **kwargs)  # type: ignore[arg-type]
+    return Endpoint(model=model, base_url=server.base_url, api_key="sk-test-123", egress=LOCAL, **kwargs)  # type: ignore[arg-type]
 
 
 def sent_bodies(server: FakeOpenAIServer, model: str) -> list[dict]:
@@ -187,25 +191,25 @@ def test_every_fallback_in_turn_and_none_counts_as_a_retry(fake_openai: FakeOpen
 
 
 def test_stopping_a_non_streamed_answer_does_not_wait_for_it(fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.script("slow-batch", answer=ANSWER, first_delay=5)
+    fake_openai.script("slow-batch", answer=ANSWER, first_delay=120)
     started = time.monotonic()
 
     result = stream_answer(
         endpoint(fake_openai, "slow-batch", stream_answers=False), MESSAGES, should_stop=lambda: True, interval=0.05
     )
 
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 60  # not the two minutes the answer takes, however busy the machine
     assert result.failure is not None and result.failure.kind == FailureKind.CANCELLED
     assert result.text == ""
 
 
 def test_a_non_streamed_answer_gets_the_total_timeout(fake_openai: FakeOpenAIServer) -> None:
     fake_openai.script("slow-batch", answer=ANSWER, first_delay=1.0)
-    ep = endpoint(fake_openai, "slow-batch", stream_answers=False, timeout=0.3, total_timeout=5)
+    ep = endpoint(fake_openai, "slow-batch", stream_answers=False, timeout=0.3, total_timeout=60)
 
     assert stream_answer(ep, MESSAGES).ok, "the per-chunk timeout does not cut a whole answer short"
 
-    fake_openai.script("stuck-batch", answer=ANSWER, first_delay=5)
+    fake_openai.script("stuck-batch", answer=ANSWER, first_delay=120)
     ep = endpoint(fake_openai, "stuck-batch", stream_answers=False, timeout=0.3, total_timeout=0.6)
     result = stream_answer(ep, MESSAGES)
     assert result.failure is not None and result.failure.kind == FailureKind.TIMEOUT

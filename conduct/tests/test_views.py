@@ -94,29 +94,31 @@ def test_guide_list_queries_do_not_grow_with_guides(project, owner, viewer, clie
 # -- endpoints and keys -----------------------------------------------------------------
 
 
-def test_member_configures_a_live_participant(project, analyst, client_for):
-    key = services.endpoint_key_store(project=project, user=analyst, label="Lab", plain_key="sk-abcdefgh1234")
+def test_member_configures_a_live_participant(project, owner, analyst, client_for):
+    key = services.endpoint_key_store(project=project, user=owner, label="Lab", plain_key="sk-abcdefgh1234",
+                                      base_url="http://localhost:11434/v1")
     response = client_for(analyst).post(
         url("participant_create", project),
         {
             "label": "Llama local",
             "provider": "Ollama",
             "model_id": "llama3.1:8b",
-            "base_url": "http://localhost:11434/v1",
+            "base_url": "",
             "temperature": "0.7",
             "top_p": "",
             "seed": "42",
             "max_tokens": "800",
             "timeout_seconds": "90",
-            "api_key": key.pk,
+            "key": str(key.uuid),
         },
     )
     assert response.status_code == 302
     participant = Participant.objects.get(project=project, label="Llama local")
     assert participant.is_live and participant.model_id == "llama3.1:8b" and participant.seed == 42
     assert participant.top_p is None and participant.temperature == 0.7
+    assert participant.base_url == "http://localhost:11434/v1"  # the key's endpoint
     endpoint = LiveEndpoint.objects.get(participant=participant)
-    assert endpoint.api_key == key and endpoint.timeout_seconds == 90
+    assert endpoint.api_key == key and endpoint.key_source == "project" and endpoint.timeout_seconds == 90
 
 
 STREAM_CHECKBOX_TICKED = re.compile(r'<input type="checkbox" name="stream_answers"[^>]* checked>')
@@ -124,7 +126,8 @@ STREAM_CHECKBOX_TICKED = re.compile(r'<input type="checkbox" name="stream_answer
 
 def test_member_turns_streaming_off_and_sees_what_the_endpoint_refused(project, analyst, live, client_for):
     participant = live("Batch", "batch")
-    data = {"label": "Batch", "model_id": "batch", "base_url": participant.base_url, "timeout_seconds": "60"}
+    data = {"label": "Batch", "model_id": "batch", "base_url": participant.base_url, "timeout_seconds": "60",
+            "key": "none"}
     client = client_for(analyst)
     page = client.get(url("participant_edit", project, participant_uuid=participant.uuid)).content.decode()
     assert STREAM_CHECKBOX_TICKED.search(page) and "Learned from" not in page
@@ -141,7 +144,8 @@ def test_member_turns_streaming_off_and_sees_what_the_endpoint_refused(project, 
 
 def test_bad_endpoint_settings_get_inline_errors(project, analyst, client_for):
     response = client_for(analyst).post(
-        url("participant_create", project), {"label": "X", "model_id": "", "temperature": "3", "timeout_seconds": "60"}
+        url("participant_create", project),
+        {"label": "X", "model_id": "", "temperature": "3", "timeout_seconds": "60", "key": "none"},
     )
     body = response.content.decode()
     assert response.status_code == 400
@@ -152,13 +156,15 @@ def test_bad_endpoint_settings_get_inline_errors(project, analyst, client_for):
 def test_a_metadata_service_address_is_refused_as_endpoint(project, analyst, client_for):
     response = client_for(analyst).post(
         url("participant_create", project),
-        {"label": "X", "model_id": "m", "base_url": "http://169.254.169.254/v1", "timeout_seconds": "60"},
+        {"label": "X", "model_id": "m", "base_url": "http://169.254.169.254/v1", "timeout_seconds": "60", "key": "none"},
     )
-    assert response.status_code == 400 and "169.254.169.254 is not an address" in response.content.decode()
+    assert response.status_code == 400 and "169.254.169.254 is a link-local address" in response.content.decode()
+    assert not Participant.objects.filter(label="X").exists()
 
 
-def test_a_stored_key_is_only_ever_shown_as_a_hint(project, analyst, viewer, client_for):
-    response = client_for(analyst).post(url("key_create", project), {"label": "Lab", "plain_key": "sk-proj-supersecret-WXYZ"})
+def test_a_stored_key_is_only_ever_shown_as_a_hint(project, owner, viewer, client_for):
+    response = client_for(owner).post(url("key_create", project), {
+        "label": "Lab", "plain_key": "sk-proj-supersecret-WXYZ", "base_url": "http://127.0.0.1:8199/v1"})
     assert response.status_code == 302
     key = EndpointKey.objects.get(project=project)
     assert key.reveal() == "sk-proj-supersecret-WXYZ"
@@ -167,19 +173,28 @@ def test_a_stored_key_is_only_ever_shown_as_a_hint(project, analyst, viewer, cli
     assert "sk-…WXYZ" in page and "supersecret" not in page
 
 
-def test_key_writes_are_404_for_outsiders_and_403_for_viewers(project, owner, viewer, outsider, client_for):
-    data = {"label": "Lab", "plain_key": "sk-123456789"}
+def test_key_writes_are_404_for_outsiders_and_403_for_viewers_and_analysts(
+    project, owner, analyst, viewer, outsider, client_for
+):
+    data = {"label": "Lab", "plain_key": "sk-123456789", "base_url": "http://127.0.0.1:8199/v1"}
     assert client_for(outsider).post(url("key_create", project), data).status_code == 404
     assert client_for(viewer).post(url("key_create", project), data).status_code == 403
-    key = services.endpoint_key_store(project=project, user=owner, label="Keep", plain_key="sk-keep-0000")
+    # Analysts choose among keys; only owners decide where one may be sent.
+    assert client_for(analyst).post(url("key_create", project), data).status_code == 403
+    key = services.endpoint_key_store(project=project, user=owner, label="Keep", plain_key="sk-keep-0000",
+                                      base_url="http://127.0.0.1:8199/v1")
     assert client_for(viewer).post(url("key_delete", project, key_uuid=key.uuid)).status_code == 403
+    assert client_for(analyst).post(url("key_delete", project, key_uuid=key.uuid)).status_code == 403
     assert client_for(outsider).post(url("key_delete", project, key_uuid=key.uuid)).status_code == 404
     assert list(EndpointKey.objects.values_list("label", flat=True)) == ["Keep"]
     assert client_for(viewer).post(url("participant_create", project), {"label": "X"}).status_code == 403
 
 
-def test_participant_list_queries_do_not_grow(project, owner, viewer, live, client_for, django_assert_num_queries):
-    key = services.endpoint_key_store(project=project, user=owner, label="Lab", plain_key="sk-lab-000011112222")
+def test_participant_list_queries_do_not_grow(
+    project, owner, viewer, live, fake_openai, client_for, django_assert_num_queries
+):
+    key = services.endpoint_key_store(project=project, user=owner, label="Lab", plain_key="sk-lab-000011112222",
+                                      base_url=fake_openai.base_url)
     for i in range(4):
         live(f"M{i}", f"m{i}", api_key=key)
     client = client_for(viewer)
@@ -329,7 +344,8 @@ def test_provenance_panel_shows_request_and_response_but_no_key(
     project, analyst, guide, live, fake_openai, inline_answers, client_for, django_capture_on_commit_callbacks
 ):
     fake_openai.script("m", answer="Hello.", model_id="m-2026-01-01", system_fingerprint="fp_xyz")
-    key = services.endpoint_key_store(project=project, user=analyst, label="Lab", plain_key="sk-never-show-me-42")
+    key = services.endpoint_key_store(project=project, user=analyst, label="Lab", plain_key="sk-never-show-me-42",
+                                      base_url=fake_openai.base_url)
     fake_openai.api_key = "sk-never-show-me-42"
     with django_capture_on_commit_callbacks(execute=True):
         session = services.session_start(project=project, user=analyst, guide_version=guide.versions.get(), participants=[live("M", "m", api_key=key)])
@@ -483,3 +499,16 @@ def test_a_backoff_wait_is_explained_while_nothing_arrives(project, viewer, sess
     body = client_for(viewer).get(url("turn", project, turn_uuid=answer.uuid), **HTMX).content.decode()
     assert "Retrying (attempt 2) after waiting 2.5 s" in body and "rate limiting requests (429)" in body
     assert 'hx-trigger="every 300ms"' in body
+
+
+def test_conducting_from_a_guide_page_preselects_that_guide(project, analyst, guide, live, client_for):
+    from conduct.services import guide_create
+
+    live("A", "model-a")
+    other = guide_create(project=project, user=analyst, name="Another", opening_prompt="Hello?")
+    client = client_for(analyst)
+    page = client.get(url("guide", project, guide_uuid=other.uuid)).content.decode()
+    link = re.search(r'href="([^"]*\?guide=[^"]+)"', page).group(1)
+    start = client.get(link).content.decode()
+    assert re.search(rf'<option value="{other.uuid}" selected>Another</option>', start)
+    assert not re.search(rf'<option value="{guide.uuid}" selected>', start)

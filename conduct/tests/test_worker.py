@@ -21,13 +21,17 @@ LONG = " ".join(f"Sentence number {i} of a long and careful answer." for i in ra
 @pytest.fixture
 def worker_settings(settings):
     settings.OPENAI_API_KEY = "sk-deployment-test"
-    settings.CONDUCT_STALE_SECONDS = 2.0  # the worker beats every 0.5 s (see start_worker)
+    # The worker beats every 0.5 s (see start_worker); ten missed beats, not four, so a busy machine's
+    # late beat is not taken for a dead worker.
+    settings.CONDUCT_STALE_SECONDS = 5.0
 
 
 def test_two_answers_stream_at_once_in_the_worker(project, owner, guide, live, fake_openai, worker_settings, start_worker):
     start_worker()
-    fake_openai.script("model-a", answer=LONG[:1500], chunk_chars=12, delay=0.03, model_id="model-a-2026")
-    fake_openai.script("model-b", answer=LONG[:1200], chunk_chars=12, delay=0.03)
+    # Both streams pause after 30 chunks until the test has seen them part-way at the same moment.
+    scripts = [fake_openai.script("model-a", answer=LONG[:1500], chunk_chars=12, delay=0.03, model_id="model-a-2026",
+                                  hold_after_chunks=30),
+               fake_openai.script("model-b", answer=LONG[:1200], chunk_chars=12, delay=0.03, hold_after_chunks=30)]
     session = services.session_start(
         project=project, user=owner, guide_version=guide.versions.get(), participants=[live("A", "model-a"), live("B", "model-b")]
     )
@@ -39,6 +43,8 @@ def test_two_answers_stream_at_once_in_the_worker(project, owner, guide, live, f
         return all(status == "streaming" and 0 < len(text) < 1200 for status, text in rows)
 
     wait_until(both_partial, message="both answers to be streaming with partial text")
+    for script in scripts:
+        script.release()
     wait_until(lambda: set(answers.values_list("status", flat=True)) == {"complete"}, message="both answers to complete")
     a = answers.get(interview__participant__label="A")
     assert a.text == LONG[:1500]
@@ -51,7 +57,8 @@ def test_killing_the_worker_mid_answer_keeps_saved_turns_and_the_answer_can_be_r
     project, owner, guide, live, fake_openai, worker_settings, start_worker, client_for
 ):
     worker = start_worker()
-    fake_openai.script("model-a", answer=LONG, chunk_chars=10, delay=0.03)  # ~12 s in total
+    # Held after 40 chunks (400 characters) until the worker is dead: it dies mid-answer, never after it.
+    held = fake_openai.script("model-a", answer=LONG, chunk_chars=10, delay=0.03, hold_after_chunks=40)
     session = services.session_start(
         project=project, user=owner, guide_version=guide.versions.get(), participants=[live("A", "model-a")]
     )
@@ -60,6 +67,7 @@ def test_killing_the_worker_mid_answer_keeps_saved_turns_and_the_answer_can_be_r
 
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait()
+    held.release()  # the stream's listener is gone; let the fake endpoint's handler finish
     saved = Turn.objects.get(pk=answer.pk).text
     assert 100 < len(saved) < len(LONG)
     assert Turn.objects.get(pk=question.pk).text == "What does fairness mean to you?"
@@ -69,7 +77,6 @@ def test_killing_the_worker_mid_answer_keeps_saved_turns_and_the_answer_can_be_r
     turn_url = reverse("conduct:turn", kwargs={"project_uuid": project.uuid, "turn_uuid": answer.uuid})
     body = wait_until(
         lambda: (b := client.get(turn_url, HTTP_HX_REQUEST="true").content.decode()) and "Interrupted" in b and b,
-        timeout=10,
         message="the answer to be marked interrupted",
     )
     assert "Retry" in body and "The worker stopped while this answer was arriving" in body
@@ -91,17 +98,19 @@ def test_stopping_a_streaming_answer_keeps_what_arrived(
     project, owner, guide, live, fake_openai, worker_settings, start_worker, client_for
 ):
     start_worker()
-    fake_openai.script("model-a", answer=LONG, chunk_chars=10, delay=0.03)
+    # Held after 20 chunks until the stop is asked for: the worker sees it at the next chunk, mid-answer.
+    held = fake_openai.script("model-a", answer=LONG, chunk_chars=10, delay=0.03, hold_after_chunks=20)
     session = services.session_start(
         project=project, user=owner, guide_version=guide.versions.get(), participants=[live("A", "model-a")]
     )
-    answer = session.seats.get().interview.turns.get(position=2)
+    answer = session.seats.get().interview.turns.get(position=1)
     wait_until(lambda: len(Turn.objects.get(pk=answer.pk).text) > 50, message="part of the answer")
 
     stop_url = reverse("conduct:stop", kwargs={"project_uuid": project.uuid, "turn_uuid": answer.uuid})
     assert client_for(owner).post(stop_url, HTTP_HX_REQUEST="true").status_code == 200
+    held.release()
 
-    wait_until(lambda: Turn.objects.get(pk=answer.pk).status == "interrupted", timeout=5, message="the stop")
+    wait_until(lambda: Turn.objects.get(pk=answer.pk).status == "interrupted", message="the stop")
     answer.refresh_from_db()
     assert 50 < len(answer.text) < len(LONG) and LONG.startswith(answer.text)
     assert answer.metadata["failure"]["kind"] == "cancelled"

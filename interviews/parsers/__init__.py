@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from . import chatgpt, claude, jsonchat, markdown, tabular, text
-from .archive import expand, is_zip
+from .archive import ExchangeFileError, expand, is_zip
 from .base import (
     FORMATS,
     LABEL_CHOICES,
@@ -21,10 +21,11 @@ from .base import (
     ParseError,
     SourceFile,
     decode_utf8,
+    json_error_location,
 )
 
 __all__ = [
-    "FORMATS", "LABEL_CHOICES", "NOT_A_SPEAKER", "SPEAKERS", "Limits", "ParseError", "ParsedConversation", "ParsedTurn",
+    "FORMATS", "ExchangeFileError", "LABEL_CHOICES", "NOT_A_SPEAKER", "SPEAKERS", "Limits", "ParseError", "ParsedConversation", "ParsedTurn",
     "SourceFile", "detect_format", "expand", "parse_source", "parse_upload",
 ]
 
@@ -52,7 +53,7 @@ MD_SPEAKER_HEADING_RE = re.compile(r"^#{1,6}[ \t]+\W*\s*\**(you|user|chatgpt|ass
 HEAD_BYTES = 256 * 1024
 
 
-def detect_format(source: SourceFile) -> str:
+def detect_format(source: SourceFile, limits: Limits | None = None) -> str:
     """One of FORMATS, from the file name and its first bytes."""
     lower = source.name.lower()
     if lower.endswith((".csv", ".tsv", ".xlsx")):
@@ -67,7 +68,8 @@ def detect_format(source: SourceFile) -> str:
         if hits:
             return min(hits)[1]
         if lower.endswith((".json", ".jsonl", ".ndjson")):
-            raise ParseError(
+            # A truncated or broken file says where it breaks rather than which keys it lacks.
+            raise json_error_location(source, (limits or Limits()).max_text_bytes) or ParseError(
                 source.name, None,
                 "a ChatGPT or Claude export, OpenAI 'messages' or ShareGPT 'conversations' JSON",
                 "JSON without 'mapping', 'chat_messages', 'role' or 'from' keys",
@@ -94,7 +96,7 @@ def parse_source(
 ) -> Iterator[ParsedConversation]:
     """Conversations of one (already expanded) file, streamed where the format allows."""
     limits = limits or Limits()
-    fmt = detect_format(source) if format == "auto" else format
+    fmt = detect_format(source, limits) if format == "auto" else format
     if fmt not in PARSERS:
         raise ParseError(source.name, None, "a format among auto, " + ", ".join(FORMATS),
                          repr(fmt))

@@ -17,6 +17,45 @@ EXPORT_FILE_RE = re.compile(r"^conversations(-\d+)?\.json$", re.IGNORECASE)
 RATIO_FLOOR_BYTES = 1024 * 1024
 
 
+class ExchangeFileError(ParseError):
+    """A REFI-QDA project (.qdpx) or codebook (.qdc): not a transcript, and it has an import of its own."""
+
+    def __init__(self, file: str, kind: str) -> None:
+        self.kind = kind  # "project" or "codebook"
+        what = "a REFI-QDA project (.qdpx)" if kind == "project" else "a REFI-QDA codebook (.qdc)"
+        super().__init__(file, None, "a transcript", what)
+
+    def __str__(self) -> str:
+        if self.kind == "project":
+            return (f"{self.file} is a REFI-QDA project (.qdpx) from a QDA tool, not a transcript. "
+                    "Import a project brings it in as a new project, with its documents, codes and codings.")
+        return (f"{self.file} is a REFI-QDA codebook (.qdc), not a transcript. "
+                "Import it into the codebook: its codes are added to this project.")
+
+
+def refi_qda_kind(source: SourceFile) -> str | None:
+    """"project" for a .qdpx (or a bare project.qde), "codebook" for a .qdc, else None."""
+    lower = source.name.lower()
+    if lower.endswith(".qdpx"):
+        return "project"
+    if lower.endswith(".qdc"):
+        return "codebook"
+    with source.open() as f:
+        head = f.read(4096)
+    if head.startswith(b"PK\x03\x04"):
+        try:
+            with zipfile.ZipFile(source.open()) as zf:
+                names = {posixpath.basename(n).lower() for n in zf.namelist()}
+        except zipfile.BadZipFile:
+            return None
+        return "project" if "project.qde" in names else None
+    if b"urn:QDA-XML:project" in head and b"<Project" in head:
+        return "project"
+    if b"urn:QDA-XML:codebook" in head and b"<CodeBook" in head:
+        return "codebook"
+    return None
+
+
 def is_zip(source: SourceFile) -> bool:
     with source.open() as f:
         return f.read(4) == b"PK\x03\x04"
@@ -106,6 +145,8 @@ def expand(source: SourceFile, limits: Limits) -> list[SourceFile]:
                          human_size(source.size))
     if source.size == 0:
         raise ParseError(source.name, None, "a transcript", "an empty file")
+    if kind := refi_qda_kind(source):
+        raise ExchangeFileError(source.name, kind)
     if is_zip(source) and not source.name.lower().endswith(".xlsx"):
         return zip_sources(source, limits)
     return [source]

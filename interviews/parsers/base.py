@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import IO, Any
+
+from projects import safejson
 
 SPEAKERS = ("interviewer", "participant", "system")
 # A label the user says is not a speaker at all ("Option A:" inside an answer).
@@ -98,7 +99,7 @@ class SourceFile:
 
 @dataclass
 class ParsedTurn:
-    speaker: str  # interviewer | participant | system
+    speaker: str  # interviewer | participant | system | tool
     text: str  # exactly as written, Markdown kept
     metadata: dict[str, Any] = field(default_factory=dict)
     # The raw speaker label for formats whose labels the user maps in a preview.
@@ -205,23 +206,44 @@ def decode_utf8(data: bytes, name: str) -> str:
 
 
 def json_loads(text: str, name: str, line_offset: int = 0) -> Any:
-    """json.loads with a ParseError naming line and column on bad JSON."""
+    """JSON with a depth and number-size limit; a ParseError names line and column on bad JSON."""
     try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise ParseError(
-            name, f"line {e.lineno + line_offset}, column {e.colno}", "valid JSON", f"'{e.msg}'"
-        ) from None
+        return safejson.loads(text)
+    except safejson.JSONInputError as e:
+        raise json_parse_error(e, name, line_offset) from None
+
+
+def json_parse_error(e: safejson.JSONInputError, name: str, line_offset: int = 0) -> ParseError:
+    return ParseError(name, f"line {e.line + line_offset}, column {e.column}", e.expected, e.found)
+
+
+def json_check(source: SourceFile) -> None:
+    """Refuse a JSON file nested too deep or holding an overlong number, before a streaming parser reads it."""
+    with source.open_skipping_bom() as f:
+        try:
+            safejson.check_stream(f)
+        except safejson.JSONInputError as e:
+            raise json_parse_error(e, source.name) from None
+
+
+def json_check_text(text: str, name: str) -> None:
+    """`json_check` for JSON (or JSON Lines) already read into memory."""
+    try:
+        safejson.check(text)
+    except safejson.JSONInputError as e:
+        raise json_parse_error(e, name) from None
 
 
 def json_error_location(source: SourceFile, limit: int) -> ParseError | None:
-    """Re-read a file that a streaming parse rejected to name the line and column."""
+    """Re-read a file that a streaming parse rejected to name the line and column.
+
+    None when it is too large to re-read, or when it holds several JSON values (JSON Lines)."""
     if source.size > limit:
         return None
     try:
         json_loads(source.read_text(limit), source.name)
     except ParseError as e:
-        return e
+        return None if e.found == "'Extra data'" else e
     return None
 
 

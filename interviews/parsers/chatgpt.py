@@ -1,4 +1,8 @@
-"""ChatGPT data export (conversations.json): the branch that ends at current_node."""
+"""ChatGPT data export (conversations.json): the branch that ends at current_node.
+
+Tool steps (code interpreter, browsing) are kept as turns of speaker "tool", in order,
+between the answers around them.
+"""
 
 from __future__ import annotations
 
@@ -21,16 +25,24 @@ from .base import (
     describe,
     epoch_to_datetime,
     iso,
+    json_check,
     json_error_location,
 )
 
 KEPT_CONTENT = {"text", "multimodal_text"}
+# Tool steps the ChatGPT page shows (collapsed): the assistant's call to a tool (code to
+# python, a browser command) and the tool's result. They become "tool" turns.
+TOOL_CALL_CONTENT = {"code", "text"}
+TOOL_RESULT_CONTENT = {"execution_output", "tether_browsing_display", "tether_quote", "system_error",
+                       "text", "multimodal_text", "code"}
 # 【11†source】 markers (always with a dagger: plain 【】 are ordinary CJK brackets), and
 # the private-use spans newer exports wrap citations in.
 CITATION_RE = re.compile(r"[ \t]*(?:【[^】\n]{0,200}†[^】\n]{0,200}】|\ue200(?!entity)[^\ue201]{0,500}\ue201)")
 # Entity references show their display name in the web interface: keep that name.
 ENTITY_RE = re.compile(r"\ue200entity\ue202([^\ue201]{0,500})\ue201")
 STRAY_PRIVATE_RE = re.compile(r"[\ue200-\ue2ff]")
+# Alternative branches kept per conversation; a real chat has a handful, a hostile file thousands.
+MAX_BRANCHES = 50
 
 
 def _entity_name(m: re.Match[str]) -> str:
@@ -52,6 +64,7 @@ def clean_citations(text: str) -> str:
 
 def iter_raw(source: SourceFile, limits: Limits) -> Iterator[Any]:
     """Stream the top-level conversations one by one (list, {"conversations": [...]}, or one)."""
+    json_check(source)  # ijson's memory grows with depth squared: refuse deep nesting first
     prefix = _top_prefix(source, limits)
     f = source.open_skipping_bom()
     read = 0
@@ -118,6 +131,7 @@ def parse_conversation(raw: Any, name: str, index: int) -> ParsedConversation | 
     path, branch_points = _branch(mapping, raw.get("current_node"), name, where)
     default_slug = as_str(raw.get("default_model_slug")) or None
     turns = _turns(mapping, path, branch_points, default_slug, name, where)
+    branches = _alternatives(mapping, path, turns, default_slug, name, where) if branch_points else []
     slugs: list[str] = []
     for t in turns:
         for s in t.metadata.get("models", []):
@@ -139,6 +153,7 @@ def parse_conversation(raw: Any, name: str, index: int) -> ParsedConversation | 
             "current_node": path[-1] if path else None,
             "alternative_branches": sum(n - 1 for _, n in branch_points.values()),
             "gizmo_id": raw.get("gizmo_id"),
+            **({"branches": branches} if branches else {}),
         },
         turns=turns,
     )
@@ -174,14 +189,42 @@ def _branch(
     return path, branch_points
 
 
-def _latest_leaf(mapping: dict[str, Any]) -> str | None:
-    def created(node_id: str) -> float:
-        msg = mapping[node_id].get("message")
-        t = msg.get("create_time") if isinstance(msg, dict) else None
-        return float(t) if isinstance(t, int | float) else 0.0
+def _created(mapping: dict[str, Any], node_id: str) -> float:
+    msg = mapping[node_id].get("message")
+    t = msg.get("create_time") if isinstance(msg, dict) else None
+    return float(t) if isinstance(t, int | float) and not isinstance(t, bool) else 0.0
 
-    leaves = [k for k, n in mapping.items() if not n.get("children")]
-    return max(leaves, key=created) if leaves else None
+
+def _leaves(mapping: dict[str, Any]) -> list[str]:
+    return [k for k, n in mapping.items() if not n.get("children")]
+
+
+def _latest_leaf(mapping: dict[str, Any]) -> str | None:
+    leaves = _leaves(mapping)
+    return max(leaves, key=lambda k: _created(mapping, k)) if leaves else None
+
+
+def _alternatives(
+    mapping: dict[str, Any], path: list[str], turns: list[ParsedTurn], default_slug: str | None, name: str, where: str
+) -> list[dict[str, Any]]:
+    """The other branches (edited prompts, regenerated answers): per leaf, where it leaves the
+    transcript and its visible turns from there on, so each can be read or imported later."""
+    on_path = set(path)
+    leaves = sorted((k for k in _leaves(mapping) if k not in on_path), key=lambda k: (_created(mapping, k), k))
+    out: list[dict[str, Any]] = []
+    for leaf in leaves:
+        if len(out) == MAX_BRANCHES:
+            break
+        leaf_path, points = _branch(mapping, leaf, name, where)
+        alt = _turns(mapping, leaf_path, points, default_slug, name, where)
+        shared = 0
+        while (shared < min(len(alt), len(turns)) and alt[shared].text == turns[shared].text
+               and alt[shared].metadata["message_ids"] == turns[shared].metadata["message_ids"]):
+            shared += 1
+        if shared < len(alt):  # a branch of hidden messages only has nothing to show
+            out.append({"leaf": leaf, "diverges_at": shared,
+                        "turns": [{"speaker": t.speaker, "text": t.text, "metadata": t.metadata} for t in alt[shared:]]})
+    return out
 
 
 def _turns(
@@ -200,11 +243,18 @@ def _turns(
         speaker = _visible_speaker(msg)
         if speaker is None:
             continue
-        text = clean_citations(_content_text(msg.get("content"), name, f"{where}, node {node_id}"))
+        if speaker == "tool":
+            text = clean_citations(_tool_text(msg, name, f"{where}, node {node_id}"))
+        else:
+            text = clean_citations(_content_text(msg.get("content"), name, f"{where}, node {node_id}"))
         if not text.strip():
             continue
         meta = _turn_metadata(msg, node_id, branch_points, default_slug if speaker ==
                               "participant" else None)
+        if speaker == "tool":
+            meta.pop("model", None)
+            meta.pop("models", None)
+            meta["tool"] = _tool_metadata(msg)
         prev = turns[-1] if turns else None
         if prev and speaker == "participant" and prev.speaker == "participant":
             _merge(prev, text, meta)  # "continue generating" and code-interpreter steps
@@ -219,14 +269,53 @@ def _visible_speaker(msg: dict[str, Any]) -> str | None:
     meta = msg.get("metadata") or {}
     if isinstance(meta, dict) and meta.get("is_visually_hidden_from_conversation"):
         return None
-    if msg.get("recipient") not in (None, "all"):
-        return None
     if msg.get("channel") not in (None, "final"):
-        return None
+        return None  # reasoning ("analysis") is not shown
     content = msg.get("content") or {}
-    if not isinstance(content, dict) or as_str(content.get("content_type")) not in KEPT_CONTENT:
+    ctype = as_str(content.get("content_type")) if isinstance(content, dict) else None
+    if role == "tool":
+        return "tool" if ctype in TOOL_RESULT_CONTENT else None
+    if msg.get("recipient") not in (None, "all"):
+        return "tool" if role == "assistant" and ctype in TOOL_CALL_CONTENT else None
+    if ctype not in KEPT_CONTENT:
         return None
     return {"user": "interviewer", "assistant": "participant"}.get(role or "")
+
+
+def _tool_text(msg: dict[str, Any], name: str, where: str) -> str:
+    """A tool step as the page shows it: code and output as fenced blocks, a page quote with its source."""
+    content = msg["content"]
+    ctype = content.get("content_type")
+    if ctype in ("code", "execution_output"):
+        body = as_str(content.get("text")) or ""
+        language = as_str(content.get("language")) or ""
+        if ctype == "code" and language in ("", "unknown") and msg.get("recipient") == "python":
+            language = "python"
+        return _fenced(body, language if ctype == "code" and language != "unknown" else "") if body.strip() else ""
+    if ctype == "tether_browsing_display":
+        return as_str(content.get("result")) or as_str(content.get("summary")) or ""
+    if ctype == "tether_quote":
+        head = " ".join(filter(None, [as_str(content.get("title")), as_str(content.get("url"))]))
+        return "\n\n".join(filter(None, [head, as_str(content.get("text"))]))
+    if ctype == "system_error":
+        return ": ".join(filter(None, [as_str(content.get("name")), as_str(content.get("text"))]))
+    return _content_text(content, name, where)
+
+
+def _fenced(body: str, language: str) -> str:
+    longest = max((len(run) for run in re.findall(r"`+", body)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{body.rstrip()}\n{fence}"
+
+
+def _tool_metadata(msg: dict[str, Any]) -> dict[str, Any]:
+    author = msg.get("author") if isinstance(msg.get("author"), dict) else {}
+    is_result = author.get("role") == "tool"
+    return {
+        "name": as_str(author.get("name") if is_result else msg.get("recipient")) or "tool",
+        "step": "result" if is_result else "call",
+        "content_type": msg["content"].get("content_type"),
+    }
 
 
 def _content_text(content: dict[str, Any], name: str, where: str) -> str:

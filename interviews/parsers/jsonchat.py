@@ -15,6 +15,7 @@ from .base import (
     as_str,
     conv_location,
     describe,
+    json_check_text,
     json_loads,
 )
 
@@ -29,6 +30,7 @@ SHAREGPT_DROPPED = {"tool", "function", "function_call", "observation", "ipython
 def iter_records(source: SourceFile, limits: Limits) -> Iterator[tuple[Any, str]]:
     """(record, location) pairs: one per line of JSON Lines, or the items of a JSON file."""
     text = source.read_text(limits.max_text_bytes)
+    json_check_text(text, source.name)  # depth and number size, so json.loads below cannot fail on them
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:

@@ -225,6 +225,73 @@ CASES: list[tuple[str, str, Expected]] = [
         "Can you believe it?! The results were the opposite. We checked twice.",
         ["Can you believe it?!", "The results were the opposite.", "We checked twice."],
     ),
+    (
+        "ellipsis-spaced-omission",
+        "I wasn't sure . . . but then it made sense. Memory works like that.",
+        ["I wasn't sure . . . but then it made sense.", "Memory works like that."],
+    ),
+    (
+        "ellipsis-spaced-four-dots",
+        "He paused . . . . Then he spoke again.",
+        ["He paused . . . .", "Then he spoke again."],
+    ),
+    (
+        "ellipsis-spaced-in-quote",
+        "The quote trails off: “and so we remain . . . .” Scholars still debate it.",
+        ["The quote trails off: “and so we remain . . . .”", "Scholars still debate it."],
+    ),
+    (
+        "ellipsis-never-alone",
+        "That is all I can say. ... Really.",
+        ["That is all I can say.", "... Really."],
+    ),
+    # --- inline enumerations after a sentence --------------------------------
+    (
+        "enumeration-parens-after-sentence",
+        "Two options stand out. 1) Talk to your manager 2) Write it down",
+        ["Two options stand out.", ("list_item", "1) Talk to your manager"), ("list_item", "2) Write it down")],
+    ),
+    (
+        "enumeration-letters-questions",
+        "Ask yourself three things. a) Is it true? b) Is it kind? c) Is it needed?",
+        ["Ask yourself three things.", "a) Is it true?", "b) Is it kind?", "c) Is it needed?"],
+    ),
+    (
+        "enumeration-letters-periods",
+        "a. Listen first. b. Ask open questions. c. Summarise.",
+        ["a. Listen first.", "b. Ask open questions.", "c. Summarise."],
+    ),
+    (
+        "enumeration-bullets-on-one-line",
+        "• 1. Breathe • 2. Pause • 3. Respond",
+        [("list_item", "• 1. Breathe"), ("list_item", "• 2. Pause"), ("list_item", "• 3. Respond")],
+    ),
+    (
+        "enumeration-last-item-then-prose",
+        "Steps matter. 1) Plan 2) Act. After that, reflect.",
+        ["Steps matter.", ("list_item", "1) Plan"), ("list_item", "2) Act."), "After that, reflect."],
+    ),
+    # --- prepositive abbreviations, times, numero --------------------------------
+    (
+        "abbrev-mount",
+        "Many pilgrims climb Mt. Kailash each year. Few reach the top.",
+        ["Many pilgrims climb Mt. Kailash each year.", "Few reach the top."],
+    ),
+    (
+        "abbrev-fronted-time",
+        "By 6 a.m. Dr. Osei was already at the clinic. She stayed late.",
+        ["By 6 a.m. Dr. Osei was already at the clinic.", "She stayed late."],
+    ),
+    (
+        "abbrev-time-end",
+        "The clinic opens at 6 a.m. Patients queue before that.",
+        ["The clinic opens at 6 a.m.", "Patients queue before that."],
+    ),
+    (
+        "abbrev-numero",
+        "The permit is N°. 2024-118. Keep it safe.",
+        ["The permit is N°. 2024-118.", "Keep it safe."],
+    ),
     # --- emoji -------------------------------------------------------------
     (
         "emoji-after",

@@ -211,3 +211,60 @@ def test_an_upload_can_be_discarded_until_it_starts(client_for, project, analyst
     refused = client.delete(api(project, f"imports/{started['uuid']}/"))
     assert refused.status_code == 409 and "can no longer be discarded" in refused.json()["detail"]
     assert ImportJob.objects.filter(status=ImportJob.Status.DONE).count() == 1
+
+
+def padded_export(size: int) -> bytes:
+    """The Claude sample padded with JSON whitespace to `size` bytes: a big file that is quick to parse."""
+    data = CLAUDE.read_bytes()
+    return data + b" " * (size - len(data))
+
+
+def test_an_11_mb_import_over_the_in_memory_upload_size_lands_whole(
+        client_for, project, analyst, settings, django_capture_on_commit_callbacks):
+    # Over FILE_UPLOAD_MAX_MEMORY_SIZE the upload is a temporary file on disk (this was a 500),
+    # and exactly at the import limit it is still accepted.
+    content = padded_export(11 * 1024 * 1024)
+    assert len(content) > settings.FILE_UPLOAD_MAX_MEMORY_SIZE
+    settings.RTA_MAX_UPLOAD_BYTES = len(content)
+    client = client_for(analyst)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(api(project, "imports/"), {
+            "files": [SimpleUploadedFile("conversations.json", content)], "participant": "new:Claude 3.5"})
+    assert response.status_code == 202, response.content
+    job = client.get(api(project, f"imports/{response.json()['uuid']}/")).json()
+    assert job["status"] == "done" and len(job["summary"]["interviews"]) == 3
+    assert Interview.objects.filter(project=project, participant__label="Claude 3.5").count() == 3
+
+
+def test_a_file_over_the_import_limit_gets_a_clear_413_and_leaves_nothing(client_for, project, analyst, settings):
+    content = padded_export(11 * 1024 * 1024)
+    settings.RTA_MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+    response = client_for(analyst).post(api(project, "imports/"), {
+        "files": [SimpleUploadedFile("small.json", CLAUDE.read_bytes()), SimpleUploadedFile("big.json", content)]})
+    assert response.status_code == 413
+    assert response.json()["detail"] == "big.json: the file is 11.0 MB; the limit is 10.0 MB per file."
+    assert ImportJob.objects.count() == 0 and Interview.objects.count() == 0
+
+
+def test_the_import_limit_is_200_mb_by_default(settings):
+    assert settings.RTA_MAX_UPLOAD_BYTES == 200 * 1024 * 1024
+
+
+def test_a_job_waiting_for_the_worker_can_be_sent_again_or_discarded(client_for, project, analyst, viewer, outsider):
+    client = client_for(analyst)
+    job = upload(client, project, "talk.txt", TALK)
+    start(client, project, job, {})  # queued; its on-commit send never runs here, as if the broker had been down
+    url = api(project, f"imports/{job['uuid']}/send-again/")
+    assert client_for(viewer).post(url).status_code == 403
+    assert client_for(outsider).post(url).status_code == 404
+    sent = client.post(url)
+    assert sent.status_code == 202 and sent.json()["status"] == "done"  # tasks run in-process here
+    assert Interview.objects.count() == 1
+    refused = client.post(url)
+    assert refused.status_code == 409 and "no longer waiting" in refused.json()["detail"]
+
+    lost = upload(client, project, "other.txt", TALK.replace(b"Hello", b"Good morning"))
+    start(client, project, lost, {})
+    assert client_for(viewer).delete(api(project, f"imports/{lost['uuid']}/")).status_code == 403
+    assert client.delete(api(project, f"imports/{lost['uuid']}/")).status_code == 204
+    assert not ImportJob.objects.filter(uuid=lost["uuid"]).exists()

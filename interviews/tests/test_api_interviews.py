@@ -50,7 +50,7 @@ def test_interview_detail_has_turns_with_segments(client_for, project, owner, vi
     import_paths(project=project, user=owner, paths=[str(CHATGPT)])
     interview = Interview.objects.get()
     data = client_for(viewer).get(api(project, f"interviews/{interview.uuid}/")).json()
-    assert data["title"] == "Average Distance in U(0,1)" and data["turn_count"] == 16
+    assert data["title"] == "Average Distance in U(0,1)" and data["turn_count"] == 42
     assert [t["speaker"] for t in data["turns"]][:2] == ["interviewer", "participant"]
     turn = data["turns"][1]
     assert turn["model_slug"] == "gpt-4-code-interpreter"

@@ -17,7 +17,7 @@ def test_edit_details_and_describe_the_participant_by_keyboard(page, live_server
     interview = make_interview(project, gpt, [("interviewer", "Who are you?"), ("participant", "A model.")], title="Identity")
     login(page, analyst)
     page.goto(f"{live_server.url}/p/{project.uuid}/interviews/{interview.uuid}/")
-    page.get_by_role("link", name="Segments").focus()
+    page.get_by_role("link", name="Show Markdown source").focus()
     page.keyboard.press("Tab")  # Code this interview
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")

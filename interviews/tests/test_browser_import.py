@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import expect
 
 from interviews.models import Interview, Turn
 
@@ -32,22 +34,20 @@ def test_drop_a_claude_export_tick_two_and_import(page, login, live_server, proj
     login(page, analyst)
     page.goto(f"{live_server.url}/p/{project.uuid}/interviews/import/")
     page.evaluate(DROP, ["conversations.json", CLAUDE.read_text()])
-    assert "conversations.json" in page.locator("#file-list").inner_text()
+    expect(page.locator("#file-list")).to_contain_text("conversations.json")
     page.get_by_role("button", name="Upload and preview").click()
 
-    page.wait_for_selector("#conversation-list")
     rows = page.locator("#conversation-list tbody tr")
-    assert rows.count() == 3
-    assert "Build a sortable data table in React" in rows.nth(0).inner_text()
+    expect(rows).to_have_count(3)
+    expect(rows.nth(0)).to_contain_text("Build a sortable data table in React")
     page.get_by_label("Debug a failing pytest fixture").uncheck()
-    assert page.locator("#new-participant-field").is_hidden()
+    expect(page.locator("#new-participant-field")).to_be_hidden()
     page.get_by_label("Interviewed chatbot").select_option("new")
     page.get_by_label("Label of the new participant").fill("Claude 3.5 Sonnet")
     page.get_by_role("button", name="Import ticked conversations").click()
 
-    page.wait_for_selector("#import-summary")
-    assert "2 interviews imported" in page.locator("#import-summary").inner_text()
-    assert "New participant: Claude 3.5 Sonnet" in page.locator("#import-summary").inner_text()
+    expect(page.locator("#import-summary")).to_contain_text("2 interviews imported")
+    expect(page.locator("#import-summary")).to_contain_text("New participant: Claude 3.5 Sonnet")
     assert sorted(Interview.objects.values_list("title", flat=True)) == [
         "Build a sortable data table in React", "Explain async/await vs Promises"]
 
@@ -63,8 +63,8 @@ def test_text_transcript_maps_speakers_with_the_keyboard(page, login, live_serve
     page.get_by_role("button", name="Upload and preview").press("Enter")
     page.wait_for_selector("#conversation-list")
     # Researcher is a known interviewer word; Bot-7 only repeats, guessed as the chatbot.
-    assert page.get_by_label("Researcher is the").input_value() == "interviewer"
-    assert page.get_by_label("Bot-7 is the").input_value() == "participant"
+    expect(page.get_by_label("Researcher is the")).to_have_value("interviewer")
+    expect(page.get_by_label("Bot-7 is the")).to_have_value("participant")
     page.get_by_label("Bot-7 is the").select_option("participant")
     page.get_by_label("Interviewed chatbot").select_option("new")
     page.get_by_label("Label of the new participant").fill("Bot-7")
@@ -85,7 +85,7 @@ def test_bad_file_shows_the_message_next_to_the_field(page, login, live_server, 
     page.set_input_files("#id_files", str(bad))
     page.get_by_role("button", name="Upload and preview").click()
     alert = page.get_by_role("alert")
-    assert alert.inner_text().startswith("conversations.json: line ")
+    expect(alert).to_have_text(re.compile(r"^\s*conversations\.json: line "))
     assert Interview.objects.count() == 0
 
 
@@ -105,17 +105,28 @@ def test_filter_a_long_list_and_untick_what_is_shown(page, login, live_server, p
     page.goto(f"{live_server.url}/p/{project.uuid}/interviews/import/")
     page.set_input_files("#id_files", str(export))
     page.get_by_role("button", name="Upload and preview").click()
-    page.wait_for_selector("#conversation-list")
-    assert "Opening question 3?" in page.locator("#conversation-list").inner_text()
+    expect(page.locator("#conversation-list")).to_contain_text("Opening question 3?")
     page.get_by_label("Filter").fill("care")
     page.keyboard.press("Enter")  # must not submit the form
-    assert page.locator("#conversation-list tbody tr:visible").count() == 2
+    expect(page.locator("#conversation-list tbody tr:visible")).to_have_count(2)
     page.get_by_role("button", name="Untick all shown").click()
     page.get_by_label("Filter").fill("")
     page.locator("#conversation-filter").dispatch_event("input")
-    assert page.locator("#conversation-list tbody tr:visible").count() == 12
-    assert page.locator("input[name=conversations]:checked").count() == 10
+    expect(page.locator("#conversation-list tbody tr:visible")).to_have_count(12)
+    expect(page.locator("input[name=conversations]:checked")).to_have_count(10)
     page.get_by_role("button", name="Import ticked conversations").click()
     page.wait_for_selector("#import-summary")
     assert Interview.objects.count() == 10
     assert not Interview.objects.filter(title="Care plan").exists()
+
+
+def test_a_qdpx_dropped_on_the_transcript_import_leads_to_import_a_project(page, login, live_server, project, analyst):
+    qdpx = SAMPLES / "qdpx" / "qc-demo.qdpx"
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{project.uuid}/interviews/import/")
+    page.set_input_files("#id_files", str(qdpx))  # what a drop on the zone does (import.js)
+    page.get_by_role("button", name="Upload and preview").click()
+    page.wait_for_url(f"{live_server.url}/import/")
+    assert "qc-demo.qdpx is a REFI-QDA project (.qdpx)" in page.locator(".messages").inner_text()
+    assert page.get_by_role("heading", name="Import a project").is_visible()
+    assert page.get_by_text("Who is speaking").count() == 0

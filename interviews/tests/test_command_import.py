@@ -34,9 +34,9 @@ def test_imports_into_a_project_by_name_with_a_line_per_interview(project):
     out = run(str(CHATGPT), str(CLAUDE), "--project", project.name)
     lines = out.splitlines()
     assert lines[0].startswith("imported  chatgpt2graph-conversations.json: “Average Distance in U(0,1)” — "
-                               "gpt-4-code-interpreter, 16 turns (")
+                               "gpt-4-code-interpreter, 42 turns (")
     assert sum(line.startswith("imported  ") for line in lines) == 4
-    assert lines[-1].startswith(f"4 interviews, 24 turns, {Segment.objects.count()} segments imported into "
+    assert lines[-1].startswith(f"4 interviews, 50 turns, {Segment.objects.count()} segments imported into "
                                 f"“{project.name}”")
     assert Interview.objects.filter(project=project).count() == 4
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,18 @@ def worker_env(monkeypatch, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
 
 
+@pytest.fixture
+def import_hold(monkeypatch):
+    """Workers started after this stop after each chunk until the test releases the hold."""
+    from tests.faults import ImportHold
+
+    hold = ImportHold()
+    for name, value in hold.env.items():
+        monkeypatch.setenv(name, value)
+    yield hold
+    hold.release()
+
+
 def big_export() -> SimpleUploadedFile:
     conv = json.loads(SAMPLE.read_text())[0]
     convs = []
@@ -42,19 +53,17 @@ def big_export() -> SimpleUploadedFile:
 
 @pytest.mark.worker
 @pytest.mark.slow
-def test_killed_worker_leaves_no_partial_interview(worker_env, celery_worker, project, analyst):
+def test_killed_worker_leaves_no_partial_interview(worker_env, import_hold, celery_worker, project, analyst):
     job = importjob_create(project=project, user=analyst, uploads=[big_export()])
     importjob_queue(job=job, options=ImportOptions())  # no atomic block here: sent at once
-    deadline = time.monotonic() + 120
-    # The worker first reads the upload (a preview, with progress of its own), then imports.
-    while job.status != ImportJob.Status.RUNNING or get_progress(job)["done"] == 0:
-        assert time.monotonic() < deadline, "the worker never reported progress"
-        assert celery_worker.poll() is None, "the worker died on its own"
-        time.sleep(0.05)
-        job.refresh_from_db()
+    import_hold.wait_until_an_import_waits()  # the worker has written a first chunk, uncommitted
+    assert celery_worker.poll() is None, "the worker died on its own"
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.RUNNING
     assert 0 < get_progress(job)["done"] < CONVERSATIONS  # really in the middle
     os.killpg(celery_worker.pid, signal.SIGKILL)
     celery_worker.wait(timeout=10)
+    import_hold.release()  # the killed worker's server session ends, its transaction rolled back
 
     assert Interview.objects.count() == 0
     assert Turn.objects.count() == 0 and Segment.objects.count() == 0
@@ -66,4 +75,4 @@ def test_killed_worker_leaves_no_partial_interview(worker_env, celery_worker, pr
     job.refresh_from_db()
     assert job.status == ImportJob.Status.DONE, job.errors
     assert Interview.objects.count() == CONVERSATIONS
-    assert Turn.objects.count() == CONVERSATIONS * 16
+    assert Turn.objects.count() == CONVERSATIONS * 42

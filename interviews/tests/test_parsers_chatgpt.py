@@ -63,20 +63,56 @@ def test_sample_imports_the_visible_turns_of_the_current_branch():
     assert conv.external_id == "966da5c4-5bb7-4e4d-ab6d-a7316b96266e"
     assert conv.started_at.year == 2023
     assert conv.model_slugs == ["gpt-4-code-interpreter"]
-    assert len(conv.turns) == 16
-    assert [t.speaker for t in conv.turns] == ["interviewer", "participant"] * 8
+    speakers = [t.speaker for t in conv.turns]
+    assert speakers.count("interviewer") == 8 and speakers.count("participant") == 12
+    assert speakers[:5] == ["interviewer", "participant", "tool", "tool", "participant"]
     assert conv.turns[0].text.startswith("given two random independent variables")
-    # Code-interpreter steps (code to python, tool output) are dropped and the
-    # assistant's text messages around them merged into one answer.
-    first_answer = conv.turns[1]
-    assert len(first_answer.metadata["message_ids"]) == 4
-    assert first_answer.text.startswith("To find the average distance")
-    assert "My apologies" in first_answer.text
-    assert all("from sympy import" not in t.text for t in conv.turns)
-    assert all("Code execution state reset" not in t.text for t in conv.turns)
+    assert conv.turns[1].text.startswith("To find the average distance")
+    assert conv.turns[4].text.startswith("My apologies")
     assert all(t.metadata.get("model") == "gpt-4-code-interpreter"
                for t in conv.turns if t.speaker == "participant")
     assert conv.turns[-1].metadata["message_ids"] == [conv.metadata["current_node"]]
+
+
+def test_code_interpreter_calls_and_outputs_are_tool_turns_in_order():
+    (conv,) = list(parse_upload(SourceFile.from_path(str(SAMPLE))))
+    tools = [t for t in conv.turns if t.speaker == "tool"]
+    assert len(tools) == 22  # 11 code cells sent to python, 11 outputs
+    call, result = tools[0], tools[1]
+    assert call.text.startswith("```python\nfrom sympy import symbols, integrate, Abs") and call.text.endswith("\n```")
+    assert call.metadata["tool"] == {"name": "python", "step": "call", "content_type": "code"}
+    assert "model" not in call.metadata
+    assert result.text == "```\n0\n```"
+    assert result.metadata["tool"] == {"name": "python", "step": "result", "content_type": "execution_output"}
+    # Every tool step follows the answer that made it: calls and results alternate.
+    assert [t.metadata["tool"]["step"] for t in tools] == ["call", "result"] * 11
+
+
+def test_browsing_steps_are_tool_turns_with_their_source():
+    nodes = [
+        node("root", None, None, children=["q"]),
+        node("q", "root", "user", "Who won?", children=["call"]),
+        node("call", "q", "assistant", "search('winner 2024')", recipient="browser", ctype="code", children=["disp"]),
+        node("disp", "call", "tool", "", ctype="tether_browsing_display", children=["quote"]),
+        node("quote", "disp", "tool", "", ctype="tether_quote", children=["a"]),
+        node("a", "quote", "assistant", "Team A won."),
+    ]
+    nodes[2]["message"]["content"] = {"content_type": "code", "language": "unknown", "text": "search('winner 2024')"}
+    nodes[3]["message"]["author"]["name"] = "browser"
+    nodes[3]["message"]["content"] = {"content_type": "tether_browsing_display", "result": "Winner (example.org): Team A won.",
+                                      "summary": None}
+    nodes[4]["message"]["author"]["name"] = "browser"
+    nodes[4]["message"]["content"] = {"content_type": "tether_quote", "url": "https://example.org/w", "domain": "example.org",
+                                      "title": "Winner", "text": "Team A won the final."}
+    (conv,) = parse_json([conversation(nodes, current="a")])
+    assert [(t.speaker, t.text) for t in conv.turns] == [
+        ("interviewer", "Who won?"),
+        ("tool", "```\nsearch('winner 2024')\n```"),
+        ("tool", "Winner (example.org): Team A won."),
+        ("tool", "Winner https://example.org/w\n\nTeam A won the final."),
+        ("participant", "Team A won."),
+    ]
+    assert [t.metadata["tool"]["name"] for t in conv.turns if t.speaker == "tool"] == ["browser"] * 3
 
 
 def test_it_follows_current_node_not_the_newest_answer():
@@ -130,8 +166,9 @@ def test_hidden_tool_thinking_and_context_turns_are_dropped():
         node("empty", "ans", "assistant", "   "),
     ]
     (conv,) = parse_json([conversation(nodes, current="empty")])
+    # The browsing call and its result are shown on the page, so they stay, as tool turns.
     assert [(t.speaker, t.text) for t in conv.turns] == [
-        ("interviewer", "Search it"), ("participant", "The answer.")]
+        ("interviewer", "Search it"), ("tool", "search('x')"), ("tool", "results"), ("participant", "The answer.")]
 
 
 def test_multimodal_parts_join_text_and_mark_images():
@@ -267,3 +304,26 @@ def test_deep_copy_of_sample_is_unchanged_by_parsing():
     before = copy.deepcopy(data)
     parse_json(data)
     assert data == before
+
+
+def test_other_branches_are_kept_from_where_they_leave_the_transcript():
+    (conv,) = parse_json([conversation(branched(), current="a1")])
+    assert conv.metadata["branches"] == [{
+        "leaf": "a1b", "diverges_at": 1,
+        "turns": [{"speaker": "participant", "text": "Regenerated answer.",
+                   "metadata": conv.metadata["branches"][0]["turns"][0]["metadata"]}],
+    }]
+    assert conv.metadata["branches"][0]["turns"][0]["metadata"]["model"] == "gpt-4o"
+    (plain,) = list(parse_upload(SourceFile.from_path(str(SAMPLE))))
+    assert "branches" not in plain.metadata
+
+
+def test_a_conversation_with_thousands_of_branches_keeps_a_bounded_number():
+    from interviews.parsers.chatgpt import MAX_BRANCHES
+
+    answers = [f"a{k}" for k in range(3000)]
+    nodes = [node("root", None, None, children=["q"]), node("q", "root", "user", "Why?", children=answers)]
+    nodes += [node(a, "q", "assistant", f"Answer {a}.", t=float(k)) for k, a in enumerate(answers)]
+    (conv,) = parse_json([conversation(nodes, current="a0")])
+    assert len(conv.metadata["branches"]) == MAX_BRANCHES
+    assert conv.metadata["alternative_branches"] == 2999

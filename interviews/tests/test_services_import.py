@@ -41,7 +41,9 @@ def test_chatgpt_sample_lands_with_turns_segments_and_a_participant(project, own
     assert interview.participant.provider == "OpenAI"
     assert interview.metadata["model_slugs"] == ["gpt-4-code-interpreter"]
     turns = list(interview.turns.order_by("position"))
-    assert [t.speaker for t in turns] == ["interviewer", "participant"] * 8
+    assert [t.speaker for t in turns][:5] == ["interviewer", "participant", "tool", "tool", "participant"]
+    assert [t.speaker for t in turns].count("tool") == 22
+    assert turns[2].metadata["tool"]["step"] == "call" and turns[2].model_slug == ""
     assert turns[1].model_slug == "gpt-4-code-interpreter"
     assert turns[1].timestamp is not None
     segments = list(Segment.objects.filter(interview=interview).select_related("turn").order_by("position"))
@@ -66,6 +68,13 @@ def test_chosen_participant_is_used_and_an_existing_one_is_reused(project, owner
     assert Interview.objects.get().participant == gpt
     import_paths(project=project, user=owner, paths=[str(CLAUDE)], options=ImportOptions(participant="new:Claude 3.5"))
     assert set(Interview.objects.filter(source_format="claude").values_list("participant__label", flat=True)) == {"Claude 3.5"}
+
+
+@pytest.mark.parametrize("participant", ["auto", "new:The chatbot"])
+@pytest.mark.parametrize("sample", [CHATGPT, CLAUDE], ids=["chatgpt.com", "claude.ai"])
+def test_a_web_app_export_is_recorded_as_a_web_app_not_an_api(project, owner, sample, participant):
+    import_paths(project=project, user=owner, paths=[str(sample)], options=ImportOptions(participant=participant))
+    assert set(Participant.objects.values_list("interface", flat=True)) == {Participant.Interface.WEB}
 
 
 def test_a_file_imported_before_is_flagged_not_duplicated(project, owner):
@@ -130,7 +139,7 @@ def test_job_preview_then_selected_import(project, analyst, settings, tmp_path):
                                                              "Explain async/await vs Promises",
                                                              "Debug a failing pytest fixture"]
     assert chatgpt["conversations"][0]["models"] == ["gpt-4-code-interpreter"]
-    assert chatgpt["conversations"][0]["turns"] == 16
+    assert chatgpt["conversations"][0]["turns"] == 42  # 20 messages and 22 tool steps
     assert Interview.objects.count() == 0  # nothing stored before the user chooses
     keys = {claude["conversations"][1]["key"], chatgpt["conversations"][0]["key"]}
     importjob_queue(job=job, options=ImportOptions(selected=keys))

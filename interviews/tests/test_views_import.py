@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
+from django.utils import timezone
 
 from interviews.models import ImportJob, Interview, Participant, Turn
 from interviews.services_import import ImportOptions, importjob_create, importjob_queue, importjob_run
@@ -261,6 +263,94 @@ def test_discard_removes_the_upload(client_for, project, analyst, viewer, outsid
 def test_a_started_import_cannot_be_discarded(client_for, project, analyst):
     job = text_job(project, analyst)
     importjob_queue(job=job, options=ImportOptions())
+    ImportJob.objects.filter(pk=job.pk).update(status=ImportJob.Status.RUNNING)  # the worker took it
     response = client_for(analyst).post(reverse("interviews:import_job_discard", args=[project.uuid, job.uuid]), follow=True)
     assert "it can no longer be discarded" in response.content.decode()
     assert ImportJob.objects.filter(pk=job.pk).exists()
+
+
+QDPX_SAMPLES = sorted((SAMPLES / "qdpx").glob("*.qdpx"))
+
+
+@pytest.mark.parametrize("sample", QDPX_SAMPLES, ids=[p.name for p in QDPX_SAMPLES])
+@pytest.mark.parametrize("renamed", [False, True], ids=["as-qdpx", "renamed-zip"])
+def test_a_qdpx_dropped_here_is_sent_to_import_a_project(client_for, project, analyst, sample, renamed):
+    client = client_for(analyst)
+    name = sample.stem + ".zip" if renamed else sample.name
+    response = client.post(start_url(project), {"files": [SimpleUploadedFile(name, sample.read_bytes())]}, follow=True)
+    assert response.redirect_chain == [(reverse("exchange_import"), 302)]
+    page = response.content.decode()
+    assert f"{name} is a REFI-QDA project (.qdpx)" in page and "Import a project" in page
+    assert "Who is speaking" not in page
+    assert not ImportJob.objects.exists()
+
+
+def test_a_qdc_codebook_dropped_here_is_sent_to_the_codebook_import(client_for, project, analyst):
+    qdc = (b'<?xml version="1.0" encoding="utf-8"?>\n<CodeBook xmlns="urn:QDA-XML:codebook:1.0" origin="x">'
+           b"<Codes/></CodeBook>")
+    client = client_for(analyst)
+    response = client.post(start_url(project), {"files": [SimpleUploadedFile("codes.xml", qdc)]}, follow=True)
+    assert response.redirect_chain == [(reverse("coding:import", args=[project.uuid]), 302)]
+    assert "codes.xml is a REFI-QDA codebook (.qdc)" in response.content.decode()
+    assert not ImportJob.objects.exists()
+
+
+def test_a_large_qdpx_is_recognised_before_the_worker_reads_it(client_for, project, analyst, settings):
+    settings.RTA_IMPORT_INLINE_PREVIEW_BYTES = 10
+    response = client_for(analyst).post(start_url(project), {"files": [upload(QDPX_SAMPLES[0])]})
+    assert response.status_code == 302 and response["Location"] == reverse("exchange_import")
+    assert not ImportJob.objects.exists()
+
+
+def test_a_depth_bomb_upload_is_refused_with_where_it_nests_too_deep(client_for, project, analyst):
+    bomb = b'[{"title": "t", "mapping": ' + b'{"a": ' * 100_000 + b"1" + b"}" * 100_000 + b"}]"
+    response = client_for(analyst).post(start_url(project), {"files": [SimpleUploadedFile("conversations.json", bomb)]},
+                                        follow=True)
+    assert response.status_code == 200
+    assert "conversations.json: line 1, column " in response.content.decode()
+    assert "found data nested deeper than 100 levels" in response.content.decode()
+    assert Interview.objects.count() == 0
+
+
+def queued_and_lost(project, user, *, seconds_ago: float = 61) -> ImportJob:
+    """Queued, its send lost (the on-commit send never runs in these tests) a while ago."""
+    job = text_job(project, user)
+    importjob_queue(job=job, options=ImportOptions())
+    ImportJob.objects.filter(pk=job.pk).update(sent_at=timezone.now() - timedelta(seconds=seconds_ago))
+    job.refresh_from_db()
+    return job
+
+
+def test_an_import_waiting_a_minute_offers_send_again_and_discard_to_writers(client_for, project, analyst, viewer):
+    fresh = queued_and_lost(project, analyst, seconds_ago=5)
+    assert "job-send-again" not in client_for(analyst).get(job_url(fresh)).content.decode()
+    job = queued_and_lost(project, analyst)
+    fragment = client_for(analyst).get(job_url(job), headers={"HX-Request": "true"}).content.decode()
+    assert "No worker has picked this up" in fragment
+    assert reverse("interviews:import_job_send_again", args=[project.uuid, job.uuid]) in fragment
+    assert reverse("interviews:import_job_discard", args=[project.uuid, job.uuid]) in fragment
+    page = client_for(viewer).get(job_url(job)).content.decode()
+    assert "No worker has picked this up" in page and "job-send-again" not in page
+
+
+def test_send_again_runs_a_lost_import(client_for, project, analyst, viewer, outsider):
+    job = queued_and_lost(project, analyst)
+    url = reverse("interviews:import_job_send_again", args=[project.uuid, job.uuid])
+    assert client_for(viewer).post(url).status_code == 403
+    assert client_for(outsider).post(url).status_code == 404
+    response = client_for(analyst).post(url, follow=True)
+    assert "Sent to the worker again." in response.content.decode()
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.DONE and Interview.objects.count() == 1  # in-process "worker"
+    again = client_for(analyst).post(url, follow=True)
+    assert "no longer waiting for the worker" in again.content.decode()
+    assert Interview.objects.count() == 1
+
+
+def test_a_lost_import_can_be_discarded(client_for, project, analyst, django_capture_on_commit_callbacks):
+    job = queued_and_lost(project, analyst)
+    folder = Path(job.files[0]["path"]).parent
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(analyst).post(reverse("interviews:import_job_discard", args=[project.uuid, job.uuid]))
+    assert response.status_code == 302 and not ImportJob.objects.exists() and not folder.exists()
+    assert importjob_run(job_id=job.pk) is None  # its task, if it ever arrives, finds nothing to do

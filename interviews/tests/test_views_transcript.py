@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from html.parser import HTMLParser
 
 import pytest
@@ -11,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from interviews.models import Interview, Segment
+from interviews.rendering import quote_html
 from interviews.tests.factories import make_interview, make_participant
 
 pytestmark = pytest.mark.django_db
@@ -147,15 +149,21 @@ def test_full_turn_record_is_json_for_members_only(client_for, viewer, outsider,
 def test_segment_view_lists_every_coding_unit(client_for, analyst, project, interview) -> None:
     html = client_for(analyst).get(url(project, interview, view="segments")).content.decode()
     for text in interview.segments.values_list("text", flat=True):
-        assert f'<span class="segment-text">{text}</span>' in html
+        # Each unit as the reader saw it: Markdown markers gone, bold kept.
+        assert f'<span class="segment-text">{quote_html(text)}</span>' in html
+    assert '<span class="segment-text">What does <strong>family</strong> mean to you?</span>' in html
     assert interview.segments.count() == 6  # question, heading, two sentences, two list items
 
 
 def test_htmx_request_gets_only_the_transcript_fragment(client_for, analyst, project, interview) -> None:
     response = client_for(analyst).get(url(project, interview, view="segments"), headers={"HX-Request": "true"})
     html = response.content.decode()
-    assert html.lstrip().startswith('<section id="transcript"')
+    assert html.lstrip().startswith('<nav class="toolbar" id="transcript-nav" aria-label="Transcript view" hx-swap-oob="true">')
+    assert '<section id="transcript"' in html
     assert "<html" not in html and "provenance-panel" not in html
+    # The view buttons come along out of band: the one pressed is now the current one.
+    current = re.search(r'<a class="button primary" href="\?view=(\w+)"', html).group(1)
+    assert current == "segments" and html.count('aria-current="page"') == 1
 
 
 def test_empty_interview_says_so(client_for, analyst, project) -> None:
@@ -264,3 +272,21 @@ def test_a_rerun_page_uses_the_same_queries_as_any_other(client_for, viewer, pro
     # session, user, membership (+project), interview (+participant, original, has re-runs), turns, segment counts, unread-mentions badge
     with django_assert_num_queries(7):
         assert client.get(url(project, rerun)).status_code == 200
+
+
+def test_tool_steps_are_shown_collapsed_with_what_they_are(client_for, viewer, project) -> None:
+    interview = make_interview(project, make_participant(project), [
+        ("interviewer", "Compute it."),
+        {"speaker": "tool", "text": "```python\nprint(1 + 1)\n```",
+         "metadata": {"tool": {"name": "python", "step": "call", "content_type": "code"}}},
+        {"speaker": "tool", "text": "```\n2\n```",
+         "metadata": {"tool": {"name": "python", "step": "result", "content_type": "execution_output"}}},
+        ("participant", "It is 2."),
+    ])
+    for view in ("read", "segments"):
+        html = client_for(viewer).get(url(project, interview, view=view)).content.decode()
+        turns = html.split('class="turn turn-')[1:]
+        assert [t.split('"', 1)[0] for t in turns] == ["interviewer", "tool", "tool", "participant"]
+        assert '<details class="tool-step"><summary>Call to python</summary>' in turns[1]
+        assert '<details class="tool-step"><summary>Result from python</summary>' in turns[2]
+        assert "print(1 + 1)" in turns[1] and "tool-step" not in turns[3]

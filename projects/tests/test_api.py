@@ -97,6 +97,25 @@ def test_the_last_owner_can_be_neither_demoted_nor_removed(project, owner):
     assert Membership.objects.get(project=project, user=owner).role == Role.OWNER
 
 
+def test_an_inactive_co_owner_does_not_count_as_the_other_owner(project, owner, make_user):
+    placeholder = make_user("placeholder", is_active=False)
+    Membership.objects.create(project=project, user=placeholder, role=Role.OWNER)
+    detail = url(project, "members/olivia/")
+    response = api(owner).patch(detail, {"role": "viewer"}, format="json")
+    assert response.status_code == 400 and "at least one owner who can log in" in response.json()["role"][0]
+    response = api(owner).delete(detail)
+    assert response.status_code == 400 and "at least one owner who can log in" in response.json()["role"][0]
+    assert Membership.objects.get(project=project, user=owner).role == Role.OWNER
+    # The inactive owner itself may go: the active owner remains.
+    assert api(owner).delete(url(project, "members/placeholder/")).status_code == 204
+
+
+def test_creating_a_project_answers_the_creators_role(owner):
+    response = api(owner).post("/api/projects/", {"name": "New study"}, format="json")
+    assert response.status_code == 201 and response.json()["role"] == "owner"
+    assert api(owner).get(f"/api/projects/{response.json()['uuid']}/").json()["role"] == "owner"
+
+
 @pytest.mark.parametrize("method,path,body", [
     ("post", "members/", {"user": "oscar", "role": "viewer"}),
     ("patch", "members/vera/", {"role": "analyst"}),
@@ -213,10 +232,11 @@ def test_the_trash_is_for_owners_only(project, analyst, viewer, outsider):
 def test_trash_list_queries_do_not_grow(project, owner, analyst, django_assert_num_queries):
     client = api(owner)
     trash_move(obj=code_create(project=project, actor=analyst, name="Trust"), actor=analyst)
-    # membership (+project), one per trashable kind (interview, code, theme, memo), who deleted them
-    with django_assert_num_queries(6):
+    # membership (+project), the paginator's count and a page's read per trashable kind (interview, code, theme,
+    # memo), who deleted them
+    with django_assert_num_queries(10):
         rows(client.get(url(project, "trash/")))
     for i in range(4):
         trash_move(obj=code_create(project=project, actor=analyst, name=f"Code {i}"), actor=analyst)
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(10):
         assert len(rows(client.get(url(project, "trash/")))) == 5

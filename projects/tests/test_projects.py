@@ -101,6 +101,15 @@ class TestMembers:
         assert Membership.objects.get(project=project, user=owner).role == Role.OWNER
         assert "at least one owner" in response.content.decode()
 
+    def test_an_inactive_co_owner_does_not_let_the_last_active_owner_leave(self, client_for, project, owner, make_user):
+        Membership.objects.create(project=project, user=make_user("placeholder", is_active=False), role=Role.OWNER)
+        response = client_for(owner).post(self.url(project, "member_role", "olivia"), {"role": "analyst"}, follow=True)
+        assert "at least one owner who can log in" in response.content.decode()
+        response = client_for(owner).post(self.url(project, "member_remove", "olivia"), follow=True)
+        assert "at least one owner who can log in" in response.content.decode()
+        assert Membership.objects.get(project=project, user=owner).role == Role.OWNER
+        assert "inactive account" in response.content.decode()
+
     def test_viewer_cannot_change_roles(self, client_for, project, viewer):
         assert client_for(viewer).post(self.url(project, "member_role", "vera"), {"role": "owner"}).status_code == 403
         assert Membership.objects.get(project=project, user=viewer).role == Role.VIEWER
@@ -153,3 +162,17 @@ def test_healthz_reports_database_and_broker(client):
     body = response.json()
     assert body["database"] == "ok"
     assert body["broker"] in {"ok", "in-process"}
+
+
+def test_the_project_home_shows_the_description_and_links_every_phase_and_the_next_step(client_for, project, owner):
+    from themes.models import Theme
+
+    project.description = "Five chatbots asked about home."
+    project.save(update_fields=["description"])
+    Theme.objects.create(project=project, name="Belonging", position=0)
+    page = client_for(owner).get(reverse("project_home", args=[project.uuid])).content.decode()
+    assert "Five chatbots asked about home." in page
+    for name in ("interviews:list", "coding:codebook", "themes:board", "themes:reviews", "reports:excerpts"):
+        assert f'<a href="{reverse(name, args=[project.uuid])}">' in page
+    assert "0 interviews" in page and "1 theme<" in page and "1 themes" not in page
+    assert f'<strong>Next:</strong> <a href="{reverse("interviews:list", args=[project.uuid])}">Import or conduct' in page

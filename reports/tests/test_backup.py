@@ -14,9 +14,21 @@ from django.db import models
 
 from coding.models import Code, CodeEvent, Coding, Suggestion
 from conduct.models import ConductSession, EndpointKey, LiveEndpoint, Seat
-from interviews.models import Guide, GuideVersion, Interview, Segment
+from interviews.models import Guide, GuideVersion, Interview, Segment, Turn
+from probes.models import Answer as ProbeAnswer
+from probes.models import Condition, ConditionVersion, Item, Probe
 from projects.models import AuditEvent, Membership, Project, Role
-from reports.backup import EXCLUDED, FORMAT, BackupError, backup_plan, project_backup, project_restore, uncovered_models
+from reports.backup import (
+    EXCLUDED,
+    FORMAT,
+    BackupError,
+    backup_people,
+    backup_plan,
+    project_backup,
+    project_restore,
+    uncovered_models,
+)
+from reports.models import PersonName
 from reports.tests.test_exchange import _enrich
 from themes import models as tm
 
@@ -43,7 +55,7 @@ def _rich_project(demo_project: Project, analyst) -> Project:
     CodeEvent.objects.create(project=p, code=code, actor=owner, action="renamed", reason="clearer",
                              data={"from": "Border", "code": str(code.uuid)})
     seg = Segment.objects.filter(interview__project=p).first()
-    Suggestion.objects.create(segment=seg, code=code, rationale="mentions borders", model="gpt-x")
+    Suggestion.objects.create(segment=seg, interview=seg.interview, code=code, rationale="mentions borders", model="gpt-x")
     guide = Guide.objects.create(project=p, name="Belonging guide", created_by=owner)
     version = GuideVersion.objects.create(guide=guide, number=1, opening_prompt="Where is home?",
                                           planned_questions=[{"text": "Why?", "probes": ["More?"]}])
@@ -56,6 +68,13 @@ def _rich_project(demo_project: Project, analyst) -> Project:
     Seat.objects.create(session=session, interview=first, position=0, replay=["Why?"])
     key = EndpointKey.objects.create(project=p, label="lab key", encrypted="secret-token", hint="sk-…abc")
     LiveEndpoint.objects.create(participant=first.participant, api_key=key, timeout_seconds=30)
+    probe = Probe.objects.create(project=p, name="Gender probe", label_columns=["gender"], created_by=owner)
+    probe.participants.set([first.participant])
+    item = Item.objects.create(probe=probe, position=1, text="So rude.", labels={"gender": "woman"}, attributes={"stars": 1})
+    condition = Condition.objects.create(probe=probe, name="Control")
+    condition_version = ConditionVersion.objects.create(condition=condition, number=1, template="{text}", labels=["woman", "man"])
+    ProbeAnswer.objects.create(item=item, condition=condition, condition_version=condition_version,
+                               participant=first.participant, status="done", label="woman", provenance={"latency_ms": 5})
     theme = tm.Theme.objects.get(project=p)
     sub = tm.Theme.objects.create(project=p, name="Sub-theme", parent=theme, status="reviewed", position=1)
     tm.ThemeCode.objects.create(theme=sub, code=code, position=0)
@@ -145,7 +164,8 @@ def test_restore_into_a_new_project_is_identical_field_by_field(demo_project, an
     original = _rich_project(demo_project, analyst)
     owner = original.memberships.get(role="owner").user
     data = _backup(original)
-    result = project_restore(source=data, owner=owner, members="all")
+    everyone = {u.username: u for u in get_user_model().objects.all()}
+    result = project_restore(source=data, owner=owner, members="all", people=everyone)
     restored = result.project
     assert restored.pk != original.pk and restored.uuid != original.uuid
     before, after = _canonical(original), _canonical(restored)
@@ -158,7 +178,8 @@ def test_restore_into_a_new_project_is_identical_field_by_field(demo_project, an
         assert after[label] == expected, label
     # Some tables really are non-empty, so the comparison means something.
     for label in ("interviews.turn", "interviews.segment", "coding.coding", "themes.memo", "themes.memorevision",
-                  "themes.comment", "themes.review", "themes.snapshot", "coding.codeevent", "conduct.seat"):
+                  "themes.comment", "themes.review", "themes.snapshot", "coding.codeevent", "conduct.seat",
+                  "probes.answer"):
         assert before[label], label
     # UUIDs inside JSON and text follow their rows.
     snap = tm.Snapshot.objects.get(project=restored)
@@ -170,27 +191,120 @@ def test_restore_into_a_new_project_is_identical_field_by_field(demo_project, an
     assert b"secret-token" not in data
 
 
+def _coders(project: Project) -> dict[str, object]:
+    """The backup's coders mapped to their own accounts (codings belong to an account)."""
+    User = get_user_model()
+    return {u.username: u for u in User.objects.filter(codings__interview__project=project).distinct()}
+
+
 def test_restore_twice_side_by_side_and_members_default_to_me(demo_project, analyst, make_user):
     original = _rich_project(demo_project, analyst)
     restorer = make_user("rita")
-    first = project_restore(source=_backup(original), owner=restorer).project
-    second = project_restore(source=_backup(original), owner=restorer, name="Copy 2").project
+    people = _coders(original)
+    first = project_restore(source=_backup(original), owner=restorer, people=people).project
+    second = project_restore(source=_backup(original), owner=restorer, name="Copy 2", people=people).project
     assert second.name == "Copy 2" and first.name == original.name
     for p in (first, second):
-        # Existing users elsewhere (demo, arjun) keep their authorship but get no access.
+        # People mapped to accounts (demo, arjun) keep their authorship but get no access.
         assert list(p.memberships.values_list("user__username", "role")) == [("rita", "owner")]
         assert Coding.objects.filter(interview__project=p, coder=analyst).exists()
 
 
-def test_missing_users_become_inactive_accounts_without_passwords(demo_project, analyst, owner):
+def test_people_are_listed_with_what_they_did_for_the_mapping_step(demo_project, analyst):
+    people = {p.username: p for p in backup_people(source=_backup(_rich_project(demo_project, analyst)))}
+    assert {"demo", "arjun"} <= set(people)
+    assert people["arjun"].needs_account and "codings" in people["arjun"].summary
+    assert people["arjun"].counts["memos"] == 2
+
+
+def test_a_person_mapped_to_an_existing_account_gets_their_work_and_with_members_all_their_role(
+        demo_project, analyst, make_user):
     original = _rich_project(demo_project, analyst)
-    data = _backup(original)
-    analyst.delete()  # as on another instance where arjun has no account
-    result = project_restore(source=data, owner=owner)
-    arjun = get_user_model().objects.get(username="arjun")
-    assert not arjun.is_active and not arjun.has_usable_password()
-    assert result.project.memberships.filter(user=arjun).exists()  # keeps the positionality statement
-    assert any("'arjun' does not exist here" in w for w in result.warnings)
+    restorer, colleague = make_user("rita"), make_user("arjun2")
+    people = {"demo": restorer, "arjun": colleague}
+    restored = project_restore(source=_backup(original), owner=restorer, people=people, members="all").project
+    assert Coding.objects.filter(interview__project=restored, coder=colleague).count() == Coding.objects.filter(
+        interview__project=original, coder=analyst).count()
+    assert tm.Memo.objects.get(project=restored, title="Code memo").author == colleague
+    membership = restored.memberships.get(user=colleague)
+    assert membership.role == Role.ANALYST and membership.positionality == "Outsider to migration."
+    assert not Coding.objects.filter(interview__project=restored, coder=analyst).exists()
+    assert not PersonName.objects.filter(project=restored).exists()
+
+
+def test_people_not_mapped_are_kept_as_names_and_travel_in_the_next_backup(demo_project, analyst, make_user):
+    original = _rich_project(demo_project, analyst)
+    tm.Memo.objects.create(project=original, title="By a former colleague", author=None)
+    Coding.objects.filter(interview__project=original, coder=analyst).delete()
+    restorer = make_user("rita")
+    users_before = get_user_model().objects.count()
+    result = project_restore(source=_backup(original), owner=restorer, people={"demo": restorer})
+    restored = result.project
+    assert get_user_model().objects.count() == users_before
+    memo = tm.Memo.objects.get(project=restored, title="Code memo")
+    assert memo.author is None
+    assert PersonName.objects.get(project=restored, model="themes.memo", row_id=memo.pk, field="author_id").name == "arjun"
+    review = tm.Review.objects.get(project=restored)
+    assert list(review.attendees.values_list("username", flat=True)) == ["rita"]
+    assert PersonName.objects.filter(project=restored, model="themes.review", row_id=review.pk, field="attendees",
+                                     name="arjun").exists()
+    assert not restored.memberships.filter(user__username="arjun").exists()
+    assert not tm.ThreadRead.objects.filter(theme__project=restored).exists()  # arjun's read marker needs an account
+    assert any("Kept as names only (no account here): arjun" in w for w in result.warnings)
+    # The next backup writes the kept names back into the rows: arjun is a person of it again.
+    again = {p.username: p for p in backup_people(source=_backup(restored))}
+    assert again["arjun"].counts["memos"] == 2 and not again["arjun"].needs_account
+    assert "rita" in again and "demo" not in again
+
+
+CRAFTED = ("data/themes.memo.json", "data/projects.auditevent.json", "data/projects.membership.json")
+
+
+def _crafted(data: bytes, names: list, members: tuple[str, ...] = CRAFTED) -> bytes:
+    """The backup with a memo, an audit event and a membership per name: people nobody here has heard of."""
+    src = zipfile.ZipFile(io.BytesIO(data))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            content = src.read(info)
+            if info.filename in members:
+                rows = json.loads(content)
+                template = rows[0]
+                user_field = {"data/themes.memo.json": "author_id", "data/projects.auditevent.json": "actor_id",
+                              "data/projects.membership.json": "user_id"}[info.filename]
+                for i, name in enumerate(names):
+                    row = json.loads(json.dumps(template))
+                    row["pk"] = 10_000_000 + i
+                    row["fields"][user_field] = name
+                    if "uuid" in row["fields"]:
+                        row["fields"]["uuid"] = f"00000000-0000-4000-8000-{i:012d}"
+                    rows.append(row)
+                content = json.dumps(rows).encode()
+            dst.writestr(info.filename, content)
+    return buf.getvalue()
+
+
+def test_a_crafted_backup_creates_no_accounts_and_an_invitation_to_its_address_still_works(
+        demo_project, analyst, make_user):
+    from projects.services import invitation_accept_new_user, invitation_create
+
+    original = _rich_project(demo_project, analyst)
+    names = ["admin", "root", "<script>alert(1)</script>", "victim@example.org"] + [f"ghost{i}" for i in range(400)]
+    data = _crafted(_backup(original), names)
+    restorer = make_user("rita")
+    users_before = set(get_user_model().objects.values_list("username", flat=True))
+    result = project_restore(source=data, owner=restorer, people={"demo": restorer, "arjun": analyst}, members="all")
+    assert set(get_user_model().objects.values_list("username", flat=True)) == users_before
+    restored = result.project
+    assert sorted(restored.memberships.values_list("user__username", flat=True)) == ["arjun", "rita"]
+    kept = set(PersonName.objects.filter(project=restored, model="themes.memo").values_list("name", flat=True))
+    assert {"admin", "<script>alert(1)</script>", "victim@example.org", "ghost399"} <= kept
+    # An invitation to that address later makes the real person a member, not a placeholder.
+    issued = invitation_create(project=restored, actor=restorer, email="victim@example.org", role=Role.ANALYST)
+    membership = invitation_accept_new_user(invitation=issued.invitation, username="victim@example.org",
+                                            password="a long passphrase 42")
+    assert membership.user.is_active and membership.user.has_usable_password()
+    assert restored.memberships.get(user__username="victim@example.org").role == Role.ANALYST
 
 
 def _with_manifest(data: bytes, change) -> bytes:
@@ -238,7 +352,7 @@ def test_a_dangling_required_key_is_refused(demo_project, owner):
             dst.writestr(info.filename, content)
     before = Project.objects.count()
     with pytest.raises(BackupError, match="interviews.turn row .* points to interviews.interview 999999"):
-        project_restore(source=buf.getvalue(), owner=owner)
+        project_restore(source=buf.getvalue(), owner=owner, people=_coders(demo_project))
     assert Project.objects.count() == before
 
 
@@ -289,7 +403,7 @@ def test_an_older_backup_without_a_field_restores_with_the_default(demo_project,
             del row["fields"]["depth"]
 
     data = _edit_rows(_backup(demo_project), "data/interviews.interview.json", drop_depth)
-    restored = project_restore(source=data, owner=owner).project
+    restored = project_restore(source=data, owner=owner, people=_coders(demo_project)).project
     assert set(Interview.objects.filter(project=restored).values_list("depth", flat=True)) == {Interview.Depth.COMPREHENSIVE}
 
 
@@ -300,18 +414,97 @@ def test_a_value_of_the_wrong_type_names_the_model_row_and_field(demo_project, o
     data = _edit_rows(_backup(demo_project), "data/interviews.interview.json", break_date)
     before = Project.objects.count()
     with pytest.raises(BackupError, match=r"interviews.interview row \d+, field conducted_at"):
-        project_restore(source=data, owner=owner)
+        project_restore(source=data, owner=owner, people=_coders(demo_project))
     assert Project.objects.count() == before
 
 
-def test_a_backup_naming_too_many_unknown_people_is_refused(demo_project, analyst, owner, monkeypatch):
+def test_a_backup_naming_too_many_people_is_refused(demo_project, analyst, owner, monkeypatch):
     import reports.backup as backup
 
+    monkeypatch.setattr(backup, "MAX_PEOPLE", 3)
+    data = _crafted(_backup(_rich_project(demo_project, analyst)), ["a", "b"])  # + demo and arjun
+    users_before, projects_before = get_user_model().objects.count(), Project.objects.count()
+    with pytest.raises(BackupError, match="names more than 3 people"):
+        project_restore(source=data, owner=owner)
+    assert (get_user_model().objects.count(), Project.objects.count()) == (users_before, projects_before)
+
+
+def test_coders_need_an_account_and_one_account_stands_for_one_person(demo_project, analyst, owner):
     original = _rich_project(demo_project, analyst)
     data = _backup(original)
-    analyst.delete()
-    monkeypatch.setattr(backup, "MAX_NEW_USERS", 0)
+    projects_before = Project.objects.count()
+    with pytest.raises(BackupError, match=r"choose an existing account for arjun \(.*codings"):
+        project_restore(source=data, owner=owner, people={"demo": owner})
+    with pytest.raises(BackupError, match="demo and arjun are mapped to the same account"):
+        project_restore(source=data, owner=owner, people={"demo": owner, "arjun": owner})
+    with pytest.raises(BackupError, match="not a username"):
+        project_restore(source=_crafted(data, [["a", "list"]]), owner=owner, people=_coders(original))
+    assert Project.objects.count() == projects_before
+
+
+def test_restore_command_maps_people_explicitly_and_never_creates_accounts(demo_project, analyst, make_user, tmp_path,
+                                                                           capsys):
+    original = _rich_project(demo_project, analyst)
+    out = tmp_path / "backup.zip"
+    out.write_bytes(_backup(original))
+    colleague = make_user("arjun2")
     users_before = get_user_model().objects.count()
-    with pytest.raises(BackupError, match="more than 0 people who have no account here"):
-        project_restore(source=data, owner=owner)
+    call_command("restore_project", str(out), "--owner", "demo", "--project-name", "Mapped", "--map", "arjun=arjun2")
+    mapped = Project.objects.get(name="Mapped")
+    assert Coding.objects.filter(interview__project=mapped, coder=colleague).exists()
+    call_command("restore_project", str(out), "--owner", "demo", "--project-name", "Same names", "--map-same-usernames")
+    same = Project.objects.get(name="Same names")
+    assert Coding.objects.filter(interview__project=same, coder=analyst).exists()
     assert get_user_model().objects.count() == users_before
+    with pytest.raises(CommandError, match="choose an existing account for arjun"):
+        call_command("restore_project", str(out), "--owner", "demo")
+    with pytest.raises(CommandError, match="no account called 'nobody'"):
+        call_command("restore_project", str(out), "--owner", "demo", "--map", "arjun=nobody")
+    with pytest.raises(CommandError, match="write NAME=ACCOUNT"):
+        call_command("restore_project", str(out), "--owner", "demo", "--map", "arjun")
+
+
+
+
+def _nested_dict(levels: int) -> dict:
+    value: dict = {"leaf": True}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+def _set_turn_metadata(value):
+    def change(rows):
+        rows[0]["fields"]["metadata"] = value
+
+    return change
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (_nested_dict(200), r"data/interviews\.turn\.json: data nested deeper than 100 levels at line 1, column \d+"),
+    ("BIGNUMBER", r"data/interviews\.turn\.json: a number longer than 1000 digits at line 1, column \d+"),
+], ids=["deeply nested member", "5000-digit integer"])
+def test_a_hostile_member_is_refused_naming_the_member_and_place(demo_project, owner, value, message):
+    data = _edit_rows(_backup(demo_project), "data/interviews.turn.json", _set_turn_metadata(value))
+    data = _rezip_replacing(data, b'"BIGNUMBER"', b"9" * 5000)
+    before = (Project.objects.count(), get_user_model().objects.count())
+    with pytest.raises(BackupError, match=message):
+        project_restore(source=data, owner=owner)
+    assert (Project.objects.count(), get_user_model().objects.count()) == before
+
+
+def _rezip_replacing(data: bytes, old: bytes, new: bytes) -> bytes:
+    src = zipfile.ZipFile(io.BytesIO(data))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as dst:
+        for info in src.infolist():
+            dst.writestr(info.filename, src.read(info).replace(old, new))
+    return buf.getvalue()
+
+
+def test_metadata_nested_just_under_the_limit_restores(demo_project, owner):
+    # The member is a list of rows, each with "fields" and "metadata": three levels above the metadata itself.
+    deep = _nested_dict(97)
+    data = _edit_rows(_backup(demo_project), "data/interviews.turn.json", _set_turn_metadata(deep))
+    restored = project_restore(source=data, owner=owner, people=_coders(demo_project)).project
+    assert deep in [t.metadata for t in Turn.objects.filter(interview__project=restored)]

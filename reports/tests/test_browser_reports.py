@@ -1,6 +1,7 @@
 # The `world` fixture is imported from tables_world; pytest injects it by argument name.
 # ruff: noqa: F811
-"""The excerpt builder in a real browser: live preview, column order by keyboard, a download."""
+"""The report screens in a real browser: the excerpt builder (live preview, column order by keyboard, a download),
+the frequency table grouped by an interview attribute, the case-variables table and the statistics summary."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from playwright.sync_api import expect
 from reports.tests.tables_world import world  # noqa: F401 - fixture
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
 
 
 def headers(page) -> list[str]:
@@ -44,7 +46,7 @@ def test_build_reorder_preview_and_export(page, login, live_server, world, analy
     page.get_by_text("Models (participants)").click()
     page.get_by_label("Claude claude-3-5").check()
     expect(page.locator("#excerpt-preview")).not_to_contain_text("GPT-4o")
-    assert "Belonging is yours to name." in page.locator("#excerpt-preview").inner_text()
+    expect(page.locator("#excerpt-preview")).to_contain_text("Belonging is yours to name.")
 
     with page.expect_download() as info:
         page.locator("#export-form").get_by_role("button", name="CSV").click()
@@ -62,4 +64,65 @@ def test_frequency_page_groups_and_heatmap(page, login, live_server, world, anal
     page.locator("fieldset", has_text="Group B").get_by_label("Claude").check()
     page.wait_for_selector("#frequency-table .ratio")
     text = page.locator("#frequency-table").inner_text()
-    assert "+∞" in text and "−∞" in text
+    assert "only in A" in text and "only in B" in text
+
+
+def test_frequency_by_an_interview_attribute_with_correction(page, login, live_server, world, analyst):
+    for key, gender in (("gpt", "W"), ("claude", "M")):
+        world.interviews[key].metadata = {"author_gender": gender}
+        world.interviews[key].save(update_fields=["metadata"])
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{world.project.uuid}/reports/frequency/?a={world.gpt.uuid}")
+    # Regrouping drops the groups chosen among models; the columns become the attribute's values.
+    page.get_by_label("Columns by").select_option(label="Interview: author_gender")
+    expect(page.locator("#frequency-table thead")).to_contain_text("(not set)")
+    expect(page.locator("#frequency-error")).to_have_count(0)
+    page.locator("fieldset", has_text="Group A").get_by_label("W", exact=True).check()
+    expect(page.locator("#frequency-hint")).to_contain_text("group B too")  # the swap is done: the form is new
+    page.locator("fieldset", has_text="Group B").get_by_label("M", exact=True).check()
+    page.wait_for_selector("#frequency-table .ratio")
+    page.get_by_label("Continuity correction (+0.5)").check()
+    expect(page.locator("#frequency-note")).to_contain_text("Continuity correction")
+    # Feeling: W 2 of 4 coded segments, M 1 of 2 -> corrected ln((2.5/5)/(1.5/3)) = 0.
+    feeling = page.locator("#frequency-table tbody tr", has_text="Feeling")
+    expect(feeling.locator(".ratio")).to_have_text("0.00")
+
+
+def test_case_variables_table_and_statistics_summary(page, login, live_server, world, analyst):
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{world.project.uuid}/interviews/participants/")
+    page.get_by_role("link", name="Case variables").click()
+    page.get_by_label("Variable 1 name").fill("family")
+    page.get_by_label("GPT-4o, variable 1").fill("GPT")
+    page.get_by_label("Claude, variable 1").fill("Claude")
+    page.get_by_role("button", name="Save case variables").click()
+    expect(page.locator("body")).to_contain_text("Case variables saved: 2 participants changed.")
+    page.goto(f"{live_server.url}/p/{world.project.uuid}/interviews/statistics/")
+    expect(page.locator("#statistics-filter")).to_contain_text("Finished interviews only")
+    expect(page.locator("#across-models")).to_contain_text("Mean across models")
+
+
+def test_trajectories_timeline_and_transitions(page, login, live_server, world, analyst):
+    # GPT's answers: 1 holds Feeling and Structure, 2 holds Structure: Feeling -> Structure within one answer.
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{world.project.uuid}/reports/")
+    page.get_by_role("link", name="Open the trajectories").click()
+    page.get_by_label("Feeling").check()
+    expect(page.locator("#transition-table")).to_contain_text("No move is followed by another")
+    page.get_by_label("Structure").check()
+    expect(page.locator("#trajectory-timeline svg")).to_have_count(1)
+    row = page.locator("#transition-table tbody tr", has_text="Feeling")
+    expect(row.first).to_contain_text("Structure")
+
+
+def test_case_matrix_ticks_a_code_for_a_whole_interview(page, login, live_server, world, analyst):
+    from coding.models import CaseCoding
+
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{world.project.uuid}/reports/")
+    page.get_by_role("link", name="Open the case matrix").click()
+    page.locator("#cases-form").get_by_label("Unused").check()
+    box = page.get_by_label("Unused applies to “Claude on home”")
+    box.check()
+    expect(page.locator(f"#case-{world.interviews['claude'].uuid}-{world.codes['Unused'].uuid}")).to_contain_text("1")
+    assert CaseCoding.objects.filter(interview=world.interviews["claude"], code=world.codes["Unused"]).count() == 1

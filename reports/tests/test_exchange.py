@@ -399,3 +399,78 @@ def test_a_file_naming_too_many_coders_is_refused(owner, monkeypatch):
     with pytest.raises(refiqda.QdpxError, match="more than 0 coders"):
         project_import_qdpx(source=_nvivo_project(), owner=owner, filename="many.qdpx")
     assert Project.objects.count() == before
+
+
+NVIVO_SAMPLE = next(p for p in QDPX_SAMPLES if p.name.startswith("nvivo"))
+NVIVO_SOURCE = "d097e6fd-7671-4d95-a8b6-7795fa4a72e1"
+
+
+def _nvivo_sample_with_selections() -> tuple[bytes, list[tuple[str, str]]]:
+    """The real NVivo for Mac export, with a transcript in its first source and selections on it as NVivo writes
+    them (UTF-16 positions): one over five sentences, one inside it by another coder, one on a single sentence."""
+    with zipfile.ZipFile(NVIVO_SAMPLE) as zf:
+        files = {name: zf.read(name) for name in zf.namelist()}
+    text = ("Home is where people know you. Belonging grows slowly 🌱. It needs time. It needs trust. "
+            "Nobody chooses it alone. Many try. Some never find it.")
+    root = etree.fromstring(files["project.qde"])
+    ns = {"q": "urn:QDA-XML:project:1.0"}
+    users = [u.get("guid") for u in root.findall("q:Users/q:User", ns)]
+    names = [c.get("name") for c in root.iter("{urn:QDA-XML:project:1.0}Code")]
+    codes = {c.get("name"): c.get("guid") for c in root.iter("{urn:QDA-XML:project:1.0}Code") if names.count(c.get("name")) == 1}
+    source = root.find(f"q:Sources/q:TextSource[@guid='{NVIVO_SOURCE}']", ns)
+    wanted = [("Home is where people know you. Belonging grows slowly 🌱. It needs time. It needs trust. "
+               "Nobody chooses it alone.", "algorithms", users[0]),
+              ("It needs trust.", "abstraction", users[1]),
+              ("Some never find it.", "algorithms", users[0])]
+    for k, (selected, code, user) in enumerate(wanted):
+        start = len(text[: text.index(selected)].encode("utf-16-le")) // 2
+        end = start + len(selected.encode("utf-16-le")) // 2
+        sel = etree.SubElement(source, "{urn:QDA-XML:project:1.0}PlainTextSelection", guid=G(200 + k),
+                               startPosition=str(start), endPosition=str(end), creatingUser=user)
+        coding = etree.SubElement(sel, "{urn:QDA-XML:project:1.0}Coding", guid=G(300 + k), creatingUser=user)
+        etree.SubElement(coding, "{urn:QDA-XML:project:1.0}CodeRef", targetGUID=codes[code])
+    files["project.qde"] = etree.tostring(root, xml_declaration=True, encoding="UTF-8")
+    files[f"sources/{NVIVO_SOURCE}.txt"] = text.encode()
+    return make_zip(files), [(selected, code) for selected, code, _ in wanted]
+
+
+def _selections(parsed: refiqda.Project) -> list[tuple[str, str]]:
+    names = {norm: code.name for norm, code in parsed.codes_by_guid().items()}
+    return sorted((src.selected_text(sel), names[refiqda.norm_guid(c.code_guid)])
+                  for src in parsed.sources for sel in src.selections for c in sel.codings)
+
+
+@pytest.mark.parametrize("positions", ["codepoints", "utf16"])
+def test_a_real_nvivo_project_comes_back_with_the_same_selections(owner, positions):
+    original, wanted = _nvivo_sample_with_selections()
+    parsed = refiqda.read_project(original)
+    assert _selections(parsed) == sorted(wanted)
+    result = project_import_qdpx(source=original, owner=owner, filename="nvivo.qdpx")
+    # Inside the project the five sentences are five coded segments...
+    assert Coding.objects.filter(interview__project=result.project, code__name="abstraction").count() == 1
+    assert Coding.objects.filter(interview__project=result.project, code__name="algorithms").count() == 6
+    again = refiqda.read_project(_export(result.project, positions))
+    # ...and they leave as the one selection they came in as.
+    assert sum(len(src.selections) for src in again.sources) == 3
+    assert _selections(again) == _selections(parsed)
+
+
+def test_contiguous_segments_with_one_code_by_one_coder_are_one_selection(demo_project, analyst):
+    interview = Interview.objects.for_project(demo_project).first()
+    Coding.objects.filter(interview__project=demo_project).delete()
+    segments = list(interview.segments.filter(speaker=Speaker.PARTICIPANT).order_by("position"))
+    turn_segments = [s for s in segments if s.turn_id == segments[0].turn_id][:3]
+    assert len(turn_segments) == 3
+    owner = demo_project.memberships.get(role="owner").user
+    code = Code.objects.filter(project=demo_project).first()
+    other = Code.objects.filter(project=demo_project).exclude(pk=code.pk).first()
+    for s in turn_segments:
+        Coding.objects.create(segment=s, code=code, coder=owner, interview=interview)
+    Coding.objects.create(segment=turn_segments[1], code=code, coder=analyst, interview=interview)  # another coder
+    Coding.objects.create(segment=turn_segments[2], code=other, coder=owner, interview=interview)  # another code
+    parsed = refiqda.read_project(_export(demo_project))
+    src = next(s for s in parsed.sources if s.guid == str(interview.uuid))
+    texts = sorted((src.selected_text(sel), len(sel.codings)) for sel in src.selections)
+    first, last = turn_segments[0], turn_segments[2]
+    run = interview.turns.get(pk=first.turn_id).text[first.start:last.end]
+    assert texts == sorted([(run, 1), (turn_segments[1].text, 1), (turn_segments[2].text, 1)])

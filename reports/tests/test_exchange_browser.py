@@ -29,7 +29,7 @@ def test_owner_downloads_qdpx_and_backup_then_brings_both_back(page, login, demo
     assert qdpx.name.endswith(".nvivo.qdpx")
     assert refiqda.read_project(qdpx).counting == "utf16"
     with page.expect_download() as download:
-        page.get_by_role("link", name="Download backup").click()
+        page.get_by_role("button", name="Download backup").click()
     backup = tmp_path / "backup.zip"
     download.value.save_as(backup)
 
@@ -47,6 +47,11 @@ def test_owner_downloads_qdpx_and_backup_then_brings_both_back(page, login, demo
     page.get_by_label("Project backup (.zip)").set_input_files(str(backup))
     page.locator("#id_restore-project_name").fill("Restored copy")
     page.get_by_role("button", name="Restore backup").click()
+    page.wait_for_url(lambda url: "/import/restore/" in url)
+    # Who is who: demo is the restorer here (chosen for them); nobody gets an account made for them.
+    assert page.get_by_label("demo").input_value() == str(owner.pk)
+    assert page.get_by_label("Name of the new project").input_value() == "Restored copy"
+    page.get_by_role("button", name="Restore the project").click()
     page.wait_for_url(lambda url: "/p/" in url)
     assert Project.objects.filter(name="Restored copy").exists()
 

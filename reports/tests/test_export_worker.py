@@ -28,7 +28,7 @@ def shared_media(monkeypatch, settings, tmp_path):
 def test_worker_writes_the_export_and_the_page_offers_the_download(shared_media, celery_worker, world, client_for, owner):
     params = {"columns": ["theme", "code", "model", "quote"], "caption": ["Worker table"]}
     job = exportjob_create(project=world.project, user=owner, fmt="docx", params=params, total=6)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 300
     while True:
         job.refresh_from_db()
         if not job.is_active:

@@ -9,7 +9,15 @@ import pytest
 from django.http import QueryDict
 from PIL import Image
 
-from reports.frequency import FrequencySpec, FrequencySpecError, format_ratio, frequency_table, log_ratio, spec_from_query
+from reports.frequency import (
+    FrequencySpec,
+    FrequencySpecError,
+    Population,
+    format_ratio,
+    frequency_table,
+    log_ratio,
+    spec_from_query,
+)
 from reports.heatmap import heatmap_png, heatmap_svg
 from reports.tests.tables_world import code, seg, world  # noqa: F401 - fixture
 
@@ -27,13 +35,13 @@ def test_log_ratio_infinities_and_undefined():
     assert log_ratio(0, 10, 5, 10) == -math.inf
     assert log_ratio(0, 10, 0, 10) is None  # neither group has it
     assert log_ratio(1, 0, 1, 10) is None  # a group without coded segments
-    assert [format_ratio(v) for v in (math.inf, -math.inf, None, math.log(2), -math.log(2))] == ["+∞", "−∞", "—", "+0.69", "−0.69"]
+    assert [format_ratio(v) for v in (math.inf, -math.inf, None, math.log(2), -math.log(2))] == ["only in A", "only in B", "—", "+0.69", "−0.69"]
     assert format_ratio(0.0) == "0.00"
 
 
 def test_code_table_counts_coded_segments_once_per_segment(world):
     t = frequency_table(world.project, FrequencySpec())
-    assert [p.label for p in t.participants] == ["Claude", "GPT-4o", "Llama"]
+    assert [c.label for c in t.columns] == ["Claude", "GPT-4o", "Llama"]
     # GPT: 4 coded segments (one coded by two coders), Claude 2, Llama none.
     assert t.totals == [2, 4, 0]
     feeling = next(r for r in t.rows if r.label == "Feeling")
@@ -46,8 +54,7 @@ def test_code_table_counts_coded_segments_once_per_segment(world):
 
 def test_group_log_ratio_with_infinities(world):
     w = world
-    spec = spec_from_query(list(w.project.participants.order_by("label")),
-                           QueryDict(f"a={w.gpt.uuid}&b={w.claude.uuid}"))
+    spec = spec_from_query(Population.of(w.project), QueryDict(f"a={w.gpt.uuid}&b={w.claude.uuid}"))
     t = frequency_table(w.project, spec)
     by = {r.label: r for r in t.rows}
     assert (t.total_a, t.total_b) == (4, 2)
@@ -67,7 +74,7 @@ def test_theme_level_rolls_sub_themes_into_their_parent(world):
 
 
 def test_groups_must_be_separate_and_both_chosen(world):
-    ps = list(world.project.participants.order_by("label"))
+    ps = Population.of(world.project)
     with pytest.raises(FrequencySpecError, match="both groups"):
         spec_from_query(ps, QueryDict(f"a={world.gpt.uuid}&b={world.gpt.uuid}"))
     one_sided = spec_from_query(ps, QueryDict(f"a={world.gpt.uuid}"))
@@ -77,14 +84,16 @@ def test_groups_must_be_separate_and_both_chosen(world):
 
 
 def test_query_count_does_not_grow_with_codings(world, django_assert_num_queries):
-    with django_assert_num_queries(4):  # participants, totals per model, codes, counts per code × model
+    with django_assert_num_queries(4):  # participants, interviews, codes, distinct (code, interview, segment)
         frequency_table(world.project, FrequencySpec())
     for text in ("It grows with time.", "Borders decide a lot."):
         code(world.codes["AI self"], seg(world.interviews["gpt"], text), world.owner)
     with django_assert_num_queries(4):
         frequency_table(world.project, FrequencySpec())
-    with django_assert_num_queries(5):  # participants, totals, themes, counts per theme, rolled up to parents
+    with django_assert_num_queries(6):  # participants, interviews, codes, themes, theme codes, triples
         frequency_table(world.project, FrequencySpec(level="theme"))
+    with django_assert_num_queries(5):  # participants, interviews, codes, triples, answer segments per interview
+        frequency_table(world.project, FrequencySpec(denominator="codable"))
 
 
 def test_heatmap_svg_escapes_labels_and_png_is_an_image(world):
@@ -93,7 +102,7 @@ def test_heatmap_svg_escapes_labels_and_png_is_an_image(world):
     t = frequency_table(world.project, FrequencySpec())
     svg = heatmap_svg(t, "Codes <by> model")
     assert "<script>" not in svg and "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in svg
-    assert svg.count("<rect") == 1 + len(t.rows) * len(t.participants)
+    assert svg.count("<rect") == 1 + len(t.rows) * len(t.columns)
     import xml.etree.ElementTree as ET
 
     ET.fromstring(svg)  # well-formed

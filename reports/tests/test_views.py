@@ -56,13 +56,14 @@ def queries(client, path: str, **kw) -> tuple[int, object]:
 
 
 READ_PAGES = [
-    ("index", ""), ("excerpts", ""), ("frequency", ""), ("frequency_export", "?format=csv"), ("statistics_latex", ""),
+    ("index", (), ""), ("excerpts", (), ""), ("frequency", (), ""), ("frequency_export", (), "?format=csv"),
+    ("statistics_download", ("tex",), ""), ("statistics_download", ("csv",), ""), ("statistics_download", ("xlsx",), ""),
 ]
 
 
-@pytest.mark.parametrize("name, query", READ_PAGES)
-def test_outsiders_get_404_and_anonymous_users_the_login(world, client_for, outsider, client, name, query):
-    path = url(name, world) + query
+@pytest.mark.parametrize("name, args, query", READ_PAGES)
+def test_outsiders_get_404_and_anonymous_users_the_login(world, client_for, outsider, client, name, args, query):
+    path = url(name, world, *args) + query
     assert client_for(outsider).get(path).status_code == 404
     assert client.get(path).status_code == 302
 
@@ -80,19 +81,20 @@ def test_outsiders_get_404_on_exports_jobs_and_codebook(world, client_for, outsi
 def test_every_member_reads_and_exports(world, client_for, who, request):
     # Exports only read the project, so viewers may make them too.
     c = client_for(request.getfixturevalue(who))
-    for name, query in READ_PAGES:
-        assert c.get(url(name, world) + query).status_code == 200, name
+    for name, args, query in READ_PAGES:
+        assert c.get(url(name, world, *args) + query).status_code == 200, name
     response = c.post(url("excerpts_export", world), {"format": "csv", "columns": ["code", "quote"]})
     assert response.status_code == 200
 
 
 def test_index_links_everything_in_reports(world, client_for, owner):
     html = client_for(owner).get(url("index", world)).content.decode()
-    for name in ("excerpts", "frequency", "statistics_latex"):
+    for name in ("excerpts", "frequency"):
         assert url(name, world) in html
+    assert url("statistics_download", world, "tex") in html
     for fmt in ("docx", "csv", "xlsx", "qdc"):
         assert url("codebook_download", world, fmt) in html
-    assert url("exchange", world) in html and url("export_qdpx", world) in html
+    assert url("exchange", world) in html and reverse("exchange_import") in html
     assert reverse("interviews:statistics", args=[world.project.uuid]) in html
 
 
@@ -186,6 +188,61 @@ def test_export_job_page_query_count_is_flat(world, client_for, owner):
     assert before == after <= 4  # session, user, membership, job
 
 
+def lost_export(world, user, *, seconds_ago: float = 61) -> ExportJob:
+    """An export queued a while ago whose task never reached the broker."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    return ExportJob.objects.create(project=world.project, created_by=user, format="csv", filename="t.csv",
+                                    params={"columns": ["code", "quote"]},
+                                    sent_at=timezone.now() - timedelta(seconds=seconds_ago))
+
+
+def test_an_export_waiting_a_minute_offers_send_again_and_discard(world, client_for, owner, analyst, viewer):
+    fresh = lost_export(world, viewer, seconds_ago=5)
+    assert "job-send-again" not in client_for(viewer).get(url("export_job", world, fresh.uuid)).content.decode()
+    job = lost_export(world, owner)
+    fragment = client_for(analyst).get(url("export_job", world, job.uuid), headers={"HX-Request": "true"}).content.decode()
+    assert "No worker has picked this up" in fragment
+    assert url("export_job_send_again", world, job.uuid) in fragment and url("export_job_discard", world, job.uuid) in fragment
+    page = client_for(viewer).get(url("export_job", world, job.uuid)).content.decode()
+    assert "No worker has picked this up" in page and "job-send-again" not in page  # someone else's export
+
+
+def test_send_again_writes_a_lost_export(world, client_for, owner, analyst, viewer, outsider):
+    job = lost_export(world, owner)
+    path = url("export_job_send_again", world, job.uuid)
+    assert client_for(viewer).post(path).status_code == 403
+    assert client_for(outsider).post(path).status_code == 404
+    response = client_for(analyst).post(path, follow=True)
+    assert "Sent to the worker again." in response.content.decode()
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.DONE  # tasks run in-process here
+    assert "no longer waiting" in client_for(analyst).post(path, follow=True).content.decode()
+
+
+def test_who_started_an_export_may_send_it_again_even_as_a_viewer(world, client_for, viewer):
+    job = lost_export(world, viewer)
+    assert client_for(viewer).post(url("export_job_send_again", world, job.uuid)).status_code == 302
+    job.refresh_from_db()
+    assert job.status == ExportJob.Status.DONE
+
+
+def test_a_lost_export_can_be_discarded_but_not_a_running_one(world, client_for, owner, analyst, viewer, outsider):
+    job = lost_export(world, owner)
+    path = url("export_job_discard", world, job.uuid)
+    assert client_for(viewer).post(path).status_code == 403
+    assert client_for(outsider).post(path).status_code == 404
+    response = client_for(analyst).post(path)
+    assert response.status_code == 302 and response["Location"] == url("index", world)
+    assert not ExportJob.objects.filter(pk=job.pk).exists()
+    running = ExportJob.objects.create(project=world.project, created_by=owner, format="csv", status="running")
+    refused = client_for(owner).post(url("export_job_discard", world, running.uuid), follow=True)
+    assert "This export has started" in refused.content.decode()
+    assert ExportJob.objects.filter(pk=running.pk).exists()
+
+
 def test_download_of_an_unfinished_job_is_404(world, client_for, owner):
     job = ExportJob.objects.create(project=world.project, created_by=owner, format="csv")
     assert client_for(owner).get(url("export_download", world, job.uuid)).status_code == 404
@@ -204,9 +261,9 @@ def test_frequency_page_table_heatmap_and_fragment(world, client_for, owner):
     c = client_for(owner)
     q = {"a": str(world.gpt.uuid), "b": str(world.claude.uuid)}
     html = c.get(url("frequency", world), q).content.decode()
-    assert "<svg" in html and "ln(A/B)" in html and "+∞" in html and "−∞" in html
+    assert "<svg" in html and "ln(A/B)" in html and "only in A" in html and "only in B" in html
     fragment = c.get(url("frequency", world), {**q, "level": "theme"}, headers={"HX-Request": "true"}).content.decode()
-    assert fragment.lstrip().startswith('<section id="frequency-result"') and "Personal journey" in fragment
+    assert fragment.lstrip().startswith('<div id="frequency-page"') and "Personal journey" in fragment
 
 
 def test_frequency_page_explains_bad_groups(world, client_for, owner):
@@ -220,7 +277,7 @@ def test_frequency_page_query_count_is_flat(world, client_for, owner):
     before, _ = queries(c, path)
     more_codings(world)
     after, _ = queries(c, path)
-    assert before == after <= 8  # session, user, membership, participants, totals, codes, counts, unread-mentions badge
+    assert before == after <= 8  # session, user, membership, participants, interviews, codes, triples, unread badge
 
 
 @pytest.mark.parametrize("fmt", ["csv", "xlsx", "tex", "svg", "png"])
@@ -231,17 +288,19 @@ def test_frequency_exports(world, client_for, owner, fmt, tmp_path):
     data = body(response)
     if fmt == "csv":
         rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
-        assert rows[0][:3] == ["Code", "Claude n", "Claude %"] and rows[0][-1] == "ln(A/B)"
+        assert rows[0][:3] == ["Code", "Claude n", "Claude %"] and rows[0][-4:] == [
+            "ln(A/B)", "95% CI low", "95% CI high", "ln(A/B) flag"]
         by = {r[0]: r for r in rows}
-        # Text a spreadsheet shows as it is: "+∞" would be read as a formula (#NAME?), "∞" is not.
-        assert by["Structure"][-1] == "∞" and by["AI self"][-1] == "\u2212∞" and by["Unused"][-1] == ""
-        assert by["Feeling"][-1] == "0.0"
+        # Numeric columns hold numbers or nothing; an infinite or undefined ratio is named in the flag column.
+        assert by["Structure"][-4:] == ["", "", "", "only in A"] and by["AI self"][-4:] == ["", "", "", "only in B"]
+        assert by["Unused"][-1] == "undefined"
+        assert by["Feeling"][-4] == "0.0" and by["Feeling"][-1] == ""
     elif fmt == "xlsx":
         values = {r[0].value: [c.value for c in r] for r in openpyxl.load_workbook(io.BytesIO(data)).active.iter_rows()}
-        assert values["Structure"][-1] == "+∞" and values["AI self"][-1] == "−∞"
+        assert values["Structure"][-4:] == [None, None, None, "only in A"] and values["AI self"][-1] == "only in B"
     elif fmt == "tex":
-        assert "$+\\infty$" in data.decode() and "$-\\infty$" in data.decode() and "\\toprule" in data.decode()
-        assert "Feeling & 1 (50.0\\%) & 2 (50.0\\%) & -- & 2 & 1 & 0.00" in data.decode()
+        assert "only in A" in data.decode() and "only in B" in data.decode() and "\\toprule" in data.decode()
+        assert "Feeling & 1 (50.0\\%) & 2 (50.0\\%) & -- & 2 & 1 & 0.00 & {[}" in data.decode()
         compiles(data.decode(), tmp_path)
     elif fmt == "svg":
         assert data.startswith(b"<svg") and response["Content-Type"].startswith("image/svg+xml")
@@ -255,10 +314,13 @@ def test_frequency_export_rejects_unknown_formats(world, client_for, owner):
 
 
 def test_statistics_latex(world, client_for, owner, tmp_path):
-    data = body(client_for(owner).get(url("statistics_latex", world))).decode()
+    data = body(client_for(owner).get(url("statistics_download", world, "tex"))).decode()
     compiles(data, tmp_path)
     assert "\\caption{Descriptive statistics of the interviews per model" in data
-    assert "GPT-4o & OpenAI & gpt-4o-2024-08-06 & 1 & 2" in data
+    # Appendix C's shape: a row per metric, a column per model, then min, max and mean across the models.
+    assert "\\textbf{Metric} & \\textbf{Claude} & \\textbf{GPT-4o} & \\textbf{Llama} & \\textbf{Min}" in data
+    assert "Model id & claude-3-5 & gpt-4o-2024-08-06 & llama-3.1 &  &  &  \\\\" in data
+    assert "\nQuestions & 1 & 2 & 1 & 1 & 2 & 1.30 \\\\" in data  # mean 4/3 -> 1.3, written with two decimals
 
 
 @pytest.mark.parametrize("fmt", ["csv", "docx", "xlsx", "qdc"])

@@ -36,8 +36,9 @@ def test_members_see_the_exchange_page(project, client_for, request, who):
 
 def test_outsiders_get_404_everywhere(project, client_for, outsider):
     c = client_for(outsider)
-    for name in ("exchange", "export_qdpx", "download_backup"):
-        assert c.get(_url(name, project)).status_code == 404, name
+    assert c.get(_url("exchange", project)).status_code == 404
+    for name in ("export_qdpx", "download_backup"):
+        assert c.post(_url(name, project)).status_code == 404, name
 
 
 def test_anonymous_users_are_sent_to_log_in(project, client):
@@ -58,7 +59,7 @@ def test_viewers_may_download_a_valid_qdpx(demo_project, client_for, make_user, 
 
     viewer = make_user("vic")
     Membership.objects.create(project=demo_project, user=viewer, role=Role.VIEWER)
-    response = client_for(viewer).get(_url("export_qdpx", demo_project), {"positions": positions})
+    response = client_for(viewer).post(_url("export_qdpx", demo_project), {"positions": positions})
     assert response.status_code == 200
     assert response["Content-Disposition"].startswith("attachment;")
     data = _body(response)
@@ -71,7 +72,7 @@ def test_viewers_may_download_a_valid_qdpx(demo_project, client_for, make_user, 
 
 @pytest.mark.parametrize("who,status", [("analyst", 403), ("viewer", 403), ("owner", 200)])
 def test_only_owners_download_backups(project, client_for, request, who, status):
-    response = client_for(request.getfixturevalue(who)).get(_url("download_backup", project))
+    response = client_for(request.getfixturevalue(who)).post(_url("download_backup", project))
     assert response.status_code == status
     if status == 200:
         with zipfile.ZipFile(io.BytesIO(_body(response))) as zf:
@@ -102,17 +103,136 @@ def test_import_page_explains_a_bad_file_inline_and_creates_nothing(client_for, 
     assert Project.objects.count() == before
 
 
-def test_restore_page_restores_a_backup_and_refuses_junk(demo_project, client_for, outsider):
+def _demo_backup(project) -> bytes:
     buf = io.BytesIO()
-    project_backup(project=demo_project, out=buf)
+    project_backup(project=project, out=buf)
+    return buf.getvalue()
+
+
+def _upload_backup(client, data: bytes, name: str = "Mine now"):
+    return client.post(reverse("exchange_import"), {
+        "kind": "restore", "restore-file": SimpleUploadedFile("demo.zip", data), "restore-project_name": name})
+
+
+@pytest.fixture
+def _media(settings, tmp_path):
+    settings.MEDIA_ROOT = tmp_path
+    return tmp_path
+
+
+def test_restore_asks_who_is_who_then_restores_without_creating_accounts(demo_project, client_for, outsider, _media):
+    from django.contrib.auth import get_user_model
+
+    users_before = get_user_model().objects.count()
     c = client_for(outsider)
-    response = c.post(reverse("exchange_import"), {
-        "kind": "restore", "restore-file": SimpleUploadedFile("demo.zip", buf.getvalue()), "restore-project_name": "Mine now"})
+    response = _upload_backup(c, _demo_backup(demo_project))
+    assert response.status_code == 302 and "/import/restore/" in response["Location"]
+    assert not Project.objects.filter(name="Mine now").exists()  # nothing restored before the people step
+    page = c.get(response["Location"])
+    html = page.content.decode()
+    assert page.status_code == 200 and "demo" in html and "codings" in html
+    assert 'value="" selected>— choose an account' in html  # demo coded: an account is needed, none is guessed
+    done = c.post(response["Location"], {"person-0": str(outsider.pk), "project_name": "Mine now"})
+    assert done.status_code == 302
     restored = Project.objects.get(name="Mine now")
-    assert response.status_code == 302
     assert list(restored.memberships.values_list("user__username", "role")) == [("oscar", "owner")]
+    assert Coding.objects.filter(interview__project=restored, coder=outsider).count() == Coding.objects.filter(
+        interview__project=demo_project).count()
+    assert get_user_model().objects.count() == users_before
+    assert not list(_media.glob("restores/*.zip"))  # the waiting upload is gone
+    assert c.get(response["Location"]).status_code == 302  # and the step cannot be replayed
+
+
+def test_restore_people_step_explains_missing_and_doubled_choices(demo_project, client_for, outsider, _media):
+    c = client_for(outsider)
+    step = _upload_backup(c, _demo_backup(demo_project))["Location"]
+    missing = c.post(step, {"person-0": ""})
+    assert missing.status_code == 400
+    assert "demo coded segments or wrote notes: choose the account that is them here." in missing.content.decode()
+    assert Project.objects.filter(name="Mine now").count() == 0
+
+
+def test_only_accounts_the_restorer_shares_a_project_with_are_offered(demo_project, client_for, outsider, make_user,
+                                                                      _media):
+    stranger = make_user("stranger")
+    c = client_for(outsider)
+    step = _upload_backup(c, _demo_backup(demo_project))["Location"]
+    assert "stranger" not in c.get(step).content.decode()
+    response = c.post(step, {"person-0": str(stranger.pk)})
+    assert response.status_code == 400 and "Select a valid choice" in response.content.decode()
+    assert not Project.objects.filter(name="Mine now").exists()
+
+
+def test_someone_elses_waiting_upload_cannot_be_restored(demo_project, client_for, outsider, owner, _media):
+    step = _upload_backup(client_for(outsider), _demo_backup(demo_project))["Location"]
+    response = client_for(owner).post(step, {"person-0": str(owner.pk)})
+    assert response.status_code == 302 and response["Location"] == reverse("exchange_import")
+    assert not Project.objects.filter(name="Mine now").exists()
+
+
+def test_the_people_step_costs_the_same_queries_for_few_or_many_people(demo_project, client_for, outsider, _media,
+                                                                       django_assert_num_queries):
+    from reports.tests.test_backup import _crafted
+
+    c = client_for(outsider)
+    few = _upload_backup(c, _demo_backup(demo_project))["Location"]
+    many = _upload_backup(c, _crafted(_demo_backup(demo_project), [f"ghost{i}" for i in range(60)],
+                                      members=("data/projects.membership.json",)))["Location"]
+    c.get(few)
+    # session, user, the accounts the restorer may choose
+    with django_assert_num_queries(3):
+        assert "Keep as a name only" not in c.get(few).content.decode()
+    with django_assert_num_queries(3):
+        assert c.get(many).content.decode().count("Keep as a name only") == 60
+
+
+def test_a_junk_backup_is_refused_beside_the_field(client_for, outsider, _media):
+    c = client_for(outsider)
     before = Project.objects.count()
     response = c.post(reverse("exchange_import"), {"kind": "restore", "restore-file": SimpleUploadedFile("x.zip", b"junk")})
     assert response.status_code == 200
     assert "This backup cannot be restored: x.zip: not a ZIP archive" in response.content.decode()
+    assert Project.objects.count() == before and not list(_media.glob("restores/*.zip"))
+
+
+    assert Project.objects.count() == before
+
+
+def _qdpx_with_source(data: bytes) -> SimpleUploadedFile:
+    from refiqda.tests.helpers import G, make_zip, project_xml
+
+    body = f'<Sources><TextSource guid="{G(5)}" name="chat" plainTextPath="internal://{G(5)}.txt"/></Sources>'
+    return SimpleUploadedFile("chat.qdpx", make_zip({"project.qde": project_xml(body), f"sources/{G(5)}.txt": data}))
+
+
+TRANSCRIPT = "Interviewer: Hi\x00 there\nGPT-4o: Hello."
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"\xff\xfeI\x00n\x00t", "the text starts with a UTF-16 byte-order mark but is not UTF-16 (truncated data at byte 6, an odd number of bytes)"),
+    (TRANSCRIPT.encode("utf-16"), "chat.qdpx: source &#x27;chat&#x27; holds a NUL character (at character 15)"),
+    (TRANSCRIPT.encode(), "chat.qdpx: source &#x27;chat&#x27; holds a NUL character (at character 15)"),
+], ids=["UTF-16 BOM, odd length", "NUL in UTF-16 text", "NUL in UTF-8 text"])
+def test_an_undecodable_or_unstorable_source_is_explained_inline_and_creates_nothing(client_for, outsider, data, message):
+    before = Project.objects.count()
+    response = client_for(outsider).post(reverse("exchange_import"), {"kind": "qdpx", "qdpx-file": _qdpx_with_source(data)})
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    assert Project.objects.count() == before
+
+
+def test_a_deeply_nested_backup_member_is_explained_inline_and_creates_nothing(demo_project, client_for, outsider):
+    buf = io.BytesIO()
+    project_backup(project=demo_project, out=buf)
+    src, out = zipfile.ZipFile(io.BytesIO(buf.getvalue())), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as dst:
+        for info in src.infolist():
+            deep = b"[" * 100_000 + b"]" * 100_000
+            dst.writestr(info.filename, deep if info.filename == "data/interviews.turn.json" else src.read(info))
+    before = Project.objects.count()
+    response = client_for(outsider).post(reverse("exchange_import"), {
+        "kind": "restore", "restore-file": SimpleUploadedFile("demo.zip", out.getvalue())})
+    assert response.status_code == 200
+    assert ("This backup cannot be restored: demo.zip: data/interviews.turn.json: data nested deeper than 100 levels "
+            "at line 1, column 101") in response.content.decode()
     assert Project.objects.count() == before

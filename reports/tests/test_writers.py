@@ -14,8 +14,8 @@ import openpyxl
 import pytest
 
 from reports.tests.tables_world import NASTY
-from reports.writers import Table, iter_table, write_table
-from reports.writers.csv import BOM, FORMULA_START
+from reports.writers import FORMULA_START, Table, iter_table, write_table
+from reports.writers.csv import BOM
 from reports.writers.latex import latex_escape
 from reports.writers.markdown import md_escape
 
@@ -58,8 +58,8 @@ def test_xlsx_reads_back_with_text_never_turned_into_formulas():
     wb = openpyxl.load_workbook(io.BytesIO(render("xlsx")))
     ws = wb.active
     values = [[c.value for c in row] for row in ws.iter_rows()]
-    assert values == [HEADERS, *ROWS]
-    assert all(c.data_type == "s" for c in ws[4])  # "=cmd..." stays a string cell
+    assert values == [HEADERS, *ROWS[:2], ["'=cmd|' /C calc'!A0", "'+1", "'-2", "'@SUM(1)"], ROWS[3]]
+    assert all(c.data_type == "s" for c in ws[4])  # "=cmd..." stays a string cell, guarded like the CSV's
     assert ws.freeze_panes == "A2"
     assert wb.properties.title == "Excerpts: “home” & 50%"
 
@@ -67,7 +67,7 @@ def test_xlsx_reads_back_with_text_never_turned_into_formulas():
 def test_xlsx_numbers_stay_numbers_and_infinity_becomes_text():
     t = Table(caption="f", headers=["a", "b", "c", "d"], rows=iter([[1, 2.5, float("inf"), float("-inf")]]))
     ws = openpyxl.load_workbook(io.BytesIO(render("xlsx", t))).active
-    assert [c.value for c in ws[2]] == [1, 2.5, "+∞", "−∞"]
+    assert [c.value for c in ws[2]] == [1, 2.5, "∞", "\u2212∞"]  # "+∞" would start with a formula trigger
 
 
 def test_csv_is_utf8_with_bom_and_formula_safe():
@@ -116,10 +116,11 @@ def test_latex_escapes_every_special_character(raw, tex):
     assert latex_escape(raw) == tex
 
 
-def test_latex_has_booktabs_and_switches_to_longtable_for_long_tables():
+def test_latex_is_always_a_longtable_with_booktabs():
+    # A float (table + tabular) cannot break across pages: a short table of long quotes would not fit.
     short = render("tex", table(row_count=len(ROWS))).decode("utf-8")
-    assert "\\begin{tabular}" in short and "\\toprule" in short and "\\bottomrule" in short
-    assert "longtable}{" not in short
+    assert "\\begin{longtable}" in short and "\\toprule" in short and "\\bottomrule" in short
+    assert "\\begin{table}" not in short and "\\begin{tabular}" not in short
     rows = [["t", "c", "m", f"quote {i}"] for i in range(40)]
     long = render("tex", table(rows, row_count=40)).decode("utf-8")
     assert "\\begin{longtable}" in long and "\\endhead" in long and long.count(" \\\\\n") >= 40
@@ -148,7 +149,7 @@ def test_latex_parses_without_a_tex_engine():
     tex = render("tex", table(row_count=len(ROWS))).decode("utf-8")
     body = tex.replace("\\{", "").replace("\\}", "")
     assert body.count("{") == body.count("}")
-    for env in ("document", "table", "tabular"):
+    for env in ("document", "longtable"):
         assert tex.count(f"\\begin{{{env}}}") == tex.count(f"\\end{{{env}}}") == 1
     row_lines = [ln for ln in tex.splitlines() if ln.endswith(" \\\\") and " & " in ln and "textbf" not in ln]
     assert len(row_lines) == len(ROWS)

@@ -6,11 +6,39 @@ buffer) in memory, so a table of any length costs the same memory.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
 Cell = str | int | float | None
+
+# A cell starting with one of these is run as a formula by spreadsheet programs
+# (CSV injection); tab and carriage return are on OWASP's list too.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# Spreadsheets have no infinity, and csv would write "inf". "+∞" starts with a formula
+# trigger (Excel shows #NAME?, and the guard's apostrophe stays visible), so +∞ is the
+# bare "∞"; −∞ uses the Unicode minus sign (U+2212), which no program runs.
+INFINITY_TEXT: dict[float, str] = {math.inf: "∞", -math.inf: "\u2212∞"}
+
+
+def safe_cell(value: object) -> Cell:
+    """A spreadsheet cell that can never run: text a spreadsheet would read as a formula gets a
+    leading apostrophe, numbers stay numbers. Every cell of every CSV/XLSX export goes through here
+    (headers, body, notes), so a label like "=HYPERLINK(...)" is shown, never run."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    if isinstance(value, float):
+        return INFINITY_TEXT.get(value, value)
+    text = str(value)
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+def safe_row(row: Iterable[object]) -> list[Cell]:
+    # safe_cell inlined for the common cells (plain str, int, None): this runs for every cell of every row.
+    return [v if v is None or v.__class__ is int
+            else ("'" + v if v.startswith(FORMULA_START) else v) if v.__class__ is str
+            else safe_cell(v) for v in row]
 
 
 @dataclass
@@ -28,12 +56,19 @@ class Table:
     label: str = ""
     # Per-row callback (e.g. progress); called with the number of rows written so far.
     on_row: Any = None
+    # The page, shared by DOCX and LaTeX: paper "a4" or "letter"; landscape True/False, or None to turn
+    # the page when the table has many columns.
+    paper: str = "a4"
+    landscape: bool | None = None
 
     def iter_rows(self) -> Iterator[Sequence[Cell]]:
         for n, row in enumerate(self.rows, start=1):
             yield row
             if self.on_row is not None:
                 self.on_row(n)
+
+    def is_landscape(self, wide_after: int) -> bool:
+        return self.landscape if self.landscape is not None else len(self.headers) > wide_after
 
     def column_widths(self) -> list[float]:
         widths = list(self.widths or [1.0] * len(self.headers))
@@ -50,6 +85,15 @@ FORMATS: dict[str, tuple[str, str]] = {
     "md": ("md", "text/markdown; charset=utf-8"),
 }
 STREAMED = frozenset({"csv", "tex", "md"})
+PAPERS = {"a4": "A4", "letter": "US Letter"}
+ORIENTATIONS = {"auto": "Automatic (landscape for wide tables)", "portrait": "Portrait", "landscape": "Landscape"}
+
+
+def page_from_query(query: Any) -> dict[str, Any]:
+    """The page chosen in a query string (`paper`, `orientation`) as Table keyword arguments; unknown values fall back."""
+    paper = query.get("paper") if query.get("paper") in PAPERS else "a4"
+    orientation = query.get("orientation")
+    return {"paper": paper, "landscape": {"portrait": False, "landscape": True}.get(orientation)}
 
 
 def write_table(fmt: str, table: Table, out: BinaryIO) -> None:

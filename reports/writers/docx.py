@@ -20,11 +20,13 @@ from docx.enum.section import WD_ORIENT
 from docx.enum.table import WD_TABLE_ALIGNMENT
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
-from docx.shared import Cm, Pt
+from docx.shared import Cm, Inches, Mm, Pt
 
+from interviews.rendering import BOLD, CODE, ITALIC, STRUCK, RichText
 from reports.writers import Cell, Table
 
 MARKER = "RTA-ROWS-GO-HERE"
+PAPER_SIZES = {"a4": (Mm(210), Mm(297)), "letter": (Inches(8.5), Inches(11))}
 DOCUMENT = "word/document.xml"
 FLUSH_ROWS = 200
 # XML 1.0 forbids most control characters; Word refuses a file containing them.
@@ -57,9 +59,11 @@ def write_docx(table: Table, out: BinaryIO) -> None:
 def _skeleton(table: Table) -> bytes:
     doc = Document()
     section = doc.sections[0]
-    if len(table.headers) > 4:
+    width, height = PAPER_SIZES.get(table.paper, PAPER_SIZES["a4"])
+    if table.is_landscape(wide_after=4):
         section.orientation = WD_ORIENT.LANDSCAPE
-        section.page_width, section.page_height = section.page_height, section.page_width
+        width, height = height, width
+    section.page_width, section.page_height = width, height
     section.left_margin = section.right_margin = Cm(2)
     usable = section.page_width - section.left_margin - section.right_margin
     _caption(doc, table.caption)
@@ -123,7 +127,14 @@ def _clean(text: str) -> str:
     return _INVALID_XML.sub("", text)
 
 
+_RUN_PROPERTIES = {BOLD: "<w:b/>", ITALIC: "<w:i/>", STRUCK: "<w:strike/>",
+                   CODE: '<w:rFonts w:ascii="Courier New" w:hAnsi="Courier New"/>'}
+
+
 def _runs(value: Cell) -> str:
+    if isinstance(value, RichText):
+        # A quote keeps the answer's bold and italics as Word formatting, not as Markdown markers.
+        return "".join(_styled_run(run.text, run.styles) for run in value.runs)
     if value is None:
         return ""
     if isinstance(value, float):
@@ -137,6 +148,14 @@ def _runs(value: Cell) -> str:
         if line:
             parts.append('<w:t xml:space="preserve">' + escape(line).replace("\t", '</w:t><w:tab/><w:t xml:space="preserve">') + "</w:t>")
     return "<w:r>" + "".join(parts) + "</w:r>" if parts else ""
+
+
+def _styled_run(text: str, styles: frozenset[str]) -> str:
+    properties = "".join(_RUN_PROPERTIES[s] for s in sorted(styles))
+    plain = _runs(text)
+    if not properties or not plain:
+        return plain
+    return plain.replace("<w:r>", f"<w:r><w:rPr>{properties}</w:rPr>", 1)
 
 
 def _row_xml(row, cell_props: list[str], numeric: frozenset[int]) -> str:

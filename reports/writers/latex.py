@@ -1,4 +1,8 @@
-"""LaTeX tables with booktabs; longtable when the table is long. Every special character is escaped.
+"""LaTeX tables with booktabs and longtable (a float cannot break across pages, so every table is a longtable:
+its header repeats on each page and a table of any length compiles). Every special character is escaped.
+
+Column widths are fractions of the line width after the column padding, so the columns always fit
+the page; words longer than the column (hashes, links) may break anywhere (\\allowbreak).
 
 The output is a complete document that compiles with pdfLaTeX, XeLaTeX or LuaLaTeX;
 the table environment between the marked lines can be pasted into a paper that loads
@@ -18,10 +22,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from interviews.rendering import BOLD, CODE, ITALIC, STRUCK, RichText
 from reports.writers import Cell, Table
 
-LONG_TABLE_ROWS = 30
 FLUSH_ROWS = 200
+LONG_WORD = 21  # characters (model ids stay whole): a longer unbroken run gets break points every BREAK_EVERY characters
+BREAK_EVERY = 8
 
 _SPECIALS = {
     "\\": r"\textbackslash{}",
@@ -73,6 +79,9 @@ _BREAK = "\x00"
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # pdfLaTeX's utf8 + T1 set covers Latin-1 and Latin Extended-A; anything beyond goes through \rtachar.
 _WIDE = re.compile(r"[^\x00-\u017f]")
+_ALLOW_BREAK = "\x01"
+_LONG_RUN = re.compile(r"\S{%d,}" % LONG_WORD)
+_CHUNK = re.compile(r"(.{%d})(?=.)" % BREAK_EVERY, re.S)
 
 PREAMBLE = r"""\documentclass[11pt]{article}
 \usepackage{iftex}
@@ -84,24 +93,36 @@ PREAMBLE = r"""\documentclass[11pt]{article}
   \usepackage{fontspec}
   \newcommand{\rtachar}[2]{#2}
 \fi
-\usepackage[a4paper,margin=2cm%(landscape)s]{geometry}
+\usepackage[%(paper)s,margin=2cm%(landscape)s]{geometry}
 \usepackage{booktabs,longtable,array}
-\newcolumntype{L}[1]{>{\raggedright\arraybackslash}p{#1}}
-\newcolumntype{R}[1]{>{\raggedleft\arraybackslash}p{#1}}
+\newcolumntype{L}[1]{>{\raggedright\arraybackslash\hspace{0pt}}p{#1}}
+\newcolumntype{R}[1]{>{\raggedleft\arraybackslash\hspace{0pt}}p{#1}}
 \begin{document}
 """
 
 
+_COMMANDS = {BOLD: r"\textbf", ITALIC: r"\emph", CODE: r"\texttt", STRUCK: r"\sout"}
+
+
 def latex_escape(value: Cell) -> str:
-    """Text of one cell as LaTeX that prints exactly that text."""
+    """Text of one cell as LaTeX that prints exactly that text; a quote's bold and italics as \\textbf and \\emph."""
+    if isinstance(value, RichText):
+        parts = []
+        for run in value.runs:
+            text = latex_escape(run.text)
+            for style in sorted(run.styles - {STRUCK}):  # \sout needs ulem; struck text prints plain
+                text = f"{_COMMANDS[style]}{{{text}}}"
+            parts.append(text)
+        return "".join(parts)
     if value is None:
         return ""
     if isinstance(value, float):
         return _number(value)
-    text = _LIGATURE.sub(_BREAK, _CONTROL.sub("", str(value)))
+    text = _LONG_RUN.sub(lambda m: _CHUNK.sub(r"\1" + _ALLOW_BREAK, m.group()), _CONTROL.sub("", str(value)))
+    text = _LIGATURE.sub(_BREAK, text)
     text = text.translate(_TRANSLATE).replace(_BREAK, "{}")
     text = _WIDE.sub(lambda m: r"\rtachar{%04X}{%s}" % (ord(m.group()), m.group()), text)
-    return text.replace("\n", r"\newline{}")
+    return text.replace("\n", r"\newline{}").replace(_ALLOW_BREAK, r"\allowbreak{}")
 
 
 def _number(value: float) -> str:
@@ -115,48 +136,40 @@ def _number(value: float) -> str:
 
 
 def _colspec(table: Table) -> str:
-    usable = 0.9 - 0.01 * len(table.headers)
+    # Each column gets its share of the line width left after the padding between columns
+    # (2\tabcolsep per gap; none outside, @{}), so the columns add up to the line exactly.
+    gaps = 2 * (len(table.headers) - 1)
     specs = []
     for i, w in enumerate(table.column_widths()):
         kind = "R" if i in table.numeric else "L"
-        specs.append(f"{kind}{{{usable * w:.3f}\\linewidth}}")
-    # The column padding comes out of the width, roughly.
+        specs.append(r"%s{\dimexpr(\linewidth-%d\tabcolsep)*%d/10000\relax}" % (kind, gaps, round(w * 10000)))
     return "@{}" + "".join(specs) + "@{}"
 
 
 def iter_latex(table: Table, *, standalone: bool = True) -> Iterator[bytes]:
-    landscape = len(table.headers) > 5
-    long = table.row_count is None or table.row_count > LONG_TABLE_ROWS
     cols = len(table.headers)
     caption = latex_escape(table.caption)
     label = re.sub(r"[^A-Za-z0-9:._-]", "", table.label)
     head = " & ".join(r"\textbf{%s}" % latex_escape(h) for h in table.headers) + r" \\"
     out: list[str] = []
     if standalone:
-        out.append(PREAMBLE % {"landscape": ",landscape" if landscape else ""})
+        out.append(PREAMBLE % {"paper": "letterpaper" if table.paper == "letter" else "a4paper",
+                               "landscape": ",landscape" if table.is_landscape(wide_after=5) else ""})
     if standalone and cols > 8:
         out.append("\\footnotesize\n")
     out.append("% --- table starts here (needs booktabs, longtable, array and the L/R column types above)\n")
-    if long:
-        out.append(r"\begin{longtable}{%s}" % _colspec(table) + "\n")
-        out.append(r"\caption{%s}%s\\" % (caption, r"\label{%s}" % label if label else "") + "\n")
-        out.append("\\toprule\n" + head + "\n\\midrule\n\\endfirsthead\n")
-        out.append(r"\multicolumn{%d}{@{}l}{\emph{(continued)}}\\" % cols + "\n\\toprule\n" + head + "\n\\midrule\n\\endhead\n")
-        out.append("\\midrule\n" + r"\multicolumn{%d}{r@{}}{\emph{continued on next page}}\\" % cols + "\n\\endfoot\n")
-        out.append("\\bottomrule\n\\endlastfoot\n")
-    else:
-        out.append("\\begin{table}[htbp]\n\\centering\n")
-        out.append(r"\caption{%s}%s" % (caption, r"\label{%s}" % label if label else "") + "\n")
-        out.append(r"\begin{tabular}{%s}" % _colspec(table) + "\n\\toprule\n" + head + "\n\\midrule\n")
+    out.append(r"\begin{longtable}{%s}" % _colspec(table) + "\n")
+    out.append(r"\caption{%s}%s\\" % (caption, r"\label{%s}" % label if label else "") + "\n")
+    out.append("\\toprule\n" + head + "\n\\midrule\n\\endfirsthead\n")
+    out.append(r"\multicolumn{%d}{@{}l}{\emph{(continued)}}\\" % cols + "\n\\toprule\n" + head + "\n\\midrule\n\\endhead\n")
+    out.append("\\midrule\n" + r"\multicolumn{%d}{r@{}}{\emph{continued on next page}}\\" % cols + "\n\\endfoot\n")
+    out.append("\\bottomrule\n\\endlastfoot\n")
     for n, row in enumerate(table.iter_rows(), start=1):
         out.append(" & ".join(latex_escape(v) for v in row) + " \\\\\n")
         if n % FLUSH_ROWS == 0:
             yield "".join(out).encode("utf-8")
             out = []
-    if long:
-        out.append("\\end{longtable}\n")
-    else:
-        out.append("\\bottomrule\n\\end{tabular}\n\\end{table}\n")
+    out.append("\\end{longtable}\n")
     out.append("% --- table ends here\n")
     if standalone:
         out.append("\\end{document}\n")

@@ -4,7 +4,9 @@ title), and the rows are streamed as XML into the sheet in place of a marker row
 openpyxl's own write-only mode keeps memory flat too, but spends ~0.1 ms per cell on
 its cell objects: 4,000 excerpts × 8 columns took about a second. Writing the row XML
 directly does the same job in a fraction of that, and strings are written inline
-(t="inlineStr"), so a cell can never be read as a formula.
+(t="inlineStr"), so a cell can never be read as a formula. Every cell (header, body, the
+workbook's title) still goes through `safe_cell`, like the CSV's: a cell someone edits in
+Excel (F2, Enter) is re-read as typed, and "=HYPERLINK(...)" would become a formula then.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
-from reports.writers import Table
+from reports.writers import Table, safe_cell, safe_row
 
 MAX_CELL = 32767  # Excel's limit on the characters in one cell
 SHEET_TITLE = "Table"
@@ -58,7 +60,7 @@ def write_xlsx(table: Table, out: BinaryIO) -> None:
 
 def _skeleton(table: Table) -> bytes:
     wb = Workbook()
-    wb.properties.title = table.caption[:250]
+    wb.properties.title = _text(table.caption)[:250]
     ws = wb.active
     ws.title = SHEET_TITLE
     bold, wrap = Font(bold=True), Alignment(wrap_text=True, vertical="top")
@@ -73,25 +75,21 @@ def _skeleton(table: Table) -> bytes:
     return buffer.getvalue()
 
 
-def _text(value: str) -> str:
-    return _INVALID_XML.sub("", value)[:MAX_CELL]
+def _text(value: object) -> str:
+    """A text cell's content: characters XML forbids removed first, so none can hide a formula start."""
+    return str(safe_cell(_INVALID_XML.sub("", str(value))))[:MAX_CELL]
 
 
 def _row_xml(n: int, row, letters: list[str], styles: list[str]) -> str:
     cells = []
-    for i, value in enumerate(row):
+    for i, value in enumerate(safe_row(row)):
         ref = f"{letters[i]}{n}"
         style = styles[i] if i < len(styles) else ""
-        if value is None or value == "":
+        if value is None or value == "" or value != value:  # NaN: Excel has none, and a file holding one does not open
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            text = escape(_text(str(value)))
+        if isinstance(value, str):
+            text = escape(_text(value))
             cells.append(f'<c r="{ref}"{style} t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>')
-        elif value != value or value in (float("inf"), float("-inf")):
-            # Excel has no infinity or NaN: a file holding one does not open.
-            if value == value:
-                symbol = "+∞" if value > 0 else "−∞"
-                cells.append(f'<c r="{ref}"{style} t="inlineStr"><is><t>{symbol}</t></is></c>')
         else:
             cells.append(f'<c r="{ref}"><v>{value!r}</v></c>')
     return f'<row r="{n}">' + "".join(cells) + "</row>"

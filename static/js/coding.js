@@ -431,6 +431,41 @@
       noteDialog.close();
     });
 
+    /* ---- AI suggestions: dashed chips, reviewed one by one (s next, y accept, r reject, R reject with a reason) ---- */
+    function currentSuggestion() {
+      var focused = document.activeElement;
+      if (focused && focused.dataset && focused.dataset.sugg) return focused;
+      return cursor >= 0 ? segs[cursor].querySelector("[data-sugg]") : null;
+    }
+    function nextSuggestion() {
+      for (var i = cursor + 1; i < segs.length; i++) {
+        var chip = segs[i].querySelector("[data-sugg]");
+        if (chip) { moveTo(i, false); chip.focus(); return; }
+      }
+      say("No more AI suggestions below.");
+    }
+    var csrf = (function () {
+      try { return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"]; } catch (e) { return ""; }
+    })();
+    function decide(chip, decision, reason) {
+      var body = new FormData();
+      if (reason) body.append("reason", reason);
+      fetch(cfg.decide.replace("00000000-0000-0000-0000-000000000000", chip.dataset.sugg).replace("DECISION", decision), {
+        method: "POST", body: body, credentials: "same-origin",
+        headers: { "X-CSRFToken": csrf, Accept: "application/json" },
+      }).then(function (r) { return r.json().then(function (data) { return [r.ok, data]; }); })
+        .then(function (answer) {
+          if (!answer[0]) { say(answer[1].error || "Could not save the decision."); return; }
+          chip.remove();
+          say(decision === "accept" ? "Suggestion accepted as your coding." : "Suggestion rejected.");
+          poll();
+        })
+        .catch(function () { say("Could not reach the server; nothing was decided."); });
+    }
+    transcript.addEventListener("focusin", function (e) {
+      if (e.target.dataset && e.target.dataset.sugg) say(e.target.title);
+    });
+
     /* ---- keyboard ---- */
     document.addEventListener("keydown", function (e) {
       if (document.querySelector("dialog[open]")) return;
@@ -448,6 +483,11 @@
       else if (k === "x" || k === "Backspace" || k === "Delete") { removeFromSelection(); }
       else if (k === "u") { undo(); }
       else if (k === "n") { nextUncoded(); }
+      else if (k === "s") { nextSuggestion(); }
+      else if ((k === "y" || k === "r" || k === "R") && cfg.canWrite && currentSuggestion()) {
+        var reason = k === "R" ? window.prompt("Why reject this suggestion? (optional)") : "";
+        if (reason !== null) decide(currentSuggestion(), k === "y" ? "accept" : "reject", reason);
+      }
       else if (k === "?") { helpDialog.showModal(); }
       else if (k === "Escape") { cursor = anchor = -1; paintSelection(); }
       else return;

@@ -27,4 +27,66 @@
       composer.querySelector(".replying").hidden = true;
     }
   });
+
+  // Ctrl/Cmd+Enter posts, as in the live interview; "@" offers the project's members.
+  document.addEventListener("keydown", function (event) {
+    var box = event.target;
+    if (!box || box.id !== "comment-body") { return; }
+    var list = document.getElementById("mention-list");
+    if (list && !list.hidden) {
+      var items = Array.prototype.slice.call(list.children);
+      var at = items.findIndex(function (li) { return li.getAttribute("aria-selected") === "true"; });
+      if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+        var next = (at + (event.key === "ArrowDown" ? 1 : -1) + items.length) % items.length;
+        items.forEach(function (li, i) { li.setAttribute("aria-selected", i === next ? "true" : "false"); });
+        event.preventDefault();
+        return;
+      }
+      if ((event.key === "Enter" || event.key === "Tab") && !event.ctrlKey && !event.metaKey) {
+        insertMention(box, items[Math.max(0, at)].dataset.username);
+        event.preventDefault();
+        return;
+      }
+      if (event.key === "Escape") { list.hidden = true; event.preventDefault(); return; }
+    }
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      box.form.requestSubmit();
+    }
+  });
+
+  document.addEventListener("input", function (event) {
+    var box = event.target;
+    if (!box || box.id !== "comment-body") { return; }
+    var list = document.getElementById("mention-list");
+    var source = document.getElementById("thread-members");
+    if (!list || !source) { return; }
+    var typed = /(^|\s)@([\w.@+-]*)$/.exec(box.value.slice(0, box.selectionStart));
+    var names = typed ? JSON.parse(source.textContent).filter(function (name) {
+      return name.toLowerCase().indexOf(typed[2].toLowerCase()) === 0;
+    }) : [];
+    list.textContent = "";
+    names.slice(0, 8).forEach(function (name, i) {
+      var li = document.createElement("li");
+      li.setAttribute("role", "option");
+      li.setAttribute("aria-selected", i === 0 ? "true" : "false");
+      li.dataset.username = name;
+      li.textContent = "@" + name;
+      list.appendChild(li);
+    });
+    list.hidden = names.length === 0;
+  });
+
+  document.addEventListener("mousedown", function (event) {
+    var li = event.target.closest && event.target.closest("#mention-list li");
+    if (li) { event.preventDefault(); insertMention(document.getElementById("comment-body"), li.dataset.username); }
+  });
+
+  function insertMention(box, username) {
+    var before = box.value.slice(0, box.selectionStart).replace(/@[\w.@+-]*$/, "@" + username + " ");
+    box.value = before + box.value.slice(box.selectionStart);
+    box.selectionStart = box.selectionEnd = before.length;
+    document.getElementById("mention-list").hidden = true;
+    box.focus();
+  }
 })();

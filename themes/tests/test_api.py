@@ -42,16 +42,19 @@ WRITES = [
     ("post", "/memos/", {"title": "m", "body": "b", "kind": "analytic"}),
     ("post", "/comments/", {"theme": "{theme}", "body": "hi"}),
     ("post", "/reviews/", {"title": "R", "date": "2026-11-22", "agenda": ["{theme}"]}),
+    ("put", "/reviews/{review}/notes/", {"notes": "We agreed", "notes_version": 1}),
 ]
 
 
 @pytest.mark.parametrize("method,path,data", WRITES, ids=[f"{m} {p}" for m, p, _ in WRITES])
-def test_api_writes_follow_page_permissions(method, path, data, project, theme, analyst, viewer, outsider):
+def test_api_writes_follow_page_permissions(method, path, data, project, theme, owner, analyst, viewer, outsider):
     code = theme.codes.first()
+    review = services.review_create(project=project, actor=owner, title="Round 1", date="2026-11-22", themes=[theme])
 
     def fill(value):
         if isinstance(value, str):
-            return value.replace("{theme}", str(theme.uuid)).replace("{code}", str(code.uuid))
+            return (value.replace("{theme}", str(theme.uuid)).replace("{code}", str(code.uuid))
+                    .replace("{review}", str(review.uuid)))
         if isinstance(value, list):
             return [fill(v) for v in value]
         if isinstance(value, dict):
@@ -300,3 +303,21 @@ def test_api_declining_a_decision_keeps_the_theme(project, theme, owner, analyst
     declined = api(analyst).post(url, {"reason": "Honesty is the word."}, format="json")
     assert declined.status_code == 200 and declined.json()["declined_reason"] == "Honesty is the word."
     assert Theme.objects.get(pk=theme.pk).name == "Honesty"
+
+
+def test_api_meeting_notes_refuse_a_stale_version_and_a_closed_meeting(project, theme, owner, analyst):
+    review = services.review_create(project=project, actor=owner, title="Round 1", date="2026-11-22", themes=[theme])
+    url = base(project) + f"/reviews/{review.uuid}/notes/"
+    saved = api(owner).put(url, {"notes": "Owner's notes.", "notes_version": 1}, format="json")
+    assert saved.status_code == 200 and saved.json()["notes"] == "Owner's notes." and saved.json()["notes_version"] == 2
+    stale = api(analyst).put(url, {"notes": "Analyst's notes.", "notes_version": 1}, format="json")
+    assert stale.status_code == 409
+    assert "saved by someone else" in stale.json()["detail"]
+    assert stale.json()["current"] == {"notes": "Owner's notes.", "notes_version": 2}
+    missing = api(analyst).put(url, {"notes": "Blind."}, format="json")
+    assert missing.status_code == 400 and "notes_version" in missing.json()
+    services.review_close(review=review, actor=owner)
+    closed = api(owner).put(url, {"notes": "After the meeting.", "notes_version": 2}, format="json")
+    assert closed.status_code == 409 and "is closed" in closed.json()["detail"]
+    review.refresh_from_db()
+    assert review.notes == "Owner's notes." and review.notes_version == 2

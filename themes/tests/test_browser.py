@@ -102,7 +102,7 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
     expect(page.get_by_label("Comment (Markdown; write @username to mention a member)")).to_have_value("")
     services.comment_post(theme=Theme.objects.get(name="Honesty about limits"), actor=analyst, body="One theme, I think.",
                           parent=Comment.objects.get())
-    expect(page.locator("#thread")).to_contain_text("One theme, I think.", timeout=10_000)
+    expect(page.locator("#thread")).to_contain_text("One theme, I think.")
     expect(page.locator("#thread .badge.unread")).to_have_count(1)
     page.locator("#thread").get_by_role("button", name="Resolve").click()
     expect(page.locator("#thread")).to_contain_text("resolved by olivia")
@@ -211,3 +211,23 @@ def test_theme_edit_conflict_is_shown_not_lost(page, browser, login, live_server
     expect(page.locator(".messages")).to_contain_text("Theme “Masks and faces” saved.")
     theme.refresh_from_db()
     assert theme.version == 3 and theme.definition.endswith("Olivia's boundary.")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_comment_mentions_a_member_from_the_at_list_and_posts_with_ctrl_enter(page, login, live_server, project,
+                                                                               owner, analyst):
+    theme = services.theme_create(project=project, actor=owner, name="Belonging")
+    login(page, owner)
+    page.goto(f"{live_server.url}/p/{project.uuid}/themes/t/{theme.uuid}/")
+    box = page.locator("#comment-body")
+    box.click()
+    page.keyboard.type("Could @ar")
+    options = page.locator("#mention-list li")
+    expect(options).to_have_text(["@arjun"])
+    page.keyboard.press("Enter")  # takes the highlighted member, does not post
+    expect(box).to_have_value("Could @arjun ")
+    page.keyboard.type("look at this?")
+    page.keyboard.press("Control+Enter")
+    expect(page.locator("#thread")).to_contain_text("look at this?")
+    comment = Comment.objects.get()
+    assert comment.body == "Could @arjun look at this?" and list(comment.mentions.all()) == [analyst]

@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 
 from projects.models import AuditEvent
 from themes import services
-from themes.excerpts import excerpt_counts, theme_excerpts
+from themes.excerpts import excerpt_counts, theme_excerpt_summary, theme_excerpts, theme_interviews
 from themes.models import Comment, Exemplar, Memo, Theme, ThemeCode
 
 pytestmark = pytest.mark.django_db
@@ -184,6 +184,13 @@ def test_excerpts_join_contiguous_segments_and_group_by_model(project, owner, ma
     theme_counts, code_counts = excerpt_counts(project)
     assert theme_counts[theme.id] == 3
     assert code_counts[honest.id] == 3
+    # The theme page's counts per model (one SQL query) agree with the excerpts; a page of interviews shows theirs.
+    summary = theme_excerpt_summary(theme)
+    by_label = {p.label: summary[p.pk] for p in project.participants.all() if p.pk in summary}
+    assert by_label == {"GPT-4o": (2, 1), "Claude": (1, 1)}
+    claude_only = theme_interviews(theme).filter(participant__label="Claude")
+    assert [g.label for g in theme_excerpts(theme, interview_ids=list(claude_only.values_list("pk", flat=True)))] == ["Claude"]
+    assert [i.participant.label for i in theme_interviews(theme)] == ["Claude", "GPT-4o"]
 
 
 def test_memo_revisions_and_conflict(project, owner, analyst):

@@ -89,7 +89,7 @@ def _writes(w) -> list[tuple[str, list, dict]]:
         ("memo_new", [], {"title": "t", "body": "b", "kind": "analytic"}),
         ("memo_edit", [w["memo"].uuid], {"title": "t2", "body": "b2", "kind": "analytic", "base_version": "1"}),
         ("reviews", [], {"title": "Round 2", "date": "2026-11-29", "themes": w["a"].uuid}),
-        ("review_notes", [w["review"].uuid], {"notes": "We agreed"}),
+        ("review_notes", [w["review"].uuid], {"notes": "We agreed", "notes_version": "1"}),
         ("review_edit", [w["review"].uuid], {"title": "Round 1b", "date": "2026-11-23", "attendees": "arjun", "themes": [w["b"].uuid, w["a"].uuid]}),
         ("decision_create", [w["review"].uuid], {"theme": w["a"].uuid, "kind": "status", "status": "reviewed"}),
         ("decision_apply", [w["decision"].uuid], {}),
@@ -270,6 +270,8 @@ def _dangerous(html: str) -> list[str]:
 
     class Finder(HTMLParser):
         def handle_starttag(self, tag, attrs):
+            if tag == "script" and dict(attrs).get("type") == "application/json":
+                return  # a data block (json_script), never run
             if tag in ("script", "iframe", "img", "object", "embed"):
                 found.append(tag)
             for name, value in attrs:
@@ -347,7 +349,8 @@ def test_a_theme_merged_twice_leads_to_where_it_ended_up(world, project, owner, 
 
 
 def test_next_never_redirects_off_site(world, project, owner, client_for):
-    response = client_for(owner).post(u("review_notes", project, world["review"].uuid), {"notes": "x", "next": "https://evil.example/"})
+    response = client_for(owner).post(u("review_notes", project, world["review"].uuid), {"notes": "x", "notes_version": "1",
+                                                                                       "next": "https://evil.example/"})
     assert response["Location"] == u("review", project, world["review"].uuid)
 
 
@@ -465,3 +468,46 @@ def test_keeping_the_current_text_leaves_the_theme_and_shows_the_decision_not_ap
     assert "not applied" in html and "The new name says it better." in html
     again = client.post(u("decision_apply", project, decision.uuid), {"version": "2"}, follow=True)
     assert "was not applied" in again.content.decode() and Theme.objects.get(pk=b.pk).name == "Companionship"
+
+
+# --- meeting notes ------------------------------------------------------------------------------------------
+
+
+def test_second_notes_save_from_the_same_page_load_is_told_and_keeps_its_text(world, project, owner, analyst, client_for):
+    review = world["review"]
+    url = u("review_notes", project, review.uuid)
+    page = client_for(analyst).get(u("review", project, review.uuid)).content.decode()
+    assert 'name="notes_version" value="1"' in page  # both opened the meeting at this version
+    assert client_for(owner).post(url, {"notes": "Owner: merge Friendship.", "notes_version": "1"}).status_code == 302
+    response = client_for(analyst).post(url, {"notes": "Analyst: keep Friendship apart.", "notes_version": "1"})
+    body = response.content.decode()
+    assert response.status_code == 200 and "Someone saved these notes while you were writing" in body
+    assert "Owner: merge Friendship." in body  # theirs, shown
+    assert '<textarea id="notes" name="notes" rows="8">Analyst: keep Friendship apart.</textarea>' in body  # yours, kept
+    assert 'name="notes_version" value="2"' in body  # saving again means "I have seen theirs"
+    review.refresh_from_db()
+    assert review.notes == "Owner: merge Friendship." and review.notes_version == 2
+    combined = client_for(analyst).post(url, {"notes": "Both: merge, but note the doubt.", "notes_version": "2"})
+    assert combined.status_code == 302
+    review.refresh_from_db()
+    assert review.notes == "Both: merge, but note the doubt." and review.notes_version == 3
+
+
+def test_a_notes_save_without_a_version_is_refused_never_forced(world, project, analyst, client_for):
+    response = client_for(analyst).post(u("review_notes", project, world["review"].uuid), {"notes": "Blind save"})
+    assert "Someone saved these notes" in response.content.decode()
+    assert Review.objects.get(pk=world["review"].pk).notes == ""
+
+
+def test_notes_of_a_closed_meeting_are_read_only(world, project, owner, analyst, client_for):
+    review = world["review"]
+    services.review_save_notes(review=review, actor=owner, notes="Final words.", base_version=1)
+    services.review_close(review=review, actor=owner)
+    page = client_for(analyst).get(u("review", project, review.uuid)).content.decode()
+    assert 'name="notes"' not in page and "Final words." in page and "its notes are kept as they were" in page
+    presenter = client_for(analyst).get(u("present", project, review.uuid, 0)).content.decode()
+    assert 'name="notes"' not in presenter
+    response = client_for(analyst).post(u("review_notes", project, review.uuid), {"notes": "Edited later", "notes_version": "2"})
+    assert response.status_code == 409
+    assert "is closed; its notes can no longer be changed" in response.content.decode()
+    assert Review.objects.get(pk=review.pk).notes == "Final words."

@@ -55,8 +55,11 @@ class Command(BaseCommand):
         if user is None:
             raise CommandError(f"No user '{username}'. Run `manage.py load_demo` first or pass --username.")
         for project in Project.objects.for_user(user):
-            key = EndpointKey.objects.filter(project=project, label="Local demo server").first() or (
-                services.endpoint_key_store(project=project, user=user, label="Local demo server", plain_key="sk-local-demo")
+            # A key is bound to one URL: another --port means a new key for the new address.
+            label = f"Local demo server ({base_url})"
+            key = EndpointKey.objects.filter(project=project, label=label, base_url=base_url).first() or (
+                services.endpoint_key_store(project=project, user=user, label=label, plain_key="sk-local-demo",
+                                            base_url=base_url)
             )
             for label, model in DEMO_MODELS.items():
                 existing = Participant.objects.filter(project=project, label=label).first()
