@@ -76,6 +76,8 @@ class FrequencySpec:
     denominator: str = "segments"
     rollup: bool = True
     correction: bool = False
+    # Codings a researcher made by accepting an AI suggestion; excluded, the table counts human coding only.
+    with_suggestions: bool = True
 
     @property
     def has_ratio(self) -> bool:
@@ -167,6 +169,8 @@ class FrequencyTable:
                  f"{DENOMINATORS[self.spec.denominator]}."]
         parts.append("Parent codes and themes include their children." if self.spec.rollup
                      else "Each row counts only what is coded with it directly.")
+        if not self.spec.with_suggestions:
+            parts.append("Codings made by accepting AI suggestions are left out.")
         if self.spec.has_ratio:
             parts.append(f"ln(A/B) compares group A ({', '.join(self.group_a_labels)}) with group B "
                          f"({', '.join(self.group_b_labels)}): the natural log of share in A over share in B.")
@@ -375,7 +379,8 @@ def spec_from_query(population: Population, query: Mapping[str, Any]) -> Frequen
     if groups[0] & groups[1]:
         raise FrequencySpecError("A value cannot be in both groups: the ratio compares two separate groups.")
     return FrequencySpec(level=level, group_a=groups[0], group_b=groups[1], by=attribute.key, denominator=denominator,
-                         rollup=_flag(query, "rollup", True), correction=_flag(query, "correction", False))
+                         rollup=_flag(query, "rollup", True), correction=_flag(query, "correction", False),
+                         with_suggestions=query.get("suggestions") != "exclude")
 
 
 # --- the table ---------------------------------------------------------------------------
@@ -490,6 +495,8 @@ def _count(project: Project, spec: FrequencySpec, members: dict[Any, set[int]], 
                                     code__deleted_at__isnull=True, code__project=project)
     if spec.denominator == "codable":
         codings = codings.filter(segment__speaker=Speaker.PARTICIPANT)
+    if not spec.with_suggestions:
+        codings = codings.filter(origin=Coding.Origin.HUMAN)
     seen: dict[Any, list[set[int]]] = {}
     coded: list[set[int]] = [set() for _ in range(width)]
     by_interviews = spec.denominator == "interviews"

@@ -229,7 +229,7 @@ def _frequency(request: HttpRequest, membership, population: frequency.Populatio
     return frequency.frequency_table(membership.project, spec, population)
 
 
-FREQUENCY_CHOICES = ("level", "by", "a", "b", "denominator", "rollup", "correction")
+FREQUENCY_CHOICES = ("level", "by", "a", "b", "denominator", "rollup", "correction", "suggestions")
 
 
 @login_required

@@ -113,3 +113,16 @@ def test_codings_from_accepted_ai_suggestions_can_be_left_out_and_the_caption_sa
     spec, human_only = _rows(coded, "&suggestions=exclude")
     assert [str(r.quote) for r in human_only] == [EXPECTED[0].split("\n")[1], *EXPECTED[1:]]
     assert excerpt_caption(coded, spec).endswith("Codings made by accepting AI suggestions are left out")
+
+
+def test_the_frequency_table_can_leave_out_accepted_ai_suggestions(coded):
+    from reports import frequency
+
+    first = Coding.objects.order_by("segment__position").first()
+    Coding.objects.filter(pk=first.pk).update(origin=Coding.Origin.SUGGESTION)
+    population = frequency.Population.of(coded)
+    with_all = frequency.frequency_table(coded, frequency.spec_from_query(population, QueryDict("")), population)
+    human = frequency.frequency_table(coded, frequency.spec_from_query(population, QueryDict("suggestions=exclude")),
+                                      population)
+    assert with_all.rows[0].counts == [4] and human.rows[0].counts == [3]
+    assert "left out" not in with_all.note() and "AI suggestions are left out" in human.note()
