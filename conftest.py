@@ -38,6 +38,20 @@ def _celery_in_process(request) -> Iterator[None]:
     app.conf.task_always_eager = previous
 
 
+@pytest.fixture(autouse=True)
+def _login_failures_forgotten() -> Iterator[None]:
+    """Each test starts with no failed logins counted from loopback.
+
+    The per-address ceiling counts every failed login from 127.0.0.1 in its window, so failures
+    in earlier tests of the same worker would otherwise lock later tests' logins out (429).
+    """
+    yield
+    from projects.ratelimit import login_failures_clear_address
+
+    for address in ("127.0.0.1", "::1", "unknown"):
+        login_failures_clear_address(address)
+
+
 @pytest.fixture
 def make_user(django_user_model) -> Callable:
     def make(username: str, **extra):

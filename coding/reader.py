@@ -34,6 +34,7 @@ from conduct.answering import EndpointUnavailable, endpoint_for
 from conduct.client import stream_answer
 from conduct.egress import stays_local
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
+from projects import safejson
 from projects.audit import audit_record
 from projects.jobs import enqueue
 from projects.models import AuditEvent, Project
@@ -357,8 +358,8 @@ def _critic_messages(run: SuggestionRun, segments: Sequence[Segment], proposals:
 
 def _loads(step: ReaderStep) -> Any:
     try:
-        return json.loads(step.raw_answer)
-    except (json.JSONDecodeError, RecursionError, ValueError):
+        return safejson.loads(step.raw_answer)
+    except safejson.JSONInputError:
         return None
 
 

@@ -129,6 +129,13 @@ def endpoint_key_store(*, project: Project, user: Any, label: str, plain_key: st
     return key
 
 
+def demo_endpoint_key(*, project: Project, user: Any, base_url: str) -> EndpointKey:
+    """The demo key for the local fake server at `base_url` (`make fake-llm`), stored once per address."""
+    label = f"Local demo server ({base_url})"
+    return (EndpointKey.objects.filter(project=project, label=label, base_url=base_url).first()
+            or endpoint_key_store(project=project, user=user, label=label, plain_key="sk-local-demo", base_url=base_url))
+
+
 @transaction.atomic
 def endpoint_key_delete(*, key: EndpointKey, user: Any) -> int:
     """Delete a stored key; the participants that used it send no key from now on. Returns how many."""

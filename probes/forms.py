@@ -7,12 +7,20 @@ from django import forms
 
 from interviews.models import Participant
 from probes.models import ConditionVersion, OutputFormat, Probe
+from projects import safejson
 
 
 def _split(value: str) -> list[str]:
     """Comma- or line-separated words, trimmed, blanks dropped, order kept."""
     parts = [p.strip() for line in value.splitlines() for p in line.split(",")]
     return list(dict.fromkeys(p for p in parts if p))
+
+
+def _json_value(raw: str) -> Any:
+    try:
+        return safejson.loads(raw)
+    except safejson.JSONInputError as exc:
+        raise forms.ValidationError(f"Not valid JSON: {exc}.") from None
 
 
 class ProbeForm(forms.ModelForm):
@@ -82,10 +90,7 @@ class ConditionForm(forms.Form):
         raw = self.cleaned_data["pipeline"].strip()
         if not raw:
             return []
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.")
+        value = _json_value(raw)
         if not isinstance(value, list):
             raise forms.ValidationError("The pipeline is a JSON list of agents ([…]).")
         return value
@@ -100,10 +105,7 @@ class ConditionForm(forms.Form):
         raw = self.cleaned_data["json_schema"].strip()
         if not raw:
             return {}
-        try:
-            value = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.")
+        value = _json_value(raw)
         if not isinstance(value, dict):
             raise forms.ValidationError("A JSON schema is an object ({…}).")
         return value

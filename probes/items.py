@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import random
 import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
+
+from projects import safejson
 
 FORMATS = ("csv", "xlsx", "jsonl")
 
@@ -136,9 +137,10 @@ def _jsonl_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[st
         if not line:
             continue
         try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ItemImportError(f"{filename}, line {number}: not valid JSON ({exc.msg}, column {exc.colno}).")
+            record = safejson.loads(line)
+        except safejson.JSONInputError as exc:
+            raise ItemImportError(f"{filename}, line {number}: not valid JSON ({exc.found} at column {exc.column}, "
+                                  f"expected {exc.expected}).") from None
         if not isinstance(record, dict):
             raise ItemImportError(f"{filename}, line {number}: expected a JSON object with one item's fields.")
         yield number, record

@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 
 from probes.models import ConditionVersion, Item, OutputFormat
+from projects import safejson
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w -]*)\}")
 
@@ -99,9 +100,9 @@ def parse(version: ConditionVersion, text: str) -> Parsed:
 def _json_fields(version: ConditionVersion, text: str) -> dict[str, Any]:
     body = _strip_fence(text)
     try:
-        value = json.loads(body)
-    except json.JSONDecodeError as exc:
-        raise ParseError(f"Not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}.")
+        value = safejson.loads(body)
+    except safejson.JSONInputError as exc:
+        raise ParseError(f"Not valid JSON: {exc}.") from None
     try:
         jsonschema.validate(value, schema_for(version))
     except jsonschema.ValidationError as exc:

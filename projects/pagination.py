@@ -63,7 +63,8 @@ class Page:
 def page_number(request: HttpRequest, param: str = "page") -> int:
     """The requested page number; anything that is not a positive integer reads as the first page."""
     value = request.GET.get(param, "")
-    return int(value) if value.isdigit() and 0 < int(value) < 10**9 else 1
+    # isdigit() also accepts non-ASCII digits and lengths int() refuses: check the form before converting.
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 9 and int(value) > 0 else 1
 
 
 def paginate(request: HttpRequest, rows: Sequence | Any, *, per_page: int = PAGE_SIZE, param: str = "page",

@@ -13,7 +13,6 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from conduct import services
-from conduct.models import EndpointKey
 from conduct.testing.fake_openai import _demo_server
 from interviews.models import Guide, Participant
 from projects.models import Project
@@ -56,11 +55,7 @@ class Command(BaseCommand):
             raise CommandError(f"No user '{username}'. Run `manage.py load_demo` first or pass --username.")
         for project in Project.objects.for_user(user):
             # A key is bound to one URL: another --port means a new key for the new address.
-            label = f"Local demo server ({base_url})"
-            key = EndpointKey.objects.filter(project=project, label=label, base_url=base_url).first() or (
-                services.endpoint_key_store(project=project, user=user, label=label, plain_key="sk-local-demo",
-                                            base_url=base_url)
-            )
+            key = services.demo_endpoint_key(project=project, user=user, base_url=base_url)
             for label, model in DEMO_MODELS.items():
                 existing = Participant.objects.filter(project=project, label=label).first()
                 services.live_participant_save(

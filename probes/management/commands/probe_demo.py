@@ -14,7 +14,6 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from conduct import services as conduct_services
-from conduct.models import EndpointKey
 from interviews.models import Participant
 from probes import services
 from probes.items import ItemFilters
@@ -48,9 +47,7 @@ class Command(BaseCommand):
         for project in Project.objects.for_user(user):
             if Probe.objects.filter(project=project, name="Demo: gender from reviews").exists():
                 continue
-            key = EndpointKey.objects.filter(project=project, label="Local demo server").first() or (
-                conduct_services.endpoint_key_store(project=project, user=user, label="Local demo server",
-                                                    plain_key="sk-local-demo"))
+            key = conduct_services.demo_endpoint_key(project=project, user=user, base_url=base_url)
             classifier = conduct_services.live_participant_save(
                 project=project, participant=Participant.objects.filter(project=project, label="Demo classifier").first(),
                 label="Demo classifier", provider="Local demo", model_id="demo-classifier", base_url=base_url,
