@@ -142,7 +142,7 @@ FILENAME = r'filename="Chatbots-and-identity-{what}-\d{{8}}\.{ext}"'
     ("frequency_export", "get", {"format": "png"}, "code-frequency", "png"),
     ("statistics_download", "get", {}, "interview-statistics", "tex"),
     ("codebook_download", "get", None, "codebook", "xlsx"),
-    ("export_qdpx", "get", {}, "refi-qda", "qdpx"),
+    ("export_qdpx", "post", {}, "refi-qda", "qdpx"),
     ("trajectory_export", "get", {"format": "csv"}, "transitions", "csv"),
     ("cases_export", "get", {"format": "xlsx"}, "case-codes", "xlsx"),
 ])

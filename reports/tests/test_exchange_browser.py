@@ -26,7 +26,7 @@ def test_owner_downloads_qdpx_and_backup_then_brings_both_back(page, login, demo
         page.get_by_role("button", name="Download .qdpx").click()
     qdpx = tmp_path / download.value.suggested_filename
     download.value.save_as(qdpx)
-    assert qdpx.name.endswith(".nvivo.qdpx")
+    assert qdpx.name.endswith(".qdpx") and "-refi-qda-nvivo-" in qdpx.name
     assert refiqda.read_project(qdpx).counting == "utf16"
     with page.expect_download() as download:
         page.get_by_role("button", name="Download backup").click()

@@ -61,7 +61,7 @@ def test_a_large_qdpx_export_runs_in_the_worker_with_progress_and_a_download(sha
     assert 'hx-trigger="every 1s"' not in fragment, "a finished job stops polling"
     job.refresh_from_db()
     assert job.status == ExportJob.Status.DONE and job.started_at and job.finished_at and job.percent == 100
-    assert job.filename.startswith("Chatbots-and-identity-") and job.filename.endswith(".nvivo.qdpx")
+    assert job.filename.startswith("Chatbots-and-identity-") and "-refi-qda-nvivo-" in job.filename and job.filename.endswith(".qdpx")
     download = c.get(_url("export_download", world.project, job.uuid))
     assert download["Content-Type"] == "application/zip" and job.filename in download["Content-Disposition"]
     qp = refiqda.read_project(b"".join(download.streaming_content))
