@@ -604,7 +604,7 @@ def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict)
     if kind == Decision.Kind.MOVE_CODES:
         to = _theme_by_uuid(project, payload.get("to"), "to")
         return {"to": str(to.uuid), "to_name": to.name, "codes": [str(c.uuid) for c in _codes_by_uuid(project, payload.get("codes"))]}
-    raise ValidationError({"kind": f"“{kind}” is not a kind of decision."})
+    raise ValidationError({"kind": f"“{kind}” is not a kind of decision." if kind else "Choose what kind of decision this is."})
 
 
 @transaction.atomic
