@@ -275,10 +275,10 @@ def review_close(request: HttpRequest, project_uuid, review_uuid) -> HttpRespons
     membership = writer_or_403(request, project_uuid)
     review = _review(membership, review_uuid)
     form = ReviewCloseForm(request.POST)
-    # A closed meeting needs no confirmation to be refused: the service says it was closed before.
+    # A closed meeting needs no confirmation to be refused: the service says so. Unticked, the page comes back with
+    # the reason next to the box (200, like any form error and as the trash does).
     if review.status == Review.Status.OPEN and not form.is_valid():
-        context = _review_context(review, close_form=form)
-        return render(request, "themes/review_detail.html", _ctx(membership, **context), status=400)
+        return render(request, "themes/review_detail.html", _ctx(membership, **_review_context(review, close_form=form)))
     try:
         services.review_close(review=review, actor=request.user)
     except services.ReviewClosed as exc:
