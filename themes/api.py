@@ -505,6 +505,11 @@ class ReviewSerializer(serializers.ModelSerializer):
         return [str(item.theme.uuid) if item.theme is not None else None for item in review.agenda.all()]
 
 
+def _closed(exc: services.ReviewClosed) -> Response:
+    """A write to a closed meeting: 409, as for a notes conflict, with what can no longer change."""
+    return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+
+
 class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Review meetings: schedule (with agenda and attendees), record and apply decisions, close."""
 
@@ -540,6 +545,8 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
         try:
             decision = services.decision_record(review=review, theme=theme, actor=request.user, kind=v["kind"],
                                                 payload=v["payload"] or {}, note=v["note"], seen_version=v.get("theme_version"))
+        except services.ReviewClosed as exc:
+            return _closed(exc)
         except DjangoValidationError as exc:
             raise drf_error(exc) from None
         notice = services.decision_stale_notice(decision, theme)  # "" unless the theme changed since the caller read it
@@ -560,6 +567,8 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
             return Response({"detail": str(exc), "decision": DecisionSerializer(exc.decision).data,
                              "current": ThemeSerializer(_with_codes(Theme.objects.filter(pk=exc.current.pk)).get()).data},
                             status=status.HTTP_409_CONFLICT)
+        except services.ReviewClosed as exc:
+            return _closed(exc)
         except DjangoValidationError as exc:
             raise drf_error(exc) from None
         return Response({**DecisionSerializer(outcome.decision).data, "message": outcome.message})
@@ -574,6 +583,8 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
         data.is_valid(raise_exception=True)
         try:
             decision = services.decision_decline(decision=decision, actor=request.user, reason=data.validated_data["reason"])
+        except services.ReviewClosed as exc:
+            return _closed(exc)
         except DjangoValidationError as exc:
             raise drf_error(exc) from None
         return Response(DecisionSerializer(decision).data)
@@ -590,7 +601,7 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
             services.review_save_notes(review=review, actor=request.user, notes=data.validated_data["notes"],
                                        base_version=data.validated_data["notes_version"])
         except services.ReviewClosed as exc:
-            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+            return _closed(exc)
         except services.ReviewNotesConflict as exc:
             return Response({"detail": str(exc), "current": {"notes": exc.current.notes, "notes_version": exc.current.notes_version}},
                             status=status.HTTP_409_CONFLICT)
@@ -599,10 +610,11 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
     @extend_schema(request=None, responses=ReviewClosedSerializer)
     @action(detail=True, methods=["post"])
     def close(self, request: Request, *args, **kwargs) -> Response:
-        review = self.get_object()
-        if review.status == Review.Status.CLOSED:
-            raise ValidationError({"status": "This meeting is already closed."})
-        snapshot = services.review_close(review=review, actor=request.user)
+        """Close the meeting (409 if it already was): its notes, agenda and decisions become read-only."""
+        try:
+            snapshot = services.review_close(review=self.get_object(), actor=request.user)
+        except services.ReviewClosed as exc:
+            return _closed(exc)
         return Response({"snapshot": str(snapshot.uuid)})
 
 

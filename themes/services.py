@@ -500,7 +500,8 @@ def review_create(*, project: Project, actor, title: str, date: datetime.date, a
 
 @transaction.atomic
 def review_update(*, review: Review, actor, title: str, date: datetime.date, attendees: Iterable, themes: Sequence[Theme]) -> Review:
-    """Change a meeting's title, date, attendees and agenda (kept decisions stay)."""
+    """Change a meeting's title, date, attendees and agenda (kept decisions stay); ReviewClosed once closed."""
+    _open_review(review, "its title, date, attendees and agenda can no longer be changed")
     review.title, review.date = (title or "").strip(), date
     review.full_clean()
     review.save(update_fields=["title", "date"])
@@ -528,18 +529,24 @@ class ReviewNotesConflict(Exception):
 
 
 class ReviewClosed(Exception):
-    """The meeting is closed: its record (the notes) can no longer change."""
+    """The meeting is closed: its record (notes, agenda, attendees, decisions) can no longer change."""
 
-    def __init__(self, review: Review):
-        super().__init__(f"The meeting “{review.title}” is closed; its notes can no longer be changed.")
+    def __init__(self, review: Review, consequence: str = "its notes can no longer be changed"):
+        super().__init__(f"The meeting “{review.title}” is closed; {consequence}.")
+
+
+def _open_review(review: Review, consequence: str) -> Review:
+    """The meeting locked, so closing waits for this write (and the write for closing); ReviewClosed once closed."""
+    current = Review.objects.select_for_update().get(pk=review.pk)
+    if current.status == Review.Status.CLOSED:
+        raise ReviewClosed(current, consequence)
+    return current
 
 
 @transaction.atomic
 def review_save_notes(*, review: Review, actor, notes: str, base_version: int) -> Review:
     """Save the meeting notes; raises ReviewNotesConflict if someone saved after `base_version`, ReviewClosed once closed."""
-    current = Review.objects.select_for_update().get(pk=review.pk)
-    if current.status == Review.Status.CLOSED:
-        raise ReviewClosed(current)
+    current = _open_review(review, "its notes can no longer be changed")
     if base_version != current.notes_version:
         raise ReviewNotesConflict(current)
     review.notes, review.notes_version = notes, current.notes_version + 1
@@ -549,7 +556,8 @@ def review_save_notes(*, review: Review, actor, notes: str, base_version: int) -
 
 @transaction.atomic
 def review_close(*, review: Review, actor) -> Snapshot:
-    """Close the meeting and snapshot the structure it leaves behind."""
+    """Close the meeting and snapshot the structure it leaves behind; ReviewClosed if it already was."""
+    _open_review(review, "closing it again changes nothing")
     review.status, review.closed_at = Review.Status.CLOSED, timezone.now()
     review.save(update_fields=["status", "closed_at"])
     audit_record(project=review.project, actor=actor, action=AuditEvent.Action.CHANGED, target=review, summary=f"Review meeting “{review.title}” closed")
@@ -596,7 +604,7 @@ def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict)
     if kind == Decision.Kind.MOVE_CODES:
         to = _theme_by_uuid(project, payload.get("to"), "to")
         return {"to": str(to.uuid), "to_name": to.name, "codes": [str(c.uuid) for c in _codes_by_uuid(project, payload.get("codes"))]}
-    raise ValidationError({"kind": f"“{kind}” is not a kind of decision."})
+    raise ValidationError({"kind": f"“{kind}” is not a kind of decision." if kind else "Choose what kind of decision this is."})
 
 
 @transaction.atomic
@@ -609,6 +617,7 @@ def decision_record(*, review: Review, theme: Theme, actor, kind: str, payload: 
     """
     if theme.project_id != review.project_id:
         raise ValidationError({"theme": "The theme belongs to another project."})
+    _open_review(review, "no more decisions can be recorded in it")
     seen = _seen_version(theme, seen_version)
     clean = decision_validate(review=review, theme=theme, kind=kind, payload=payload)
     return Decision.objects.create(review=review, theme=theme, theme_name=theme.name, theme_version=seen, kind=kind,
@@ -653,6 +662,10 @@ class DecisionConflict(ThemeConflict):
                      "Nothing was changed; apply it anyway or keep the current text.",)
 
 
+CLOSED_DECISIONS = ("its decisions can no longer be applied or set aside; "
+                    "to act on one now, record it again in an open meeting")
+
+
 @dataclass(frozen=True)
 class DecisionOutcome:
     decision: Decision
@@ -693,7 +706,9 @@ def decision_apply(*, decision: Decision, actor, confirmed_version: int | None =
 
     Raises DecisionConflict if a rename, redefine, merge or split would act on a theme edited since the decision was
     recorded, unless `confirmed_version` is the theme's current version (someone saw the current text and confirmed).
+    Raises ReviewClosed once the meeting is closed: the snapshot taken then is what the meeting left behind.
     """
+    _open_review(decision.review, CLOSED_DECISIONS)
     decision = _pending_decision(decision)
     review, project = decision.review, decision.review.project
     theme = Theme.objects.select_for_update().get(pk=decision.theme_id)  # edits queue behind the check, not after it
@@ -762,6 +777,7 @@ def _move_decided_codes(decision: Decision, theme: Theme, actor) -> str:
 @transaction.atomic
 def decision_decline(*, decision: Decision, actor, reason: str = "") -> Decision:
     """Keep the theme as it is now: the decision stays on the meeting's record, marked not applied, with why."""
+    _open_review(decision.review, CLOSED_DECISIONS)
     decision = _pending_decision(decision)
     theme = decision.theme
     decision.declined_reason = (reason or "").strip() or f"Kept the theme's current text (version {theme.version}) instead."

@@ -41,7 +41,10 @@ def compare(before: dict, after: dict) -> dict:
             {"uuid": u, "name": new[u]["name"], "from": old[u]["status"], "to": new[u]["status"]}
             for u in new if u in old and old[u]["status"] != new[u]["status"]
         ],
-        "redefined": [{"uuid": u, "name": new[u]["name"]} for u in new if u in old and old[u]["definition"] != new[u]["definition"]],
+        "redefined": [
+            {"uuid": u, "name": new[u]["name"], "from": old[u]["definition"], "to": new[u]["definition"]}
+            for u in new if u in old and old[u]["definition"] != new[u]["definition"]
+        ],
         "codes_moved": [],
     }
     result["codes_moved"] = _code_moves(old, new, names)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -22,6 +23,13 @@ from themes.excerpts import theme_excerpt_sample
 from themes.models import AgendaItem, Comment, Decision, Review, Snapshot, Theme, ThemeCode
 from themes.rendering import diff_lines, render_markdown
 from themes.views import posted_version
+
+
+class ReviewCloseForm(forms.Form):
+    confirm = forms.BooleanField(
+        label="I understand that closing makes this meeting read-only: its notes, agenda, attendees and decisions can no longer change.",
+        error_messages={"required": "Tick the box to confirm: a closed meeting cannot be reopened."},
+    )
 
 
 def _review(membership: Membership, review_uuid) -> Review:
@@ -87,8 +95,15 @@ def review_detail(request: HttpRequest, project_uuid, review_uuid) -> HttpRespon
     return render(request, "themes/review_detail.html", _ctx(membership, **_review_context(review)))
 
 
+def _refused_as_closed(request: HttpRequest, membership: Membership, review: Review, exc: services.ReviewClosed) -> HttpResponse:
+    """The meeting page (now without its edit controls) saying what can no longer change; 409 as for the notes."""
+    review.refresh_from_db()
+    context = _review_context(review, errors={"closed": str(exc)})
+    return render(request, "themes/review_detail.html", _ctx(membership, **context), status=409)
+
+
 def _review_context(review: Review, *, errors: dict | None = None, conflict: dict | None = None,
-                    notes_text: str | None = None) -> dict:
+                    notes_text: str | None = None, close_form: ReviewCloseForm | None = None) -> dict:
     """Agenda with each theme's codes, decisions, snapshots (fixed number of queries)."""
     project = review.project
     # Items about themes merged, trashed or deleted for good stay on the agenda, marked as such: they are meeting history.
@@ -109,6 +124,7 @@ def _review_context(review: Review, *, errors: dict | None = None, conflict: dic
         "snapshots": list(Snapshot.objects.filter(review=review).defer("data")),
         "members": list(Membership.objects.filter(project=project).select_related("user")),
         "agenda_theme_ids": {a.theme_id for a in live}, "presentable": any(a.theme_id for a in agenda), "attendee_ids": {u.id for u in attendees},
+        "close_form": close_form or ReviewCloseForm(), "pending": sum(1 for d in decisions if not d.applied_at and not d.declined_at),
     }
 
 
@@ -123,6 +139,8 @@ def review_edit(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse
         if errors:
             raise ValidationError(errors)
         services.review_update(review=review, actor=request.user, **fields)
+    except services.ReviewClosed as exc:
+        return _refused_as_closed(request, membership, review, exc)
     except ValidationError as exc:
         messages.error(request, f"Meeting not changed: {' '.join(exc.messages)}")
     else:
@@ -168,13 +186,32 @@ def decision_create(request: HttpRequest, project_uuid, review_uuid) -> HttpResp
     try:
         decision = services.decision_record(review=review, theme=theme, actor=request.user, kind=kind, payload=payload,
                                             note=request.POST.get("note", ""), seen_version=request.POST.get("theme_version"))
+    except services.ReviewClosed as exc:
+        return _refused_as_closed(request, membership, review, exc)
     except ValidationError as exc:
-        messages.error(request, f"Decision on “{theme.name}” not recorded: {' '.join(exc.messages)}")
+        messages.error(request, f"Decision on “{theme.name}” not recorded. {_decision_errors(exc, kind)}")
     else:
         messages.success(request, f"Decision on “{theme.name}” recorded. Apply it when the team agrees.")
         if notice := services.decision_stale_notice(decision, theme):
             messages.warning(request, notice)
     return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, review.uuid])))
+
+
+def _decision_field_label(field: str, kind: str) -> str:
+    """The form's label of a decision field (as themes_review.js words it for the chosen kind)."""
+    if field == "name":
+        return "Name of the new theme" if kind == Decision.Kind.SPLIT else "New name"
+    if field == "codes":
+        return "Codes for the new theme" if kind == Decision.Kind.SPLIT else "Codes to move"
+    return {"kind": "Decision", "into": "Merge into", "to": "Move codes to", "definition": "New definition",
+            "status": "New status", "theme": "Theme", "theme_version": "Theme version"}.get(field, field)
+
+
+def _decision_errors(exc: ValidationError, kind: str) -> str:
+    """Each refusal prefixed with the field it is about, so the person knows what to fix in the form."""
+    if not hasattr(exc, "error_dict"):
+        return " ".join(exc.messages)
+    return " ".join(f"{_decision_field_label(field, kind)}: {message}" for field, errors in exc.message_dict.items() for message in errors)
 
 
 def _decision(membership: Membership, decision_uuid) -> Decision:
@@ -205,6 +242,8 @@ def decision_apply(request: HttpRequest, project_uuid, decision_uuid) -> HttpRes
     except services.DecisionConflict as exc:
         # As on the theme editor, a conflict is a normal page (both texts and two choices): 200 here, 409 in the API.
         return render(request, "themes/decision_conflict.html", _ctx(membership, next=back, **_conflict_context(exc)))
+    except services.ReviewClosed as exc:
+        return _refused_as_closed(request, membership, decision.review, exc)
     except ValidationError as exc:
         messages.error(request, f"Not applied: {' '.join(exc.messages)}")
     else:
@@ -220,6 +259,8 @@ def decision_decline(request: HttpRequest, project_uuid, decision_uuid) -> HttpR
     decision = _decision(membership, decision_uuid)
     try:
         services.decision_decline(decision=decision, actor=request.user, reason=request.POST.get("reason", ""))
+    except services.ReviewClosed as exc:
+        return _refused_as_closed(request, membership, decision.review, exc)
     except ValidationError as exc:
         messages.error(request, f"Not changed: {' '.join(exc.messages)}")
     else:
@@ -230,13 +271,19 @@ def decision_decline(request: HttpRequest, project_uuid, decision_uuid) -> HttpR
 @login_required
 @require_POST
 def review_close(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse:
+    """Close the meeting once the person ticked that they understand it becomes read-only (as emptying the trash asks)."""
     membership = writer_or_403(request, project_uuid)
     review = _review(membership, review_uuid)
-    if review.status == Review.Status.CLOSED:
-        messages.error(request, "This meeting is already closed.")
-    else:
+    form = ReviewCloseForm(request.POST)
+    # A closed meeting needs no confirmation to be refused: the service says so. Unticked, the page comes back with
+    # the reason next to the box (200, like any form error and as the trash does).
+    if review.status == Review.Status.OPEN and not form.is_valid():
+        return render(request, "themes/review_detail.html", _ctx(membership, **_review_context(review, close_form=form)))
+    try:
         services.review_close(review=review, actor=request.user)
-        messages.success(request, "Meeting closed; the theme structure it leaves behind was saved as a snapshot.")
+    except services.ReviewClosed as exc:
+        return _refused_as_closed(request, membership, review, exc)
+    messages.success(request, "Meeting closed; the theme structure it leaves behind was saved as a snapshot.")
     return redirect("themes:review", project_uuid=membership.project.uuid, review_uuid=review.uuid)
 
 

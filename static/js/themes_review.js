@@ -3,10 +3,15 @@
 (function () {
   "use strict";
 
+  // Without this script every field shows, labelled with the kinds it serves; with it, a field shared by two
+  // kinds (the name of a rename or of a split) takes the wording of the chosen one.
   function sync(form) {
     var kind = form.querySelector(".decision-kind").value;
     form.querySelectorAll("[data-kinds]").forEach(function (field) {
       field.hidden = field.getAttribute("data-kinds").split(" ").indexOf(kind) < 0;
+    });
+    form.querySelectorAll("[data-label-" + kind + "]").forEach(function (label) {
+      label.textContent = label.getAttribute("data-label-" + kind);
     });
   }
 

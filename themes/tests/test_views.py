@@ -94,7 +94,7 @@ def _writes(w) -> list[tuple[str, list, dict]]:
         ("decision_create", [w["review"].uuid], {"theme": w["a"].uuid, "kind": "status", "status": "reviewed"}),
         ("decision_apply", [w["decision"].uuid], {}),
         ("decision_decline", [w["decision"].uuid], {"reason": "We kept it"}),
-        ("review_close", [w["review"].uuid], {}),
+        ("review_close", [w["review"].uuid], {"confirm": "on"}),
         ("snapshots", [], {"label": "Now"}),
         ("memo_delete", [w["memo"].uuid], {}),
         ("delete", [w["b"].uuid], {}),
@@ -329,7 +329,7 @@ def test_meeting_merge_decision_applied_from_presenter_and_snapshots_compared(wo
     assert "Merged into" in client.get(present).content.decode()
     old_page = client.get(u("detail", project, world["a"].uuid))
     assert old_page.status_code == 302 and old_page["Location"] == u("detail", project, world["b"].uuid)
-    client.post(u("review_close", project, review.uuid))
+    client.post(u("review_close", project, review.uuid), {"confirm": "on"})
     before, after = Snapshot.objects.filter(review=review).order_by("taken_at", "id")
     html = client.get(u("snapshot_compare", project, a=before.uuid, b=after.uuid)).content.decode()
     assert "Themes removed" in html and "Honesty about limits" in html
@@ -451,7 +451,7 @@ def test_a_decision_made_on_a_page_opened_before_an_edit_is_recorded_with_a_noti
 def test_a_decision_with_a_version_the_theme_never_had_is_not_recorded(world, project, owner, client_for):
     page = client_for(owner).post(u("decision_create", project, world["review"].uuid),
                                   {"theme": world["b"].uuid, "theme_version": "7", "kind": "rename", "name": "X"}, follow=True)
-    assert "not recorded: The theme version the decision was made on must be a whole number from 1 to 1" in page.content.decode()
+    assert "not recorded. Theme version: The theme version the decision was made on must be a whole number from 1 to 1" in page.content.decode()
     assert not Decision.objects.filter(kind="rename", payload__name="X").exists()
 
 
