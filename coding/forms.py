@@ -95,6 +95,8 @@ class ReaderRunForm(forms.Form):
     )
     interview = forms.ModelChoiceField(queryset=Interview.objects.none(), required=False, to_field_name="uuid",
                                        widget=forms.HiddenInput)
+    code = forms.ModelChoiceField(queryset=Code.objects.none(), required=False, to_field_name="uuid",
+                                  widget=forms.HiddenInput)
     with_critic = forms.BooleanField(required=False, initial=True, label="A critic checks each proposal")
     new_code_ideas = forms.BooleanField(required=False, label="Also propose ideas for new codes")
 
@@ -103,6 +105,7 @@ class ReaderRunForm(forms.Form):
         self.project = project
         self.fields["participants"].queryset = Participant.objects.filter(project=project).order_by("label")
         self.fields["interview"].queryset = Interview.objects.alive().filter(project=project)
+        self.fields["code"].queryset = Code.objects.for_project(project).filter(archived=False)
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -111,6 +114,8 @@ class ReaderRunForm(forms.Form):
             chosen = chosen.filter(pk=cleaned["interview"].pk)
         elif cleaned.get("participants"):
             chosen = chosen.filter(participant__in=cleaned["participants"])
+        elif cleaned.get("code"):
+            pass  # finding more like a code reads every interview unless models are ticked
         else:
             raise ValidationError("Tick the models whose interviews the second reader should read.")
         cleaned["interviews"] = list(chosen.order_by("conducted_at", "pk"))

@@ -158,6 +158,8 @@ class SuggestionRun(models.Model):
     new_code_ideas = models.BooleanField(default=False)
     interviews = models.ManyToManyField(Interview, related_name="suggestion_runs")
     codebook = models.JSONField(help_text="The codes as sent to the model.")
+    # "Find more like this": the run looks for more sentences of one code, shown its coded sentences.
+    focus_code = models.ForeignKey(Code, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     # Segment ids per window, fixed when the run starts so a re-run task sees the same windows.
     windows = models.JSONField()
 

@@ -41,6 +41,8 @@ from projects.models import AuditEvent, Project
 
 PROMPT_VERSION = "second-reader/2026-11-24"
 WINDOW_SEGMENTS = 40
+# Sentences already coded with the code that "find more like this" shows the model.
+FOCUS_EXAMPLES = 12
 CHARS_PER_TOKEN = 4  # a rough English average, for the estimate shown before a run starts
 
 CODER_SYSTEM = (
@@ -151,15 +153,23 @@ def _check_local(current: ReaderSettings) -> None:
                                            f"{endpoint_url(current.endpoint)} is not on this machine or network."})
 
 
-def codebook_for_prompt(project: Project) -> list[dict[str, Any]]:
-    """The live, unarchived codes with everything a reader needs to apply them."""
+def codebook_for_prompt(project: Project, focus: Code | None = None) -> list[dict[str, Any]]:
+    """The live, unarchived codes with everything a reader needs to apply them; or only `focus`, with
+    sentences researchers already coded with it as examples ("find more like this")."""
     codes = Code.objects.for_project(project).filter(archived=False).select_related("parent").order_by("position", "name")
-    return [
+    if focus is not None:
+        codes = codes.filter(pk=focus.pk)
+    entries = [
         {"id": code.pk, "name": code.name, "kind": code.kind, "parent": code.parent.name if code.parent else None,
          "definition": code.definition, "include_when": code.include_when, "exclude_when": code.exclude_when,
          "example": code.example}
         for code in codes
     ]
+    if focus is not None and entries:
+        entries[0]["coded_examples"] = list(
+            Segment.objects.filter(codings__code=focus, interview__deleted_at__isnull=True)
+            .order_by("-codings__created_at").values_list("text", flat=True).distinct()[:FOCUS_EXAMPLES])
+    return entries
 
 
 def plan_windows(interviews: Iterable[Interview], size: int = WINDOW_SEGMENTS) -> list[list[int]]:
@@ -172,12 +182,13 @@ def plan_windows(interviews: Iterable[Interview], size: int = WINDOW_SEGMENTS) -
     return windows
 
 
-def estimate(project: Project, interviews: Sequence[Interview], *, with_critic: bool = True) -> dict[str, int]:
+def estimate(project: Project, interviews: Sequence[Interview], *, with_critic: bool = True,
+             focus: Code | None = None) -> dict[str, int]:
     """Requests and input tokens a run over `interviews` would send, before anything is sent."""
     windows = plan_windows(interviews)
     text = Segment.objects.filter(interview__in=interviews, speaker=Speaker.PARTICIPANT).aggregate(
         chars=Sum(Length("text")))["chars"] or 0
-    codebook = len(json.dumps(codebook_for_prompt(project)))
+    codebook = len(json.dumps(codebook_for_prompt(project, focus)))
     per_request = codebook + len(CODER_SYSTEM) + 200
     agents = 2 if with_critic else 1
     tokens = (per_request * len(windows) * agents + text * agents) // CHARS_PER_TOKEN
@@ -186,7 +197,7 @@ def estimate(project: Project, interviews: Sequence[Interview], *, with_critic: 
 
 @transaction.atomic
 def run_start(*, project: Project, user: Any, interviews: Sequence[Interview], with_critic: bool = True,
-              new_code_ideas: bool = False) -> SuggestionRun:
+              new_code_ideas: bool = False, focus: Code | None = None) -> SuggestionRun:
     """Start a run over `interviews` with the codebook as it is now; asking again later makes a new run."""
     current = reader_settings(project)
     if not current.enabled or current.endpoint is None:
@@ -196,20 +207,22 @@ def run_start(*, project: Project, user: Any, interviews: Sequence[Interview], w
         endpoint = endpoint_for(current.endpoint)
     except EndpointUnavailable as exc:
         raise ValidationError(exc.failure.message) from exc
-    codebook = codebook_for_prompt(project)
+    codebook = codebook_for_prompt(project, focus)
     if not codebook:
-        raise ValidationError("The codebook is empty: the second reader proposes codes from it.")
+        raise ValidationError(f"“{focus.name}” is archived: the second reader proposes only live codes." if focus
+                              else "The codebook is empty: the second reader proposes codes from it.")
     windows = plan_windows(interviews)
     if not windows:
         raise ValidationError("These interviews have no participant sentences to read.")
     run = SuggestionRun.objects.create(
         project=project, created_by=user, endpoint=current.endpoint, model=endpoint.model,
         endpoint_url=endpoint.base_url, prompt_version=PROMPT_VERSION, with_critic=with_critic,
-        new_code_ideas=new_code_ideas, codebook=codebook, windows=windows,
+        new_code_ideas=new_code_ideas, codebook=codebook, windows=windows, focus_code=focus,
     )
     run.interviews.set(interviews)
     audit_record(project=project, actor=user, action=AuditEvent.Action.CREATED, target=run,
-                 summary=f"AI suggestions asked of {endpoint.model} for {len(interviews)} interview(s), "
+                 summary=f"AI suggestions{f' like “{focus.name}”' if focus else ''} asked of {endpoint.model} "
+                         f"for {len(interviews)} interview(s), "
                          f"{len(windows)} window(s), text sent to {endpoint.base_url}")
     transaction.on_commit(lambda: enqueue_windows(run.pk, len(windows)))
     return run
@@ -423,7 +436,14 @@ def _keep(run: SuggestionRun, window: int, segments: Sequence[Segment], proposal
     if Suggestion.objects.filter(run=run, segment__in=segments).exists() or CodeIdea.objects.filter(run=run, window=window).exists():
         return  # this window was kept by an earlier delivery of the task
     rows, interview_of = [], {segment.pk: segment.interview_id for segment in segments}
+    if run.focus_code_id:
+        # Finding more like a code: sentences a researcher already coded with it are not "more".
+        coded = set(Coding.objects.filter(segment__in=segments, code_id=run.focus_code_id).values_list("segment_id", flat=True))
+        dropped["sentence already coded with the code"] += sum(1 for p in proposals if p["segment_id"] in coded)
+        proposals = [p if p["segment_id"] not in coded else None for p in proposals]
     for index, proposal in enumerate(proposals):
+        if proposal is None:
+            continue
         verdict = verdicts.get(index)
         code_id, proposed = proposal["code_id"], None
         if verdict and verdict["verdict"] == "change":

@@ -36,21 +36,31 @@ def reader_home(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     settings_form = ReaderSettingsForm(
         initial={"enabled": current.enabled, "endpoint": current.endpoint.uuid if current.endpoint else None,
                  "local_only": current.local_only}, project=project)
-    return _render_home(request, membership, settings_form, ReaderRunForm(project=project,
-                                                                          initial={"interview": request.GET.get("interview")}))
+    run_form = ReaderRunForm(project=project, initial={"interview": request.GET.get("interview")})
+    focus = None
+    if request.GET.get("code"):  # a code's "find more like this"
+        try:
+            focus = run_form.fields["code"].to_python(request.GET["code"])
+        except ValidationError:
+            focus = None
+        run_form.initial["code"] = focus.uuid if focus else None
+    return _render_home(request, membership, settings_form, run_form, focus=focus)
 
 
 def _render_home(request: HttpRequest, membership: Membership, settings_form: ReaderSettingsForm,
-                 run_form: ReaderRunForm, *, estimate: dict | None = None, status: int = 200) -> HttpResponse:
+                 run_form: ReaderRunForm, *, estimate: dict | None = None, status: int = 200,
+                 focus: Code | None = None) -> HttpResponse:
     project = membership.project
+    if run_form.is_bound and run_form.is_valid():
+        focus = run_form.cleaned_data["code"]
     current = reader.reader_settings(project)
-    runs = (SuggestionRun.objects.filter(project=project).select_related("created_by")
+    runs = (SuggestionRun.objects.filter(project=project).select_related("created_by", "focus_code")
             .annotate(pending=Count("suggestions", filter=Q(suggestions__status=Suggestion.Status.PENDING)),
                       total=Count("suggestions"))[:50])
     endpoint_url = reader.endpoint_url(current.endpoint) if current.enabled and current.endpoint else ""
     return render(request, "coding/reader.html", _ctx(
         membership, reader_settings=current, settings_form=settings_form, run_form=run_form, runs=runs,
-        estimate=estimate, endpoint_url=endpoint_url), status=status)
+        estimate=estimate, endpoint_url=endpoint_url, focus=focus), status=status)
 
 
 @login_required
@@ -82,9 +92,11 @@ def reader_start(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
                                        project=project)
     if not form.is_valid():
         return _render_home(request, membership, settings_form, form, status=400)
-    options = {"with_critic": form.cleaned_data["with_critic"], "new_code_ideas": form.cleaned_data["new_code_ideas"]}
+    options = {"with_critic": form.cleaned_data["with_critic"], "new_code_ideas": form.cleaned_data["new_code_ideas"],
+               "focus": form.cleaned_data["code"]}
     if request.POST.get("confirm") != "start":
-        estimate = reader.estimate(project, form.cleaned_data["interviews"], with_critic=options["with_critic"])
+        estimate = reader.estimate(project, form.cleaned_data["interviews"], with_critic=options["with_critic"],
+                                   focus=options["focus"])
         estimate["interviews"] = len(form.cleaned_data["interviews"])
         return _render_home(request, membership, settings_form, form, estimate=estimate)
     try:

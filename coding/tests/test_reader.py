@@ -16,7 +16,7 @@ from django.core.exceptions import ValidationError
 from django.urls import reverse
 
 from coding import reader, services
-from coding.models import Coding, ReaderStep, SuggestionRun
+from coding.models import Code, Coding, ReaderStep, SuggestionRun
 from conduct.services import live_participant_save
 from conduct.testing.fake_openai import FakeOpenAIServer
 from projects.models import AuditEvent
@@ -383,3 +383,39 @@ def test_a_suggestion_of_an_archived_code_cannot_be_accepted(
     assert (as_viewer.role, as_viewer.decided, as_outsider.role, as_outsider.found) == ("viewer", False, None, False)
     other.refresh_from_db()
     assert other.status == "pending"
+
+
+def test_find_more_like_a_code_shows_only_it_with_its_coded_sentences_and_keeps_only_new_ones(
+    project, owner, analyst, viewer, outsider, interview, participant_segments, codes, reading, endpoint_server,
+    client_for, django_capture_on_commit_callbacks,
+):
+    s = participant_segments
+    belonging = Code.objects.get(pk=codes["Belonging"])
+    Coding.objects.create(segment=s[0], code=belonging, coder=owner, interview=interview)
+    home = client_for(analyst).get(reverse("coding:reader", args=[project.uuid]), {"code": str(belonging.uuid)})
+    assert "Find more like “Belonging”" in home.content.decode()
+    assert "Find more like" not in client_for(analyst).get(
+        reverse("coding:reader", args=[project.uuid]), {"code": "not-a-uuid"}).content.decode()
+    detail = client_for(analyst).get(reverse("coding:code_detail", args=[project.uuid, belonging.uuid])).content.decode()
+    assert f"?code={belonging.uuid}" in detail
+
+    url = reverse("coding:reader_start", args=[project.uuid])
+    data = {"code": str(belonging.uuid), "with_critic": "on"}  # no model ticked: every interview
+    assert client_for(outsider).post(url, data).status_code == 404
+    assert client_for(viewer).post(url, data).status_code == 403
+    assert "1 window" in client_for(analyst).post(url, data).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(analyst).post(url, data | {"confirm": "start"})
+    run = SuggestionRun.objects.get()
+    assert run.focus_code == belonging
+    sent = json.loads(run.steps.get(agent="coder").request["messages"][1]["content"]
+                      .split("Codebook (JSON):\n", 1)[1].split("\n\n", 1)[0])
+    assert [(c["name"], c["coded_examples"]) for c in sent] == [("Belonging", [s[0].text])]
+    # The fake coder proposes Belonging for s[0] (already coded: not "more"), s[1] and s[4] (the critic's change
+    # to Migration, a code not sent, is dropped); its other codes were not sent, so they are dropped too.
+    assert set(run.suggestions.values_list("segment_id", "code_id")) == {(s[1].pk, belonging.pk),
+                                                                          (s[4].pk, belonging.pk)}
+    dropped = reader.dropped_counts(run)
+    assert dropped["sentence already coded with the code"] == 1 and dropped["code not in the codebook"] >= 3
+    runs = client_for(analyst).get(reverse("coding:reader", args=[project.uuid])).content.decode()
+    assert "more like “Belonging”" in runs
