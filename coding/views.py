@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from coding import queries
+from coding import queries, shortcuts
 from coding.agreement import per_code_agreement
 from coding.codebook_import import CodebookImportError, codebook_import, renamed_codes, rows_from_csv, rows_from_qdc
 from coding.excerpts import excerpts_by_participant, excerpts_for_codes
@@ -337,7 +337,7 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
     return render(request, "coding/workspace.html", {
         "project": project, "membership": membership, "nav": "interviews", "interview": interview,
         "transcript": transcript, "codes": codes, "code_rows": render_code_rows(codes), "code_options": render_code_options(codes),
-        "picker": picker,
+        "picker": picker, "shortcuts": shortcuts.WORKSPACE,
         "coders": [coders[c] for c in coders_here if c in coders], "coded": coded, "codable": codable,
         "project_coded": project_coded, "project_codable": project_codable, "any_speaker": any_speaker,
         "interview_notes": render_notes(key="interview", notes=notes.get(None, []), me=request.user.pk, coders=coders),

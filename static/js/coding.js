@@ -463,32 +463,29 @@
       if (e.target.dataset && e.target.dataset.sugg) say(e.target.title);
     });
 
-    /* ---- keyboard ---- */
-    document.addEventListener("keydown", function (e) {
-      if (document.querySelector("dialog[open]")) return;
-      var t = e.target;
-      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
-      if (e.ctrlKey || e.metaKey || e.altKey) return;
-      var k = e.key;
-      if (k === "j" || k === "J" || k === "ArrowDown") { moveTo(cursor < 0 ? 0 : cursor + 1, e.shiftKey); }
-      else if (k === "k" || k === "K" || k === "ArrowUp") { moveTo(cursor < 0 ? 0 : cursor - 1, e.shiftKey); }
-      else if (k === "c" || k === "/") { openPicker("apply"); }
-      else if (k >= "1" && k <= "9") {
-        var id = recent()[Number(k) - 1];
-        if (id) apply(id); else say("No recent code " + k + " yet.");
-      }
-      else if (k === "x" || k === "Backspace" || k === "Delete") { removeFromSelection(); }
-      else if (k === "u") { undo(); }
-      else if (k === "n") { nextUncoded(); }
-      else if (k === "s") { nextSuggestion(); }
-      else if ((k === "y" || k === "r" || k === "R") && cfg.canWrite && currentSuggestion()) {
-        var reason = k === "R" ? window.prompt("Why reject this suggestion? (optional)") : "";
-        if (reason !== null) decide(currentSuggestion(), k === "y" ? "accept" : "reject", reason);
-      }
-      else if (k === "?") { helpDialog.showModal(); }
-      else if (k === "Escape") { cursor = anchor = -1; paintSelection(); }
-      else return;
-      e.preventDefault();
+    /* ---- keyboard: the keys and the help come from coding/shortcuts.py WORKSPACE ---- */
+    function decideKey(e) {
+      var chip = currentSuggestion();
+      if (!cfg.canWrite || !chip) return false;
+      var reason = e.key === "R" ? window.prompt("Why reject this suggestion? (optional)") : "";
+      if (reason !== null) decide(chip, e.key === "y" ? "accept" : "reject", reason);
+    }
+    window.RTA.shortcuts({
+      down: function (e) { moveTo(cursor < 0 ? 0 : cursor + 1, e.shiftKey); },
+      up: function (e) { moveTo(cursor < 0 ? 0 : cursor - 1, e.shiftKey); },
+      extend: function (e) { moveTo(cursor < 0 ? 0 : cursor + (e.key === "J" ? 1 : -1), true); },
+      picker: function () { openPicker("apply"); },
+      recent: function (e) {
+        var id = recent()[Number(e.key) - 1];
+        if (id) apply(id); else say("No recent code " + e.key + " yet.");
+      },
+      remove: removeFromSelection,
+      undo: undo,
+      next_uncoded: nextUncoded,
+      next_suggestion: nextSuggestion,
+      accept: decideKey,
+      reject: decideKey,
+      clear: function () { cursor = anchor = -1; paintSelection(); },
     });
 
     /* ---- light polling: other coders' work appears without a reload ---- */
