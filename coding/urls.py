@@ -27,6 +27,7 @@ urlpatterns: list = [
     path("interviews/<uuid:interview_uuid>/code/notes/", views.notes, name="notes"),
     path("interviews/<uuid:interview_uuid>/code/state/", views.chips_state, name="state"),
     path("interviews/<uuid:interview_uuid>/code/speakers/", views.speaker_toggle, name="speaker_toggle"),
+    path("interviews/<uuid:interview_uuid>/context/", views.excerpt_context, name="excerpt_context"),
     path("interviews/<uuid:interview_uuid>/compare/", views.compare, name="compare"),
     path("second-reader/", views_reader.reader_home, name="reader"),
     path("second-reader/settings/", views_reader.reader_settings_view, name="reader_settings"),

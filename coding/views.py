@@ -292,14 +292,51 @@ def code_excerpts(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> 
     membership = member_or_404(request, project_uuid)
     code = _code(membership, code_uuid)
     mine = request.GET.get("coder") == "mine"
+    family = queries.code_with_descendants(code)
+    with_subcodes = request.GET.get("sub") == "1" and len(family) > 1
+    code_ids = [c["id"] for c in family] if with_subcodes else [code.pk]
     coder_ids = [request.user.pk] if mine else None
-    interviews = paginate(request, queries.interviews_with_code(membership.project, code, coder_ids=coder_ids),
+    interviews = paginate(request, queries.interviews_with_codes(membership.project, code_ids, coder_ids=coder_ids),
                           per_page=EXCERPT_INTERVIEWS)
-    excerpts = excerpts_for_codes(membership.project, [code.pk], coder_ids=coder_ids,
+    excerpts = excerpts_for_codes(membership.project, code_ids, coder_ids=coder_ids,
                                   interview_ids=[i.pk for i in interviews]) if interviews else []
+    # Sub-codes' excerpts read in transcript order among the code's own, each named by its code.
+    excerpts.sort(key=lambda e: (e.participant_label, e.interview_title, e.interview_id, e.positions[0], e.code_id))
+    questions = queries.questions_before({e.turn_id for e in excerpts}) if excerpts else {}
+    codes = {c["id"]: c for c in family}
+    for e in excerpts:
+        e.question, e.code_info = questions.get(e.turn_id, ""), codes.get(e.code_id)
     return render(request, "coding/excerpts.html", _ctx(
         membership, code=code, groups=excerpts_by_participant(excerpts), count=len(excerpts), mine=mine,
-        interviews=interviews, coders=queries.coders_of(membership.project)))
+        subcodes=family[1:], with_subcodes=with_subcodes, interviews=interviews, coders=queries.coders_of(membership.project)))
+
+
+# Segments shown before and after an excerpt when its context is opened.
+CONTEXT_SEGMENTS = 2
+
+
+@login_required
+@require_GET
+def excerpt_context(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    """The sentences around an excerpt (?from=&to= its first and last segment ids), by turn, for the excerpts page."""
+    membership = member_or_404(request, project_uuid)
+    interview = _interview(membership, interview_uuid)
+    first, last = _int(request.GET.get("from")), _int(request.GET.get("to"))
+    if first is None:
+        return HttpResponseBadRequest("Say which excerpt: ?from=<first segment id>&to=<last segment id>.")
+    segments = queries.excerpt_context(interview, first, last or first, around=CONTEXT_SEGMENTS)
+    if not segments:
+        raise Http404("No such excerpt in this interview.")
+    inside = {s.pk for s in segments if s.pk in (first, last)}
+    lo = next(i for i, s in enumerate(segments) if s.pk in inside)
+    hi = max(i for i, s in enumerate(segments) if s.pk in inside)
+    turns: list[dict] = []
+    for i, segment in enumerate(segments):
+        if not turns or turns[-1]["turn"] != segment.turn_id:
+            speaker = interview.participant.label if segment.speaker == Speaker.PARTICIPANT else segment.get_speaker_display()
+            turns.append({"turn": segment.turn_id, "number": segment.turn.position + 1, "speaker": speaker, "parts": []})
+        turns[-1]["parts"].append((segment.text, lo <= i <= hi))
+    return render(request, "coding/excerpts.html#context", {"turns": turns, "first": first})
 
 
 # --- the coding workspace ----------------------------------------------------------------------
