@@ -65,3 +65,20 @@ def test_the_help_lists_every_key_the_workspace_handles(page, login, live_server
     expect(help_dialog).to_be_hidden()
     page.locator("#show-help").click()
     expect(help_dialog).to_be_visible()
+
+
+def test_an_excerpts_context_opens_in_place(page, login, live_server, project, owner, interview, participant_segments,
+                                            make_code):
+    s = participant_segments
+    trust = make_code("Trust")
+    Coding.objects.create(segment=s[1], code=trust, coder=owner, interview=interview)
+    login(page, owner)
+    page.goto(f"{live_server.url}/p/{project.uuid}/codebook/{trust.uuid}/excerpts/")
+    expect(page.locator(".excerpt-question")).to_contain_text("What does belonging mean to you?")
+
+    page.get_by_text("Context", exact=True).click()
+
+    context = page.locator(".excerpt-context")
+    expect(context.locator("mark")).to_have_text("Belonging grows slowly.")
+    expect(context).to_contain_text("Home is where people know you.")
+    expect(context).to_contain_text("It needs time and trust.")
