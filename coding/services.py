@@ -14,9 +14,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import BigIntegerField, F, OuterRef, Subquery
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models import F
 from django.utils import timezone
 
 from coding.models import CaseCoding, Code, CodeEvent, Coding, Note, Suggestion, SuggestionRun
@@ -456,7 +454,7 @@ def coding_remove(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_
 
 
 UNDO_CREATE_REASON = "Created while coding and undone at once"
-# How far back `u` reaches: a user's latest coding actions in one interview (undos included).
+# How far back `u` reaches: a user's latest applies and removes in one interview.
 UNDO_DEPTH = 50
 # Why one's own codings change without one doing it: colleagues reorganise the codebook or the transcript.
 _WHY_CHANGED = "the code merged or split, or the answer re-segmented"
@@ -506,33 +504,62 @@ class UndoOutcome:
         return text + "."
 
 
-def undo_candidates(*, project_uuid: Any, interview_uuid: Any, user_id: int) -> list[tuple[int, str, dict, str | None]]:
-    """The user's latest coding actions in the interview, newest first: (audit event id, action, data, code name).
+# The user's latest DEPTH applies and removes here (undos themselves aside), less those an undo took back: the
+# newest left is what `u` undoes. A current member's only; the code's name comes along for the message.
+_LAST_UNDOABLE_SQL = """
+WITH scope AS (
+    SELECT p.id FROM projects_project p JOIN projects_membership mb ON mb.project_id = p.id AND mb.user_id = %(user)s
+    WHERE p.uuid = %(project)s
+), done AS MATERIALIZED (
+    SELECT e.id, e.action, e.data FROM projects_auditevent e
+    WHERE e.actor_id = %(user)s AND e.target_id = %(interview)s AND e.target_type = 'coding'
+      AND e.project_id = (SELECT id FROM scope) AND NOT e.data ? 'undoes'
+    ORDER BY e.id DESC LIMIT %(depth)s
+), undone AS (
+    SELECT (e.data ->> 'undoes')::bigint AS id FROM projects_auditevent e
+    WHERE e.actor_id = %(user)s AND e.target_id = %(interview)s AND e.target_type = 'coding'
+      AND e.id > (SELECT min(id) FROM done) AND e.data ? 'undoes'
+)
+SELECT d.id, d.action, d.data, c.name FROM done d LEFT JOIN coding_code c ON c.id = (d.data ->> 'code')::bigint
+WHERE d.id NOT IN (SELECT id FROM undone) ORDER BY d.id DESC LIMIT 1
+"""
+_LAST_UNDOABLE = PreparedStatement("rta_coding_last_undoable", _LAST_UNDOABLE_SQL, [
+    ("user", "integer"), ("project", "uuid"), ("interview", "text"), ("depth", "integer")])
 
-    One query on the audit trail's (actor, target) index; only a current member's events are seen.
-    """
-    return list(AuditEvent.objects.filter(
-        actor_id=user_id, target_type="coding", target_id=str(interview_uuid),
-        project__uuid=project_uuid, project__memberships__user_id=user_id,
-    ).annotate(code_ref=Cast(KT("data__code"), BigIntegerField())).annotate(
-        code_name=Subquery(Code.objects.filter(pk=OuterRef("code_ref")).order_by().values("name")[:1]),
-    ).order_by("-id").values_list("id", "action", "data", "code_name")[:UNDO_DEPTH])
+UndoableEvent = tuple[int, str, dict, str | None]  # audit event id, action, data, the code's name
 
 
-def last_undoable(events: Sequence[tuple[int, str, dict, str | None]]) -> tuple[int, str, dict, str | None] | None:
-    """The newest event neither an undo itself nor undone already (undoing never redoes)."""
-    undone = {data["undoes"] for _id, _action, data, _name in events if "undoes" in data}
-    return next((e for e in events if "undoes" not in e[2] and e[0] not in undone), None)
+def last_undoable(*, project_uuid: Any, interview_uuid: Any, user_id: int) -> UndoableEvent | None:
+    """The user's newest apply or remove in the interview not undone yet, among their latest UNDO_DEPTH; one query."""
+    params = {"user": user_id, "project": str(project_uuid), "interview": str(interview_uuid), "depth": UNDO_DEPTH}
+    if connection.vendor == "postgresql":
+        row = _LAST_UNDOABLE.fetchone(params)
+        return None if row is None else (row[0], row[1], json.loads(row[2]) if isinstance(row[2], str) else row[2], row[3])
+    return _last_undoable_portable(params)
+
+
+def _last_undoable_portable(p: dict[str, Any]) -> UndoableEvent | None:
+    """The same on SQLite (the laptop quick start), in a few ORM queries."""
+    mine = AuditEvent.objects.filter(actor_id=p["user"], target_type="coding", target_id=p["interview"],
+                                     project__uuid=p["project"], project__memberships__user_id=p["user"])
+    done = list(mine.exclude(data__has_key="undoes").order_by("-id").values_list("id", "action", "data")[:p["depth"]])
+    if not done:
+        return None
+    undone = {data["undoes"] for data in mine.filter(data__has_key="undoes", id__gt=done[-1][0]).values_list("data", flat=True)}
+    event = next((e for e in done if e[0] not in undone), None)
+    if event is None:
+        return None
+    return (*event, Code.objects.filter(pk=event[2]["code"]).values_list("name", flat=True).first())
 
 
 def coding_undo(*, project_uuid: Any, interview_uuid: Any, user: Any) -> UndoOutcome | None:
     """Take back the user's own last apply or remove in the interview; None when there is nothing to undo.
 
-    Two queries: the user's recent actions, then the reverse apply/remove, a single statement that
+    Two queries: the action to undo, then the reverse apply/remove, a single statement that
     also records the undo (so the next undo reaches the action before). Only the user's own codings
     change; what others changed since is left alone and the outcome says so.
     """
-    event = last_undoable(undo_candidates(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=user.pk))
+    event = last_undoable(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=user.pk)
     if event is None:
         return None
     event_id, action, data, code_name = event

@@ -16,7 +16,6 @@ from coding.services import (
     coding_apply,
     coding_remove,
     coding_undo,
-    undo_candidates,
 )
 from projects.models import AuditEvent, Membership
 
@@ -131,26 +130,27 @@ def test_an_undo_that_can_no_longer_apply_says_why_and_the_next_undo_goes_furthe
     assert _undone(_undo(c, project, interview))["undo"]["message"] == "Undone: removed “Home” from 1 segment."
 
 
-def test_the_stack_reaches_back_a_bounded_number_of_actions(analyst, project, interview, participant_segments, make_code):
+def test_undo_reaches_back_a_bounded_number_of_actions_in_a_row(analyst, project, interview, participant_segments,
+                                                                 make_code):
     trust = make_code("Trust")
-    scope = {"project_uuid": project.uuid, "interview_uuid": interview.uuid, "user_id": analyst.pk, "code_id": trust.pk,
-             "segment_ids": [participant_segments[0].pk]}
-    for _ in range(UNDO_DEPTH // 2 + 3):
-        coding_apply(**scope)
-        coding_remove(**scope)
+    oldest, *rest = [s.pk for s in participant_segments]
+    scope = {"project_uuid": project.uuid, "interview_uuid": interview.uuid, "user_id": analyst.pk, "code_id": trust.pk}
+    coding_apply(**scope, segment_ids=[oldest])
+    for i in range(UNDO_DEPTH):  # applies and removes, one after another
+        (coding_remove if i % 2 else coding_apply)(**scope, segment_ids=[rest[0]])
 
-    events = undo_candidates(project_uuid=project.uuid, interview_uuid=interview.uuid, user_id=analyst.pk)
-
-    assert len(events) == UNDO_DEPTH
-    oldest = AuditEvent.objects.filter(actor=analyst, target_type="coding").order_by("id")[:6]
-    assert not {e.pk for e in oldest} & {e[0] for e in events}
+    for _ in range(UNDO_DEPTH):
+        assert coding_undo(project_uuid=project.uuid, interview_uuid=interview.uuid, user=analyst).result.changed
+    # The oldest action is beyond the reach: it stays.
+    assert coding_undo(project_uuid=project.uuid, interview_uuid=interview.uuid, user=analyst) is None
+    assert _mine(analyst, trust) == {oldest}
 
 
 def test_undo_is_two_queries(analyst, project, interview, participant_segments, make_code, django_assert_num_queries):
     trust = make_code("Trust")
     coding_apply(project_uuid=project.uuid, interview_uuid=interview.uuid, user_id=analyst.pk, code_id=trust.pk,
                  segment_ids=[s.pk for s in participant_segments])
-    # 1. the user's latest coding events here (with their codes' names), 2. the reverse remove with its audit event
+    # 1. the action to undo (with its code's name), 2. the reverse remove with its audit event
     with django_assert_num_queries(2):
         outcome = coding_undo(project_uuid=project.uuid, interview_uuid=interview.uuid, user=analyst)
     assert len(outcome.result.changed) == len(participant_segments)
