@@ -32,6 +32,7 @@ def _writes(project, interview, code):
         (reverse("coding:import", args=[p]), {}),
         (reverse("coding:notes", args=[p, i]), {"text": "hello"}),
         (reverse("coding:create_inline", args=[p, i]), {"name": "Inline", "segments": ""}),
+        (reverse("coding:undo", args=[p, i]), {}),
     ]
 
 
