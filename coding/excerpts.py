@@ -33,10 +33,17 @@ class Excerpt:
     # The exact quote: turn.text[start:end], with whatever stood between the sentences.
     text: str = ""
     coder_ids: set[int] = field(default_factory=set)
+    # The interviewer's question this answer replied to, and the code's name and colour, when a page shows them.
+    question: str = ""
+    code_info: dict[str, Any] | None = None
 
     @property
     def first_segment_id(self) -> int:
         return self.segment_ids[0]
+
+    @property
+    def last_segment_id(self) -> int:
+        return self.segment_ids[-1]
 
 
 def excerpts_for_codes(project: Project, code_ids: Iterable[int], *, coder_ids: Iterable[int] | None = None,

@@ -10,11 +10,11 @@ from typing import Any
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from coding.models import Code, Coding, Note, Suggestion
 from coding.render import CodeInfo, CoderInfo, initials
-from interviews.models import Interview, Participant, Segment, Speaker
+from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from projects.models import Membership, Project
 
 
@@ -233,12 +233,40 @@ def search_segments(project: Project, q: str, *, coded: str = "") -> QuerySet:
     )
 
 
-def interviews_with_code(project: Project, code: Code, *, coder_ids: list[int] | None = None) -> QuerySet:
-    """The project's live interviews where `code` is used (by these coders), in the order its excerpts are listed."""
-    codings = Coding.objects.filter(code=code, interview=OuterRef("pk"))
+def interviews_with_codes(project: Project, code_ids: list[int], *, coder_ids: list[int] | None = None) -> QuerySet:
+    """The project's live interviews where any of the codes is used (by these coders), in the order excerpts are listed."""
+    codings = Coding.objects.filter(code_id__in=code_ids, interview=OuterRef("pk"))
     if coder_ids is not None:
         codings = codings.filter(coder_id__in=coder_ids)
     return Interview.objects.for_project(project).filter(Exists(codings)).order_by("participant__label", "title", "pk")
+
+
+def code_with_descendants(code: Code) -> list[dict[str, Any]]:
+    """The code, then its sub-codes at every depth (alive ones), as {id, name, colour}; one query over the codebook."""
+    rows = {pk: {"id": pk, "name": name, "colour": colour, "parent": parent_id} for pk, parent_id, name, colour in
+            Code.objects.for_project(code.project_id).values_list("pk", "parent_id", "name", "colour").order_by("position", "name")}
+    family, frontier = [code.pk], [code.pk]
+    while frontier:
+        frontier = [pk for pk, row in rows.items() if row["parent"] in frontier and pk not in family]
+        family.extend(frontier)
+    return [rows[pk] for pk in family if pk in rows]
+
+
+def questions_before(turn_ids: Iterable[int]) -> dict[int, str]:
+    """For each turn, the text of the interviewer turn it answers (the nearest one before it); one query."""
+    asked = Turn.objects.filter(interview_id=OuterRef("interview_id"), position__lt=OuterRef("position"),
+                                speaker=Speaker.INTERVIEWER).order_by("-position").values("text")[:1]
+    rows = Turn.objects.filter(pk__in=list(turn_ids)).annotate(question=Subquery(asked)).values_list("pk", "question")
+    return {pk: question for pk, question in rows if question}
+
+
+def excerpt_context(interview: Interview, first_segment_id: int, last_segment_id: int, *, around: int) -> list[Segment]:
+    """An excerpt's segments with `around` segments before and after, in order, with their turns; one query."""
+    positions = Segment.objects.filter(interview=interview, pk__in=[first_segment_id, last_segment_id])
+    low = Subquery(positions.order_by("position").values("position")[:1])
+    high = Subquery(positions.order_by("-position").values("position")[:1])
+    return list(Segment.objects.filter(interview=interview, position__gte=low - around, position__lte=high + around)
+                .select_related("turn").order_by("position"))
 
 
 def interview_progress(interviews: list[Interview]) -> list[dict[str, Any]]:

@@ -6,8 +6,10 @@ the analysis) and in the project's audit trail.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -315,6 +317,11 @@ _CHIPS_JSON_SQL = """
                                  ORDER BY ch.segment_id, c.position, c.name, ch.coder_id), '[]')
           FROM chips ch JOIN coding_code c ON c.id = ch.code_id JOIN auth_user u ON u.id = ch.coder_id),"""
 
+# An undo (its audit data carries "undoes": the event it takes back) is recorded even when it changed nothing,
+# e.g. a colleague merged the code meanwhile: the user's undo stack then moves on to the action before.
+_UNDONE_PREFIX = "CASE WHEN %(extra)s ? 'undoes' THEN 'Undone: ' ELSE '' END"
+_UNDO_ALWAYS_RECORDED = "(%(extra)s ? 'undoes' AND m.role IN ('owner', 'analyst') AND EXISTS (SELECT 1 FROM iv))"
+
 # One statement: membership check, the insert (a duplicate is ignored), the chips of the
 # touched segments and the code's count in this interview. The main query does not see rows the
 # INSERT adds (one snapshot), so `ins` is unioned in. Its work grows with the segments touched,
@@ -336,10 +343,11 @@ _APPLY_SQL = _SCOPE_SQL + """, seg AS (
     -- The audit trail, in the same statement (a data-modifying CTE runs even unreferenced).
     INSERT INTO projects_auditevent (project_id, actor_id, action, target_type, target_id, summary, data, created_at)
     SELECT m.project_id, %(user)s, 'created', 'coding', %(interview)s,
-           left(format('Code “%%s” applied to %%s segment(s)', (SELECT name FROM coding_code WHERE id = %(code)s),
-                       (SELECT count(*) FROM ins)), 500),
-           jsonb_build_object('code', %(code)s, 'segments', (SELECT jsonb_agg(segment_id) FROM ins)), now()
-    FROM m WHERE EXISTS (SELECT 1 FROM ins)
+           left(""" + _UNDONE_PREFIX + """ || format('Code “%%s” applied to %%s segment(s)',
+                (SELECT name FROM coding_code WHERE id = %(code)s), (SELECT count(*) FROM ins)), 500),
+           jsonb_build_object('code', %(code)s, 'segments', coalesce((SELECT jsonb_agg(segment_id) FROM ins), '[]'))
+             || %(extra)s, now()
+    FROM m WHERE EXISTS (SELECT 1 FROM ins) OR """ + _UNDO_ALWAYS_RECORDED + """
 ), chips AS (
     SELECT segment_id, code_id, coder_id FROM coding_coding WHERE segment_id IN (SELECT id FROM seg)
     UNION ALL SELECT segment_id, code_id, coder_id FROM ins
@@ -362,10 +370,11 @@ _REMOVE_SQL = _SCOPE_SQL + """, seg AS (
 ), aud AS (
     INSERT INTO projects_auditevent (project_id, actor_id, action, target_type, target_id, summary, data, created_at)
     SELECT m.project_id, %(user)s, 'deleted', 'coding', %(interview)s,
-           left(format('Code “%%s” removed from %%s segment(s)', (SELECT name FROM coding_code WHERE id = %(code)s),
-                       (SELECT count(*) FROM del)), 500),
-           jsonb_build_object('code', %(code)s, 'segments', (SELECT jsonb_agg(segment_id) FROM del)), now()
-    FROM m WHERE EXISTS (SELECT 1 FROM del)
+           left(""" + _UNDONE_PREFIX + """ || format('Code “%%s” removed from %%s segment(s)',
+                (SELECT name FROM coding_code WHERE id = %(code)s), (SELECT count(*) FROM del)), 500),
+           jsonb_build_object('code', %(code)s, 'segments', coalesce((SELECT jsonb_agg(segment_id) FROM del), '[]'))
+             || %(extra)s, now()
+    FROM m WHERE EXISTS (SELECT 1 FROM del) OR """ + _UNDO_ALWAYS_RECORDED + """
 ), chips AS (
     SELECT segment_id, code_id, coder_id FROM coding_coding
     WHERE segment_id IN (SELECT id FROM seg) AND id NOT IN (SELECT id FROM del)
@@ -384,8 +393,6 @@ class CodingResult:
     __slots__ = ("role", "interview_id", "segments_found", "code_found", "changed", "chips", "code_count")
 
     def __init__(self, row: Sequence[Any]) -> None:
-        import json
-
         (self.role, self.interview_id, self.segments_found, self.code_found, changed, chips, self.code_count) = row
         self.changed: list[int] = list(changed or [])
         # [segment id, code id, coder id, code name, colour, kind, username, first name, last name]
@@ -402,63 +409,185 @@ class CodingResult:
 
 _APPLY = PreparedStatement("rta_coding_apply", _APPLY_SQL, [
     ("project", "uuid"), ("interview", "uuid"), ("user", "integer"), ("code", "bigint"), ("segments", "bigint[]"),
-    ("any_speaker", "boolean")])
+    ("any_speaker", "boolean"), ("extra", "jsonb")])
 _REMOVE = PreparedStatement("rta_coding_remove", _REMOVE_SQL, [
-    ("project", "uuid"), ("interview", "uuid"), ("user", "integer"), ("code", "bigint"), ("segments", "bigint[]")])
+    ("project", "uuid"), ("interview", "uuid"), ("user", "integer"), ("code", "bigint"), ("segments", "bigint[]"),
+    ("extra", "jsonb")])
 
 
 def _run(statement: PreparedStatement, params: dict[str, Any]) -> CodingResult:
     # The ids travel as an array literal: psycopg's list adaptation builds a dumper and a
     # transformer per call, about 0.3 ms of the hot path.
-    return CodingResult(statement.fetchone({**params, "segments": "{" + ",".join(map(str, params["segments"])) + "}"}))
+    return CodingResult(statement.fetchone({**params, "segments": "{" + ",".join(map(str, params["segments"])) + "}",
+                                            "extra": json.dumps(params["extra"])}))
 
 
 def _params(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_id: int, segment_ids: Iterable[int],
-            any_speaker: bool) -> dict[str, Any]:
+            any_speaker: bool, audit_extra: dict[str, Any] | None) -> dict[str, Any]:
     return {"project": str(project_uuid), "interview": str(interview_uuid), "user": user_id, "code": code_id,
-            "segments": [int(s) for s in segment_ids], "any_speaker": bool(any_speaker)}
+            "segments": [int(s) for s in segment_ids], "any_speaker": bool(any_speaker), "extra": audit_extra or {}}
 
 
 def coding_apply(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_id: int, segment_ids: Iterable[int],
-                 any_speaker: bool = False) -> CodingResult:
+                 any_speaker: bool = False, audit_extra: dict[str, Any] | None = None) -> CodingResult:
     """Apply a code to segments in ONE round trip (membership check + insert + chips + counts); duplicates are ignored.
 
     Interviewer/system segments are codable only with `any_speaker`. On PostgreSQL this is a
-    single statement; on SQLite (laptop) it falls back to the ORM.
+    single statement; on SQLite (laptop) it falls back to the ORM. `audit_extra` joins the audit
+    event's data (the undo stack reads it).
     """
     params = _params(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=user_id, code_id=code_id,
-                     segment_ids=segment_ids, any_speaker=any_speaker)
+                     segment_ids=segment_ids, any_speaker=any_speaker, audit_extra=audit_extra)
     if connection.vendor == "postgresql":
         return _run(_APPLY, params)
     return _orm_change(params, remove=False)
 
 
 def coding_remove(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_id: int,
-                  segment_ids: Iterable[int]) -> CodingResult:
+                  segment_ids: Iterable[int], audit_extra: dict[str, Any] | None = None) -> CodingResult:
     """Remove the user's own coding of a code from segments, in one round trip; others' codings are never touched."""
     params = _params(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=user_id, code_id=code_id,
-                     segment_ids=segment_ids, any_speaker=True)
+                     segment_ids=segment_ids, any_speaker=True, audit_extra=audit_extra)
     if connection.vendor == "postgresql":
         return _run(_REMOVE, params)
     return _orm_change(params, remove=True)
 
 
 UNDO_CREATE_REASON = "Created while coding and undone at once"
+# How far back `u` reaches: a user's latest applies and removes in one interview.
+UNDO_DEPTH = 50
+# Why one's own codings change without one doing it: colleagues reorganise the codebook or the transcript.
+_WHY_CHANGED = "the code merged or split, or the answer re-segmented"
+
+
+def _segments(n: int) -> str:
+    return f"{n} segment{'s' if n != 1 else ''}"
+
+
+@dataclass
+class UndoOutcome:
+    """What undoing one of the user's own applies or removes did, and the sentence that tells them."""
+
+    result: CodingResult
+    # The action taken back ("apply" or "remove"), its code and the segments it had changed.
+    undid: str
+    code_id: int
+    code_name: str
+    segment_ids: list[int]
+    # A code created inline with the apply: archived again, or why it stays.
+    created_code_archived: bool = False
+    created_code_kept_because: str = ""
+
+    @property
+    def message(self) -> str:
+        done, wanted, name = len(self.result.changed), len(self.segment_ids), f"“{self.code_name}”"
+        if self.undid == "apply":
+            if not self.result.code_found:
+                return f"Could not undo applying {name}: the code was deleted since."
+            if done == 0:
+                return f"Nothing to take back: your {name} is no longer on those {_segments(wanted)} (changed since: {_WHY_CHANGED})."
+            text = f"Undone: removed {name} from {done if done == wanted else f'{done} of {wanted}'} " \
+                   f"segment{'s' if wanted != 1 else ''}"
+        else:
+            if not self.result.code_found:
+                return f"Could not undo removing {name}: the code was archived or deleted since."
+            if done == 0:
+                return f"Nothing to put back: {name} can no longer go on those {_segments(wanted)} (changed since: {_WHY_CHANGED})."
+            text = f"Undone: applied {name} again to {done if done == wanted else f'{done} of {wanted}'} " \
+                   f"segment{'s' if wanted != 1 else ''}"
+        if done < wanted:
+            text += f"; the other {wanted - done} had changed since ({_WHY_CHANGED})"
+        if self.created_code_archived:
+            text += f", and archived the new code {name} (nobody had used it)"
+        elif self.created_code_kept_because:
+            text += f"; the new code {name} stays in the codebook because {self.created_code_kept_because}"
+        return text + "."
+
+
+# The user's latest DEPTH applies and removes here (undos themselves aside), less those an undo took back: the
+# newest left is what `u` undoes. A current member's only; the code's name comes along for the message.
+_LAST_UNDOABLE_SQL = """
+WITH scope AS (
+    SELECT p.id FROM projects_project p JOIN projects_membership mb ON mb.project_id = p.id AND mb.user_id = %(user)s
+    WHERE p.uuid = %(project)s
+), done AS MATERIALIZED (
+    SELECT e.id, e.action, e.data FROM projects_auditevent e
+    WHERE e.actor_id = %(user)s AND e.target_id = %(interview)s AND e.target_type = 'coding'
+      AND e.project_id = (SELECT id FROM scope) AND NOT e.data ? 'undoes'
+    ORDER BY e.id DESC LIMIT %(depth)s
+), undone AS (
+    SELECT (e.data ->> 'undoes')::bigint AS id FROM projects_auditevent e
+    WHERE e.actor_id = %(user)s AND e.target_id = %(interview)s AND e.target_type = 'coding'
+      AND e.id > (SELECT min(id) FROM done) AND e.data ? 'undoes'
+)
+SELECT d.id, d.action, d.data, c.name FROM done d LEFT JOIN coding_code c ON c.id = (d.data ->> 'code')::bigint
+WHERE d.id NOT IN (SELECT id FROM undone) ORDER BY d.id DESC LIMIT 1
+"""
+_LAST_UNDOABLE = PreparedStatement("rta_coding_last_undoable", _LAST_UNDOABLE_SQL, [
+    ("user", "integer"), ("project", "uuid"), ("interview", "text"), ("depth", "integer")])
+
+UndoableEvent = tuple[int, str, dict, str | None]  # audit event id, action, data, the code's name
+
+
+def last_undoable(*, project_uuid: Any, interview_uuid: Any, user_id: int) -> UndoableEvent | None:
+    """The user's newest apply or remove in the interview not undone yet, among their latest UNDO_DEPTH; one query."""
+    params = {"user": user_id, "project": str(project_uuid), "interview": str(interview_uuid), "depth": UNDO_DEPTH}
+    if connection.vendor == "postgresql":
+        row = _LAST_UNDOABLE.fetchone(params)
+        return None if row is None else (row[0], row[1], json.loads(row[2]) if isinstance(row[2], str) else row[2], row[3])
+    return _last_undoable_portable(params)
+
+
+def _last_undoable_portable(p: dict[str, Any]) -> UndoableEvent | None:
+    """The same on SQLite (the laptop quick start), in a few ORM queries."""
+    mine = AuditEvent.objects.filter(actor_id=p["user"], target_type="coding", target_id=p["interview"],
+                                     project__uuid=p["project"], project__memberships__user_id=p["user"])
+    done = list(mine.exclude(data__has_key="undoes").order_by("-id").values_list("id", "action", "data")[:p["depth"]])
+    if not done:
+        return None
+    undone = {data["undoes"] for data in mine.filter(data__has_key="undoes", id__gt=done[-1][0]).values_list("data", flat=True)}
+    event = next((e for e in done if e[0] not in undone), None)
+    if event is None:
+        return None
+    return (*event, Code.objects.filter(pk=event[2]["code"]).values_list("name", flat=True).first())
+
+
+def coding_undo(*, project_uuid: Any, interview_uuid: Any, user: Any) -> UndoOutcome | None:
+    """Take back the user's own last apply or remove in the interview; None when there is nothing to undo.
+
+    Two queries: the action to undo, then the reverse apply/remove, a single statement that
+    also records the undo (so the next undo reaches the action before). Only the user's own codings
+    change; what others changed since is left alone and the outcome says so.
+    """
+    event = last_undoable(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=user.pk)
+    if event is None:
+        return None
+    event_id, action, data, code_name = event
+    code_id, segment_ids = int(data["code"]), [int(s) for s in data.get("segments") or []]
+    scope = {"project_uuid": project_uuid, "interview_uuid": interview_uuid, "user_id": user.pk, "code_id": code_id,
+             "segment_ids": segment_ids, "audit_extra": {"undoes": event_id}}
+    if action == AuditEvent.Action.DELETED:
+        # Put back exactly what was removed, interviewer turns included if they had been coded.
+        result = coding_apply(**scope, any_speaker=True)
+        return UndoOutcome(result, "remove", code_id, code_name or "(deleted code)", segment_ids)
+    if data.get("created_code"):
+        return _undo_inline_create(scope, code_name or "(deleted code)", user)
+    return UndoOutcome(coding_remove(**scope), "apply", code_id, code_name or "(deleted code)", segment_ids)
 
 
 @transaction.atomic
-def coding_undo_inline_create(*, code: Code, interview: Interview, actor: Any,
-                              segment_ids: Iterable[int]) -> tuple[CodingResult, str]:
-    """Undo "create a code and apply it": remove the actor's codings, then archive the code if nothing else uses it.
-
-    Returns the removal's result and why the code was kept ("" when it was archived).
-    """
-    result = coding_remove(project_uuid=interview.project.uuid, interview_uuid=interview.uuid, user_id=actor.pk,
-                           code_id=code.pk, segment_ids=segment_ids)
-    kept_because = code_in_use_reason(code, actor=actor)
-    if not kept_because:
-        code_archive(code=code, actor=actor, reason=UNDO_CREATE_REASON)
-    return result, kept_because
+def _undo_inline_create(scope: dict[str, Any], code_name: str, user: Any) -> UndoOutcome:
+    """Undo "create a code and apply it": the codings go, then the code too unless something uses it."""
+    result = coding_remove(**scope)
+    outcome = UndoOutcome(result, "apply", scope["code_id"], code_name, scope["segment_ids"])
+    code = Code.objects.filter(pk=scope["code_id"], deleted_at__isnull=True).select_related("project").first()
+    if code is None or not result.can_write:
+        return outcome
+    outcome.created_code_kept_because = code_in_use_reason(code, actor=user)
+    if not outcome.created_code_kept_because:
+        code_archive(code=code, actor=user, reason=UNDO_CREATE_REASON)
+        outcome.created_code_archived = True
+    return outcome
 
 
 def code_in_use_reason(code: Code, *, actor: Any) -> str:
@@ -509,12 +638,14 @@ def _orm_change(p: dict[str, Any], *, remove: bool) -> CodingResult:
             changed = [s for s in seg_ids if s not in have]
             Coding.objects.bulk_create([Coding(segment_id=s, code_id=p["code"], coder_id=p["user"], interview_id=iv)
                                         for s in changed], ignore_conflicts=True)
-    if changed:
-        name = codes.values_list("name", flat=True).first()
+    undo = "undoes" in p["extra"] and role in ("owner", "analyst") and iv is not None
+    if changed or undo:
+        name = Code.objects.filter(pk=p["code"]).values_list("name", flat=True).first()
         verb = "removed from" if remove else "applied to"
         audit_record(project=membership.project, actor=membership.user, action=AuditEvent.Action.DELETED if remove else AuditEvent.Action.CREATED,
-                     target_type="coding", target_id=p["interview"], summary=f"Code “{name}” {verb} {len(changed)} segment(s)",
-                     data={"code": p["code"], "segments": changed})
+                     target_type="coding", target_id=p["interview"],
+                     summary=f"{'Undone: ' if undo else ''}Code “{name}” {verb} {len(changed)} segment(s)",
+                     data={"code": p["code"], "segments": changed, **p["extra"]})
     chips = [list(r) for r in Coding.objects.filter(segment_id__in=seg_ids)
              .order_by("segment_id", "code__position", "code__name", "coder_id")
              .values_list("segment_id", "code_id", "coder_id", "code__name", "code__colour", "code__kind",

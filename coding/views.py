@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from coding import queries
+from coding import queries, shortcuts
 from coding.agreement import per_code_agreement
 from coding.codebook_import import CodebookImportError, codebook_import, renamed_codes, rows_from_csv, rows_from_qdc
 from coding.excerpts import excerpts_by_participant, excerpts_for_codes
@@ -32,6 +32,7 @@ from coding.services import (
     PALETTE,
     CodeConflict,
     CodingResult,
+    UndoOutcome,
     code_archive,
     code_create,
     code_merge,
@@ -40,7 +41,7 @@ from coding.services import (
     code_update,
     coding_apply,
     coding_remove,
-    coding_undo_inline_create,
+    coding_undo,
     note_save,
 )
 from interviews.models import Interview, Participant, Speaker, Turn
@@ -291,14 +292,51 @@ def code_excerpts(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> 
     membership = member_or_404(request, project_uuid)
     code = _code(membership, code_uuid)
     mine = request.GET.get("coder") == "mine"
+    family = queries.code_with_descendants(code)
+    with_subcodes = request.GET.get("sub") == "1" and len(family) > 1
+    code_ids = [c["id"] for c in family] if with_subcodes else [code.pk]
     coder_ids = [request.user.pk] if mine else None
-    interviews = paginate(request, queries.interviews_with_code(membership.project, code, coder_ids=coder_ids),
+    interviews = paginate(request, queries.interviews_with_codes(membership.project, code_ids, coder_ids=coder_ids),
                           per_page=EXCERPT_INTERVIEWS)
-    excerpts = excerpts_for_codes(membership.project, [code.pk], coder_ids=coder_ids,
+    excerpts = excerpts_for_codes(membership.project, code_ids, coder_ids=coder_ids,
                                   interview_ids=[i.pk for i in interviews]) if interviews else []
+    # Sub-codes' excerpts read in transcript order among the code's own, each named by its code.
+    excerpts.sort(key=lambda e: (e.participant_label, e.interview_title, e.interview_id, e.positions[0], e.code_id))
+    questions = queries.questions_before({e.turn_id for e in excerpts}) if excerpts else {}
+    codes = {c["id"]: c for c in family}
+    for e in excerpts:
+        e.question, e.code_info = questions.get(e.turn_id, ""), codes.get(e.code_id)
     return render(request, "coding/excerpts.html", _ctx(
         membership, code=code, groups=excerpts_by_participant(excerpts), count=len(excerpts), mine=mine,
-        interviews=interviews, coders=queries.coders_of(membership.project)))
+        subcodes=family[1:], with_subcodes=with_subcodes, interviews=interviews, coders=queries.coders_of(membership.project)))
+
+
+# Segments shown before and after an excerpt when its context is opened.
+CONTEXT_SEGMENTS = 2
+
+
+@login_required
+@require_GET
+def excerpt_context(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    """The sentences around an excerpt (?from=&to= its first and last segment ids), by turn, for the excerpts page."""
+    membership = member_or_404(request, project_uuid)
+    interview = _interview(membership, interview_uuid)
+    first, last = _int(request.GET.get("from")), _int(request.GET.get("to"))
+    if first is None:
+        return HttpResponseBadRequest("Say which excerpt: ?from=<first segment id>&to=<last segment id>.")
+    segments = queries.excerpt_context(interview, first, last or first, around=CONTEXT_SEGMENTS)
+    if not segments:
+        raise Http404("No such excerpt in this interview.")
+    inside = {s.pk for s in segments if s.pk in (first, last)}
+    lo = next(i for i, s in enumerate(segments) if s.pk in inside)
+    hi = max(i for i, s in enumerate(segments) if s.pk in inside)
+    turns: list[dict] = []
+    for i, segment in enumerate(segments):
+        if not turns or turns[-1]["turn"] != segment.turn_id:
+            speaker = interview.participant.label if segment.speaker == Speaker.PARTICIPANT else segment.get_speaker_display()
+            turns.append({"turn": segment.turn_id, "number": segment.turn.position + 1, "speaker": speaker, "parts": []})
+        turns[-1]["parts"].append((segment.text, lo <= i <= hi))
+    return render(request, "coding/excerpts.html#context", {"turns": turns, "first": first})
 
 
 # --- the coding workspace ----------------------------------------------------------------------
@@ -336,14 +374,14 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
     return render(request, "coding/workspace.html", {
         "project": project, "membership": membership, "nav": "interviews", "interview": interview,
         "transcript": transcript, "codes": codes, "code_rows": render_code_rows(codes), "code_options": render_code_options(codes),
-        "picker": picker,
+        "picker": picker, "shortcuts": shortcuts.WORKSPACE,
         "coders": [coders[c] for c in coders_here if c in coders], "coded": coded, "codable": codable,
         "project_coded": project_coded, "project_codable": project_codable, "any_speaker": any_speaker,
         "interview_notes": render_notes(key="interview", notes=notes.get(None, []), me=request.user.pk, coders=coders),
         "config": {"apply": reverse("coding:apply", args=[project_uuid, interview_uuid]),
                    "remove": reverse("coding:remove", args=[project_uuid, interview_uuid]),
                    "create": reverse("coding:create_inline", args=[project_uuid, interview_uuid]),
-                   "undoCreate": reverse("coding:undo_create_inline", args=[project_uuid, interview_uuid]),
+                   "undo": reverse("coding:undo", args=[project_uuid, interview_uuid]),
                    "notes": reverse("coding:notes", args=[project_uuid, interview_uuid]),
                    "state": reverse("coding:state", args=[project_uuid, interview_uuid]),
                    "decide": reverse("coding:suggestion_decide", args=[project_uuid, UUID(int=0), "DECISION"]),
@@ -354,23 +392,34 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
     })
 
 
-def _coding_response(request: HttpRequest, result: CodingResult, *, action: str, code_id: int, segments: list[int],
-                     extra_trigger: dict | None = None) -> HttpResponse:
+def _check_role(result: CodingResult) -> None:
     if not result.is_member:
         raise Http404("No such interview.")
     if not result.can_write:
         raise PermissionDenied("Your role in this project is read-only (viewer).")
+
+
+def _chips_response(request: HttpRequest, result: CodingResult, *, code_id: int, segments: list[int],
+                    trigger: dict) -> HttpResponse:
+    """The touched segments' chips and the code's count, out of band, and the `coding-changed` event."""
+    renderer, by_segment = chips_from_rows(result.chips, request.user.pk)
+    parts = [renderer.container(s, by_segment.get(s, []), oob=True) for s in segments]
+    if result.code_found:
+        parts.append(f'<span id="uses-{code_id}" class="uses" hx-swap-oob="true">{result.code_count}</span>')
+    response = HttpResponse("".join(parts))
+    response["HX-Trigger"] = json.dumps({"coding-changed": trigger})
+    return response
+
+
+def _coding_response(request: HttpRequest, result: CodingResult, *, action: str, code_id: int, segments: list[int],
+                     extra_trigger: dict | None = None) -> HttpResponse:
+    _check_role(result)
     if not result.code_found:
         return HttpResponseBadRequest("That code does not exist in this project or is archived.")
     if not result.segments_found:
         return HttpResponseBadRequest("None of the selected segments can be coded here.")
-    renderer, by_segment = chips_from_rows(result.chips, request.user.pk)
-    parts = [renderer.container(s, by_segment.get(s, []), oob=True) for s in segments]
-    parts.append(f'<span id="uses-{code_id}" class="uses" hx-swap-oob="true">{result.code_count}</span>')
-    response = HttpResponse("".join(parts))
     trigger = {"action": action, "code": code_id, "segments": result.changed, **(extra_trigger or {})}
-    response["HX-Trigger"] = json.dumps({"coding-changed": trigger})
-    return response
+    return _chips_response(request, result, code_id=code_id, segments=segments, trigger=trigger)
 
 
 def _segment_ids(request: HttpRequest) -> list[int]:
@@ -453,30 +502,37 @@ def create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID
         response["HX-Trigger"] = json.dumps({"coding-changed": {"action": "create", "code": code.pk, "segments": [],
                                                                 "newCode": new}})
         return response
+    # Marked in the audit event, so that undoing this apply also takes the new code away again.
     result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
                           code_id=code.pk, segment_ids=segments,
-                          any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))))
+                          any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))),
+                          audit_extra={"created_code": True})
     return _coding_response(request, result, action="apply", code_id=code.pk, segments=segments,
                             extra_trigger={"newCode": new})
 
 
 @login_required
 @require_POST
-def undo_create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
-    """Undo "create a code and apply it": the codings go, and the new code is archived unless something uses it."""
-    membership = writer_or_403(request, project_uuid)
-    interview = _interview(membership, interview_uuid)
-    try:
-        code_id, segments = _code_and_segments(request)
-    except ValueError as exc:
-        return HttpResponseBadRequest(str(exc))
-    code = Code.objects.for_project(membership.project).filter(pk=code_id).first()
-    if code is None:
-        return HttpResponseBadRequest("That code does not exist in this project.")
-    result, kept_because = coding_undo_inline_create(code=code, interview=interview, actor=request.user, segment_ids=segments)
-    undone = {"code": code.pk, "name": code.name, "archived": not kept_because, "keptBecause": kept_because}
-    return _coding_response(request, result, action="remove", code_id=code.pk, segments=segments,
-                            extra_trigger={"undoneCreate": undone})
+def undo(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
+    """Take back the user's own last apply or remove here (kept on the server: it survives a reload)."""
+    outcome = coding_undo(project_uuid=project_uuid, interview_uuid=interview_uuid, user=request.user)
+    if outcome is None:
+        membership = writer_or_403(request, project_uuid)
+        _interview(membership, interview_uuid)
+        response = HttpResponse("")
+        response["HX-Trigger"] = json.dumps({"coding-undo": {"message": "Nothing to undo: none of your latest "
+                                                                         "applies or removes here is left to take back."}})
+        return response
+    _check_role(outcome.result)
+    return _chips_response(request, outcome.result, code_id=outcome.code_id, segments=outcome.segment_ids,
+                           trigger=_undo_trigger(outcome))
+
+
+def _undo_trigger(outcome: UndoOutcome) -> dict:
+    return {"action": "remove" if outcome.undid == "apply" else "apply", "code": outcome.code_id,
+            "segments": outcome.result.changed,
+            "undo": {"message": outcome.message,
+                     "archivedCode": outcome.code_id if outcome.created_code_archived else None}}
 
 
 @login_required

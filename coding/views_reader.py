@@ -14,7 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from coding import reader, services
+from coding import reader, services, shortcuts
 from coding.forms import ReaderRunForm, ReaderSettingsForm
 from coding.models import Code, Suggestion, SuggestionRun
 from projects.forms import add_service_errors
@@ -129,7 +129,7 @@ def reader_run(request: HttpRequest, project_uuid: UUID, run_uuid: UUID) -> Http
     return render(request, "coding/reader_run.html", _ctx(
         membership, run=run, progress=progress, suggestions=suggestions[:REVIEW_PAGE], status=status,
         code_uuid=code_uuid, codes=codes, dropped=reader.dropped_counts(run), ideas=run.code_ideas.all(),
-        accept_rest_after=services.ACCEPT_ALL_AFTER, review_page=REVIEW_PAGE,
+        accept_rest_after=services.ACCEPT_ALL_AFTER, review_page=REVIEW_PAGE, shortcuts=shortcuts.SECOND_READER,
         refine=_refine_links(run) if membership.can_write else []))
 
 

@@ -161,7 +161,9 @@ class AuditEvent(models.Model):
 
     # Indexed with created_at (Meta.indexes); each apply of a code writes an event.
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="audit_events", db_index=False)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    # Indexed with target_id (Meta.indexes): a coder's undo stack in one interview is their latest events on it.
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+                              db_index=False)
     action = models.CharField(max_length=16, choices=Action.choices)
     target_type = models.CharField(max_length=40)
     target_id = models.CharField(max_length=64, blank=True)
@@ -172,7 +174,10 @@ class AuditEvent(models.Model):
     objects = AuditEventQuerySet.as_manager()
 
     class Meta:
-        indexes = [models.Index(fields=["project", "-created_at"], name="audit_project_time")]
+        indexes = [
+            models.Index(fields=["project", "-created_at"], name="audit_project_time"),
+            models.Index(fields=["actor", "target_id", "id"], name="audit_actor_target"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.target_type}: {self.summary}"

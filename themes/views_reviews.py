@@ -18,7 +18,7 @@ from coding.models import Code
 from projects.models import Membership
 from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
-from themes import queries, services, snapshots
+from themes import queries, services, shortcuts, snapshots
 from themes.excerpts import theme_excerpt_sample
 from themes.models import AgendaItem, Comment, Decision, Review, Snapshot, Theme, ThemeCode
 from themes.rendering import diff_lines, render_markdown
@@ -313,6 +313,7 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
         kinds=Decision.Kind.choices,
         decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("theme", "applied_by", "declined_by")),
         prev_index=index - 1 if index > 0 else None, next_index=index + 1 if index + 1 < len(agenda) else None,
+        shortcuts=shortcuts.PRESENTER,
     ))
 
 

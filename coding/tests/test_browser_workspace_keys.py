@@ -117,7 +117,7 @@ def test_undoing_an_inline_create_archives_the_unused_code_and_says_so(page, log
     page.keyboard.press("u")
     expect(page.locator(f"#chips-{s[0].pk} .chip")).to_have_count(0)
     expect(page.locator("#ws-status")).to_have_text(
-        "Undone: Removed “Fleeting idea” on 1 segment, and archived the new code “Fleeting idea” (nobody had used it).")
+        "Undone: removed “Fleeting idea” from 1 segment, and archived the new code “Fleeting idea” (nobody had used it).")
     fleeting.refresh_from_db()
     assert fleeting.archived and not Coding.objects.exists()
     # Gone from the filter, the panel, the recent list and the picker.

@@ -32,6 +32,7 @@ def _writes(project, interview, code):
         (reverse("coding:import", args=[p]), {}),
         (reverse("coding:notes", args=[p, i]), {"text": "hello"}),
         (reverse("coding:create_inline", args=[p, i]), {"name": "Inline", "segments": ""}),
+        (reverse("coding:undo", args=[p, i]), {}),
     ]
 
 
@@ -134,9 +135,9 @@ def test_excerpts_and_search_and_compare_queries_do_not_grow(client_for, owner, 
     from interviews.models import Interview
 
     c = client_for(owner)
-    # session, user, membership, code, a page of interviews using the code (short: not counted), their excerpts,
-    # texts of the turns excerpts span, members, unread-mentions badge
-    with django_assert_num_queries(9):
+    # session, user, membership, code, the codebook (for sub-codes), a page of interviews using the code (short: not
+    # counted), their excerpts, texts of the turns excerpts span, the questions they answer, members, unread-mentions badge
+    with django_assert_num_queries(11):
         r = c.get(reverse("coding:excerpts", args=[project.uuid, codes[-1].uuid]))
     assert r.status_code == 200
     # session, user, membership, search (in a savepoint: two more statements), unread-mentions badge

@@ -39,6 +39,32 @@
       item.textContent = text;
       list.appendChild(item);
       setTimeout(function () { item.remove(); }, 8000);
+    },
+
+    // A page's keys come from its list (projects/shortcuts.py, rendered as #keyboard-shortcuts with the
+    // `?` dialog); `actions` maps each listed action to a function. Only listed keys are handled, and a
+    // list and script that disagree show up as console errors. An action returning false lets the key through.
+    shortcuts: function (actions) {
+      var source = document.getElementById("keyboard-shortcuts"), help = document.getElementById("help-dialog");
+      if (!source || !help) { console.error("This page has no keyboard list ({% keyboard_help %})."); return; }
+      var listed = JSON.parse(source.textContent), keymap = {};
+      if (!actions.help) actions.help = function () { help.showModal(); };
+      listed.forEach(function (entry) {
+        if (!actions[entry.action]) { console.error("The keyboard list names an unknown action: " + entry.action); return; }
+        entry.keys.forEach(function (key) { keymap[key] = actions[entry.action]; });
+      });
+      Object.keys(actions).forEach(function (name) {
+        if (!listed.some(function (entry) { return entry.action === name; })) console.error("Action missing from the keyboard list: " + name);
+      });
+      help.setAttribute("data-handled", Object.keys(keymap).join(" "));
+      document.addEventListener("keydown", function (event) {
+        if (document.querySelector("dialog[open]")) return;
+        var target = event.target;
+        if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) return;
+        if (event.ctrlKey || event.metaKey || event.altKey) return;
+        var run = keymap[event.key];
+        if (run && run(event) !== false) event.preventDefault();
+      });
     }
   };
 })();

@@ -32,8 +32,8 @@
     var indexOf = new Map();
     segs.forEach(function (el, i) { indexOf.set(el, i); });
     var cursor = -1, anchor = -1;
-    var undoStack = [];
-    var undoing = false;
+    // The undo stack lives on the server (the user's latest codings here), so it survives a reload.
+    var undoPending = false;
     var pickerMode = "apply", pickerItems = [], pickerActive = 0, newKind = "semantic";
     var filters = { code: "", kind: "", coder: "" };
 
@@ -123,10 +123,6 @@
     function createAndApply(name, kind) {
       send(cfg.create, { name: name, kind: kind, segments: selectedIds().join(",") });
     }
-    // Undoing "create and apply" also archives the new code on the server, unless something already uses it.
-    function undoCreate(codeId, ids) {
-      send(cfg.undoCreate, { code: codeId, segments: ids.join(",") });
-    }
     // A code archived here: it leaves the picker, the panel, the filter and the recent list; its chips keep their look.
     function retireCode(id) {
       id = Number(id);
@@ -169,30 +165,32 @@
       if (d.newCode && !codeById(d.newCode.id)) { addCode(d.newCode); addPanelRow(d.newCode, 0); }
       if (d.action === "apply" || d.action === "remove") {
         var c = codeById(d.code), n = (d.segments || []).length;
-        if (d.action === "apply") pushRecent(d.code);
-        if (!undoing && n) undoStack.push({ action: d.action, code: d.code, segments: d.segments.map(String), created: !!d.newCode });
-        var what = (d.action === "apply" ? "Applied " : "Removed ") + (c ? "“" + c.name + "”" : "code") +
-            (n ? " on " + n + " segment" + (n > 1 ? "s" : "") : " (nothing changed)");
-        var u = d.undoneCreate;
-        if (u && u.archived) {
-          retireCode(u.code);
-          say("Undone: " + what + ", and archived the new code “" + u.name + "” (nobody had used it).");
-        } else if (u) {
-          say("Undone: " + what + "; the new code “" + u.name + "” stays in the codebook because " + u.keptBecause + ".");
-        } else {
-          say((undoing ? "Undone: " : "") + what + ".");
+        if (d.undo) {
+          undoPending = false;
+          if (d.undo.archivedCode) retireCode(d.undo.archivedCode);
+          say(d.undo.message);
+          return;
         }
+        if (d.action === "apply") pushRecent(d.code);
+        say((d.action === "apply" ? "Applied " : "Removed ") + (c ? "“" + c.name + "”" : "code") +
+            (n ? " on " + n + " segment" + (n > 1 ? "s" : "") : " (nothing changed)") + ".");
       }
-      undoing = false;
+    });
+    document.body.addEventListener("coding-undo", function (e) {
+      undoPending = false;
+      say(e.detail.message);
     });
     document.body.addEventListener("htmx:responseError", function (e) {
       var xhr = e.detail.xhr;
-      undoing = false;
+      undoPending = false;
       if (xhr.status === 400) say(xhr.responseText);
       else if (xhr.status === 403) say("Your role in this project is read-only.");
       else say("That did not work (" + xhr.status + "). Nothing was changed; please try again.");
     });
-    document.body.addEventListener("htmx:sendError", function () { say("No connection to the server; nothing was saved."); });
+    document.body.addEventListener("htmx:sendError", function () {
+      undoPending = false;
+      say("No connection to the server; nothing was saved.");
+    });
     document.body.addEventListener("htmx:oobAfterSwap", function (e) {
       // The swapped-in element replaces the old one; look it up again by id.
       var old = e.detail.target, el = old && old.id ? document.getElementById(old.id) : null;
@@ -202,13 +200,12 @@
       }
     });
 
+    // One undo at a time: a second press waits for the first, so each takes back a different action.
     function undo() {
-      var last = undoStack.pop();
-      if (!last) { say("Nothing to undo."); return; }
-      undoing = true;
-      if (last.action === "apply" && last.created) undoCreate(last.code, last.segments);
-      else if (last.action === "apply") removeCode(last.code, last.segments);
-      else apply(last.code, last.segments);
+      if (undoPending || !cfg.canWrite) { if (!cfg.canWrite) say("Your role in this project is read-only."); return; }
+      undoPending = true;
+      say("Undoing…");
+      send(cfg.undo, {});
     }
 
     function removeFromSelection() {
@@ -466,32 +463,29 @@
       if (e.target.dataset && e.target.dataset.sugg) say(e.target.title);
     });
 
-    /* ---- keyboard ---- */
-    document.addEventListener("keydown", function (e) {
-      if (document.querySelector("dialog[open]")) return;
-      var t = e.target;
-      if (t && (t.tagName === "INPUT" || t.tagName === "TEXTAREA" || t.tagName === "SELECT" || t.isContentEditable)) return;
-      if (e.ctrlKey || e.metaKey || e.altKey) return;
-      var k = e.key;
-      if (k === "j" || k === "J" || k === "ArrowDown") { moveTo(cursor < 0 ? 0 : cursor + 1, e.shiftKey); }
-      else if (k === "k" || k === "K" || k === "ArrowUp") { moveTo(cursor < 0 ? 0 : cursor - 1, e.shiftKey); }
-      else if (k === "c" || k === "/") { openPicker("apply"); }
-      else if (k >= "1" && k <= "9") {
-        var id = recent()[Number(k) - 1];
-        if (id) apply(id); else say("No recent code " + k + " yet.");
-      }
-      else if (k === "x" || k === "Backspace" || k === "Delete") { removeFromSelection(); }
-      else if (k === "u") { undo(); }
-      else if (k === "n") { nextUncoded(); }
-      else if (k === "s") { nextSuggestion(); }
-      else if ((k === "y" || k === "r" || k === "R") && cfg.canWrite && currentSuggestion()) {
-        var reason = k === "R" ? window.prompt("Why reject this suggestion? (optional)") : "";
-        if (reason !== null) decide(currentSuggestion(), k === "y" ? "accept" : "reject", reason);
-      }
-      else if (k === "?") { helpDialog.showModal(); }
-      else if (k === "Escape") { cursor = anchor = -1; paintSelection(); }
-      else return;
-      e.preventDefault();
+    /* ---- keyboard: the keys and the help come from coding/shortcuts.py WORKSPACE ---- */
+    function decideKey(e) {
+      var chip = currentSuggestion();
+      if (!cfg.canWrite || !chip) return false;
+      var reason = e.key === "R" ? window.prompt("Why reject this suggestion? (optional)") : "";
+      if (reason !== null) decide(chip, e.key === "y" ? "accept" : "reject", reason);
+    }
+    window.RTA.shortcuts({
+      down: function (e) { moveTo(cursor < 0 ? 0 : cursor + 1, e.shiftKey); },
+      up: function (e) { moveTo(cursor < 0 ? 0 : cursor - 1, e.shiftKey); },
+      extend: function (e) { moveTo(cursor < 0 ? 0 : cursor + (e.key === "J" ? 1 : -1), true); },
+      picker: function () { openPicker("apply"); },
+      recent: function (e) {
+        var id = recent()[Number(e.key) - 1];
+        if (id) apply(id); else say("No recent code " + e.key + " yet.");
+      },
+      remove: removeFromSelection,
+      undo: undo,
+      next_uncoded: nextUncoded,
+      next_suggestion: nextSuggestion,
+      accept: decideKey,
+      reject: decideKey,
+      clear: function () { cursor = anchor = -1; paintSelection(); },
     });
 
     /* ---- light polling: other coders' work appears without a reload ---- */

@@ -11,17 +11,20 @@
     next.focus();
     next.scrollIntoView({block: "nearest"});
   }
-  document.addEventListener("keydown", function (event) {
-    if (event.ctrlKey || event.metaKey || event.altKey) return;
-    if (event.target.matches("input, textarea, select")) return;
-    const item = current();
-    if (event.key === "j") { move(1); event.preventDefault(); }
-    else if (event.key === "k") { move(-1); event.preventDefault(); }
-    else if (event.key === "a" && item && item.querySelector("[data-accept]")) {
-      item.querySelector("[data-accept]").click(); event.preventDefault();
-    } else if (event.key === "r" && item && item.querySelector("[data-reject]")) {
-      item.querySelector("input[name=reason]").focus(); event.preventDefault();
-    }
+  // The keys and the help come from coding/shortcuts.py SECOND_READER.
+  window.RTA.shortcuts({
+    down: function () { move(1); },
+    up: function () { move(-1); },
+    accept: function () {
+      const item = current(), button = item && item.querySelector("[data-accept]");
+      if (!button) return false;
+      button.click();
+    },
+    reject: function () {
+      const item = current(), reason = item && item.querySelector("[data-reject]") && item.querySelector("input[name=reason]");
+      if (!reason) return false;
+      reason.focus();
+    },
   });
   // After a decision the row is replaced: keep the keyboard in the queue on the next pending one.
   document.body.addEventListener("htmx:afterSwap", function (event) {

@@ -20,13 +20,19 @@
     if (event.target.classList && event.target.classList.contains("decision-kind")) { sync(event.target.closest("form")); }
   });
 
-  document.addEventListener("keydown", function (event) {
-    var tag = (event.target.tagName || "").toLowerCase();
-    if (tag === "input" || tag === "textarea" || tag === "select" || event.target.isContentEditable) { return; }
-    if (event.altKey || event.ctrlKey || event.metaKey) { return; }
-    var link = null;
-    if (event.key === "ArrowRight" || event.key === "j") { link = document.getElementById("present-next"); }
-    if (event.key === "ArrowLeft" || event.key === "k") { link = document.getElementById("present-prev"); }
-    if (link) { event.preventDefault(); window.location.assign(link.href); }
-  });
+  // Presenter mode only (the page with the keyboard list, themes/shortcuts.py PRESENTER).
+  function follow(id) {
+    var link = document.getElementById(id);
+    if (!link) return false;  // the first or last theme: the key does its usual thing
+    window.location.assign(link.href);
+  }
+  if (document.getElementById("keyboard-shortcuts")) {
+    window.RTA.shortcuts({
+      next: function () { follow("present-next"); },
+      previous: function () { follow("present-prev"); },
+    });
+    document.getElementById("show-help").addEventListener("click", function () {
+      document.getElementById("help-dialog").showModal();
+    });
+  }
 })();
