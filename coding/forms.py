@@ -82,10 +82,23 @@ class ReaderSettingsForm(forms.Form):
     )
     local_only = forms.BooleanField(required=False, label="Send transcript text only to local endpoints",
                                     help_text="Refuse any endpoint outside this machine or its private network.")
+    price_input_per_million = forms.DecimalField(
+        required=False, min_value=0, max_digits=10, decimal_places=4, label="Price per million input tokens",
+        help_text="Optional, in your provider's currency: the estimate before a run then shows its cost.")
+    price_output_per_million = forms.DecimalField(
+        required=False, min_value=0, max_digits=10, decimal_places=4, label="Price per million output tokens")
 
     def __init__(self, *args: Any, project: Project, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["endpoint"].queryset = Participant.objects.filter(project=project, is_live=True).order_by("label")
+
+    @classmethod
+    def for_current(cls, project: Project, current: Any) -> ReaderSettingsForm:
+        """Unbound, showing the project's settings as saved (`current` is its ReaderSettings)."""
+        return cls(project=project, initial={
+            "enabled": current.enabled, "endpoint": current.endpoint.uuid if current.endpoint else None,
+            "local_only": current.local_only, "price_input_per_million": current.price_input_per_million,
+            "price_output_per_million": current.price_output_per_million})
 
 
 class ReaderRunForm(forms.Form):

@@ -130,6 +130,9 @@ class ReaderSettings(models.Model):
     local_only = models.BooleanField(
         default=False, help_text="Never send transcript text to an endpoint outside this machine or network."
     )
+    # The endpoint's prices, for the cost shown with the estimate before a run (in the provider's currency).
+    price_input_per_million = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
+    price_output_per_million = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     updated_at = models.DateTimeField(auto_now=True)

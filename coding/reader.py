@@ -19,6 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
@@ -43,7 +44,9 @@ PROMPT_VERSION = "second-reader/2026-11-24"
 WINDOW_SEGMENTS = 40
 # Sentences already coded with the code that "find more like this" shows the model.
 FOCUS_EXAMPLES = 12
-CHARS_PER_TOKEN = 4  # a rough English average, for the estimate shown before a run starts
+CHARS_PER_TOKEN = 4
+# Output per sentence read: a proposal (ids, rationale, quoted evidence) for about half of them, or a verdict.
+OUTPUT_TOKENS_PER_SENTENCE = 30  # a rough English average, for the estimate shown before a run starts
 
 CODER_SYSTEM = (
     "You are a second reader in a reflexive thematic analysis of interviews with AI chatbots. "
@@ -123,7 +126,8 @@ def reader_settings(project: Project) -> ReaderSettings:
 
 @transaction.atomic
 def reader_settings_save(*, project: Project, user: Any, enabled: bool, endpoint: Participant | None,
-                         local_only: bool) -> ReaderSettings:
+                         local_only: bool, price_input_per_million: Decimal | None = None,
+                         price_output_per_million: Decimal | None = None) -> ReaderSettings:
     """An owner turns the second reader on or off and chooses the endpoint that receives transcript text."""
     if endpoint is not None and (endpoint.project_id != project.pk or not endpoint.is_live):
         raise ValidationError({"endpoint": "Choose one of this project's live participants."})
@@ -131,6 +135,7 @@ def reader_settings_save(*, project: Project, user: Any, enabled: bool, endpoint
         raise ValidationError({"endpoint": "Choose the endpoint that reads the transcripts."})
     current = reader_settings(project)
     current.enabled, current.endpoint, current.local_only, current.updated_by = enabled, endpoint, local_only, user
+    current.price_input_per_million, current.price_output_per_million = price_input_per_million, price_output_per_million
     if enabled:
         _check_local(current)
     current.save()
@@ -183,8 +188,8 @@ def plan_windows(interviews: Iterable[Interview], size: int = WINDOW_SEGMENTS) -
 
 
 def estimate(project: Project, interviews: Sequence[Interview], *, with_critic: bool = True,
-             focus: Code | None = None) -> dict[str, int]:
-    """Requests and input tokens a run over `interviews` would send, before anything is sent."""
+             focus: Code | None = None) -> dict[str, Any]:
+    """Requests, tokens in and out, and (with the endpoint's prices set) the cost of a run, before anything is sent."""
     windows = plan_windows(interviews)
     text = Segment.objects.filter(interview__in=interviews, speaker=Speaker.PARTICIPANT).aggregate(
         chars=Sum(Length("text")))["chars"] or 0
@@ -192,7 +197,16 @@ def estimate(project: Project, interviews: Sequence[Interview], *, with_critic: 
     per_request = codebook + len(CODER_SYSTEM) + 200
     agents = 2 if with_critic else 1
     tokens = (per_request * len(windows) * agents + text * agents) // CHARS_PER_TOKEN
-    return {"windows": len(windows), "requests": len(windows) * agents, "input_tokens": tokens}
+    sentences = sum(len(window) for window in windows)
+    output = sentences * OUTPUT_TOKENS_PER_SENTENCE * agents
+    result = {"windows": len(windows), "requests": len(windows) * agents, "input_tokens": tokens,
+              "output_tokens": output, "cost": None}
+    prices = reader_settings(project)
+    if prices.price_input_per_million is not None or prices.price_output_per_million is not None:
+        per_million = Decimal(1_000_000)
+        result["cost"] = ((prices.price_input_per_million or 0) * tokens / per_million
+                          + (prices.price_output_per_million or 0) * output / per_million).quantize(Decimal("0.01"))
+    return result
 
 
 @transaction.atomic

@@ -32,10 +32,7 @@ def _ctx(membership: Membership, **extra) -> dict:
 def reader_home(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     project = membership.project
-    current = reader.reader_settings(project)
-    settings_form = ReaderSettingsForm(
-        initial={"enabled": current.enabled, "endpoint": current.endpoint.uuid if current.endpoint else None,
-                 "local_only": current.local_only}, project=project)
+    settings_form = ReaderSettingsForm.for_current(project, reader.reader_settings(project))
     run_form = ReaderRunForm(project=project, initial={"interview": request.GET.get("interview")})
     focus = None
     if request.GET.get("code"):  # a code's "find more like this"
@@ -86,10 +83,7 @@ def reader_start(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     project = membership.project
     form = ReaderRunForm(request.POST, project=project)
-    current = reader.reader_settings(project)
-    settings_form = ReaderSettingsForm(initial={"enabled": current.enabled, "local_only": current.local_only,
-                                                "endpoint": current.endpoint.uuid if current.endpoint else None},
-                                       project=project)
+    settings_form = ReaderSettingsForm.for_current(project, reader.reader_settings(project))
     if not form.is_valid():
         return _render_home(request, membership, settings_form, form, status=400)
     options = {"with_critic": form.cleaned_data["with_critic"], "new_code_ideas": form.cleaned_data["new_code_ideas"],

@@ -10,6 +10,7 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from decimal import Decimal
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -419,3 +420,24 @@ def test_find_more_like_a_code_shows_only_it_with_its_coded_sentences_and_keeps_
     assert dropped["sentence already coded with the code"] == 1 and dropped["code not in the codebook"] >= 3
     runs = client_for(analyst).get(reverse("coding:reader", args=[project.uuid])).content.decode()
     assert "more like “Belonging”" in runs
+
+
+def test_the_estimate_shows_the_cost_at_the_prices_the_owner_set(
+    project, owner, analyst, interview, participant_segments, codes, reading, client_for,
+):
+    url = reverse("coding:reader_start", args=[project.uuid])
+    data = {"participants": [str(interview.participant.uuid)], "with_critic": "on"}
+    assert 'id="reader-cost"' not in client_for(analyst).post(url, data).content.decode()  # no prices: no cost
+    settings_url = reverse("coding:reader_settings", args=[project.uuid])
+    prices = {"enabled": "on", "endpoint": str(reading.uuid), "price_input_per_million": "2.50",
+              "price_output_per_million": "10"}
+    assert client_for(analyst).post(settings_url, prices).status_code == 403
+    assert client_for(owner).post(settings_url, prices | {"price_input_per_million": "-1"}).status_code == 400
+    assert client_for(owner).post(settings_url, prices).status_code == 302
+    figures = reader.estimate(project, [interview])
+    # 7 sentences, coder and critic: 7 × 30 × 2 output tokens.
+    assert figures["output_tokens"] == 420
+    expected = (Decimal("2.50") * figures["input_tokens"] + 10 * figures["output_tokens"]) / 1_000_000
+    assert figures["cost"] == expected.quantize(Decimal("0.01"))
+    body = client_for(analyst).post(url, data).content.decode()
+    assert f'<strong id="reader-cost">{figures["cost"]}</strong>' in body and "420 output tokens" in body
