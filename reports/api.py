@@ -1,7 +1,7 @@
 """REST API for the report tables (JSON), with the pages' rules: outsiders 404, members read.
 
     GET /api/projects/<uuid>/reports/excerpts/?columns=...&themes=...&offset=0&limit=100
-    GET /api/projects/<uuid>/reports/frequency/?level=code|theme&a=<participant uuid>&b=...
+    GET /api/projects/<uuid>/reports/frequency/?level=code|theme&by=<attribute>&a=<column key>&b=...
     GET /api/projects/<uuid>/reports/codebook/
 
 Query parameters are the same as the pages'. JSON has no infinity, so a log ratio is a
@@ -39,10 +39,10 @@ class ExcerptTableSerializer(serializers.Serializer):
                                     "columns plus interview_uuid and coders.")
 
 
-class FrequencyParticipantSerializer(serializers.Serializer):
-    uuid = serializers.UUIDField()
+class FrequencyColumnSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="The participant's uuid when grouped by participant, else the value.")
     label = serializers.CharField()
-    coded_segments = serializers.IntegerField()
+    total = serializers.IntegerField(help_text="The column's denominator (see `denominator`).")
 
 
 class FrequencyRowSerializer(serializers.Serializer):
@@ -54,11 +54,17 @@ class FrequencyRowSerializer(serializers.Serializer):
     count_a = serializers.IntegerField(required=False)
     count_b = serializers.IntegerField(required=False)
     log_ratio = serializers.JSONField(required=False, help_text='A number, "+inf", "-inf" or null (undefined).')
+    ci_low = serializers.FloatField(required=False, allow_null=True, help_text="95 % interval of the log ratio.")
+    ci_high = serializers.FloatField(required=False, allow_null=True)
 
 
 class FrequencyTableSerializer(serializers.Serializer):
     level = serializers.ChoiceField(choices=list(frequency.LEVELS))
-    participants = FrequencyParticipantSerializer(many=True)
+    by = serializers.CharField(help_text="The attribute the columns are grouped by.")
+    by_label = serializers.CharField()
+    denominator = serializers.ChoiceField(choices=list(frequency.DENOMINATORS))
+    note = serializers.CharField(help_text="What n, % and the ratio mean, as printed under the table.")
+    columns = FrequencyColumnSerializer(many=True)
     group_a = serializers.ListField(child=serializers.CharField())
     group_b = serializers.ListField(child=serializers.CharField())
     rows = FrequencyRowSerializer(many=True)
@@ -93,6 +99,10 @@ def _int(request: Request, name: str, default: int, maximum: int | None = None) 
     if value < 0:
         raise ValidationError({name: "must not be negative"})
     return min(value, maximum) if maximum else value
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
 
 
 def _ratio(value: float | None) -> float | str | None:
@@ -137,30 +147,34 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
 class FrequencyTableView(ProjectScopedMixin, APIView):
     """Code (or theme) × model counts and shares, with the group log ratio."""
 
-    @extend_schema(parameters=[OpenApiParameter("level", str, enum=list(frequency.LEVELS)),
-                               OpenApiParameter("a", OpenApiTypes.UUID, many=True, description="Participant uuids of group A."),
-                               OpenApiParameter("b", OpenApiTypes.UUID, many=True, description="Participant uuids of group B.")],
-                   responses=FrequencyTableSerializer)
+    @extend_schema(parameters=[
+        OpenApiParameter("level", str, enum=list(frequency.LEVELS)),
+        OpenApiParameter("by", str, description="participant (default), provider, interface, model_id, depth, origin, "
+                                                 "case:<variable> or interview:<attribute>."),
+        OpenApiParameter("a", str, many=True, description="Column keys of group A (participant uuids when by=participant)."),
+        OpenApiParameter("b", str, many=True, description="Column keys of group B."),
+        OpenApiParameter("denominator", str, enum=list(frequency.DENOMINATORS)),
+        OpenApiParameter("rollup", bool, description="Parents include their children (default true)."),
+        OpenApiParameter("correction", bool, description="Add 0.5 to each cell (default false)."),
+        OpenApiParameter("suggestions", str, enum=["exclude"], description="Leave out accepted AI suggestions."),
+    ], responses=FrequencyTableSerializer)
     def get(self, request: Request, project_uuid) -> Response:
         population = frequency.Population.of(self.project)
         try:
             spec = frequency.spec_from_query(population, request.query_params)
         except frequency.FrequencySpecError as e:
             raise ValidationError({"detail": str(e)}) from None
-        if spec.by != "participant":
-            raise ValidationError({"by": "The API groups by participant; the frequency page and its exports group "
-                                         "by any other attribute."})
         table = frequency.frequency_table(self.project, spec, population)
         return Response({
-            "level": table.level,
-            "participants": [{"uuid": c.key, "label": c.label, "coded_segments": n}
-                             for c, n in zip(table.columns, table.totals, strict=True)],
+            "level": table.level, "by": spec.by, "by_label": table.by_label, "denominator": spec.denominator,
+            "note": table.note(),
+            "columns": [{"key": c.key, "label": c.label, "total": n} for c, n in zip(table.columns, table.totals, strict=True)],
             "group_a": table.group_a_labels, "group_b": table.group_b_labels,
             "rows": [{
                 "label": r.label, "uuid": r.uuid, "depth": r.depth,
                 "counts": r.counts, "percents": [None if p is None else round(p, 4) for p in r.percents],
-                **({"count_a": r.count_a, "count_b": r.count_b, "log_ratio": _ratio(r.log_ratio)}
-                   if spec.has_ratio else {}),
+                **({"count_a": r.count_a, "count_b": r.count_b, "log_ratio": _ratio(r.log_ratio),
+                    "ci_low": _rounded(r.ratio.low), "ci_high": _rounded(r.ratio.high)} if spec.has_ratio else {}),
             } for r in table.rows],
         })
 

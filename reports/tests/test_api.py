@@ -52,7 +52,23 @@ def test_frequency_json_encodes_infinity_as_text(world, client_for, owner):
     by = {r["label"]: r for r in data["rows"]}
     assert by["Structure"]["log_ratio"] == "+inf" and by["AI self"]["log_ratio"] == "-inf"
     assert by["Unused"]["log_ratio"] is None and by["Feeling"]["log_ratio"] == 0.0
-    assert [p["label"] for p in data["participants"]] == ["Claude", "GPT-4o", "Llama"]
+    assert [c["label"] for c in data["columns"]] == ["Claude", "GPT-4o", "Llama"]
+    assert data["columns"][1]["key"] == str(world.gpt.uuid) and data["by"] == "participant"
+
+
+def test_frequency_json_groups_by_any_attribute_with_the_pages_options(world, client_for, owner):
+    c = client_for(owner)
+    page = c.get(f"/p/{world.project.uuid}/reports/frequency/", {"by": "provider", "a": "OpenAI", "b": "Anthropic",
+                                                                  "correction": "1", "denominator": "interviews"})
+    data = c.get(api(world, "frequency"), {"by": "provider", "a": "OpenAI", "b": "Anthropic", "correction": "1",
+                                           "denominator": "interviews"}).json()
+    assert (data["by"], data["by_label"], data["denominator"]) == ("provider", "Provider", "interviews")
+    assert [c["key"] for c in data["columns"]] == ["Anthropic", "Meta", "OpenAI"]
+    assert "Continuity correction" in data["note"] and data["note"].split(" ")[0] in page.content.decode()
+    structure = next(r for r in data["rows"] if r["label"] == "Structure")
+    assert isinstance(structure["log_ratio"], float) and structure["ci_low"] < structure["log_ratio"] < structure["ci_high"]
+    bad = c.get(api(world, "frequency"), {"by": "provider", "a": "Nobody"})
+    assert bad.status_code == 400 and "Nobody" in bad.json()["detail"]
 
 
 def test_api_query_counts_are_flat(world, client_for, owner):
