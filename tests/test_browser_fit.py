@@ -41,6 +41,8 @@ CODE_TREE = [  # (name, parent index)
     ("Self-disclosure as an AI that has no home and no experience of migration", 1),
     ("Advice given as a numbered list of steps", None),
 ]
+UNBROKEN = "self-disclosure_as_an_AI_without_any_home_or_experience_of_migration_v2"
+LONG_URL = "https://inference.example.org/v1/accounts/research-group/deployments/chat-completions-eu-west"
 DEFINITION = ("The model frames belonging as something a person decides, feels or works towards, leaving out "
               "what others grant or refuse: papers, money, language, the welcome of neighbours. ") * 2
 
@@ -58,10 +60,13 @@ FIT_JS = """() => {
   };
   let widest = null;
   if (doc.scrollWidth > width) {
+    // What sticks out furthest, preferring what no scroll box holds; the path says where it sits.
     for (const el of document.body.querySelectorAll("*")) {
-      const r = el.getBoundingClientRect();
-      if (r.width && r.right > width + 0.5 && !scrollsSideways(el) && (!widest || r.right > widest.right)) {
-        widest = {right: Math.round(r.right), what: name(el)};
+      const r = el.getBoundingClientRect(), held = scrollsSideways(el);
+      if (r.width && r.right > width + 0.5 && (!widest || (widest.held && !held) || (widest.held === held && r.right > widest.right))) {
+        let path = [];
+        for (let p = el; p && p !== document.body && path.length < 4; p = p.parentElement) path.unshift(name(p));
+        widest = {right: Math.round(r.right), held: held, what: path.join(" > ")};
       }
     }
   }
@@ -94,7 +99,9 @@ def _wide_world(world: World) -> None:
                                          parent=codes[parent] if parent is not None else None))
     answer = "Home is where people know you. " * 30
     for position, label in enumerate(LONG_MODELS, start=1):
-        participant = Participant.objects.create(project=project, label=label, model_id=label.lower()[:60], is_live=True)
+        # Model ids and file-like names come without spaces: they cannot wrap at a word.
+        participant = Participant.objects.create(project=project, label=label, is_live=True, base_url=LONG_URL,
+                                                 model_id=f"accounts/fireworks/models/{label.lower().replace(' ', '-')}-instruct-2024-07-23")
         interview = Interview.objects.create(project=project, participant=participant, title=f"Home and belonging: {label}",
                                              origin=Interview.Origin.LIVE, created_by=owner)
         Turn.objects.create(interview=interview, position=0, speaker="interviewer", text="What does home mean to you?")
@@ -105,6 +112,14 @@ def _wide_world(world: World) -> None:
         Seat.objects.create(session=session, interview=interview, position=position)
     for label in NEVER_INTERVIEWED:
         Participant.objects.create(project=project, label=label, is_live=True)
+    Code.objects.create(project=project, name=UNBROKEN, definition=UNBROKEN, position=20)
+    project.name = "Chatbots and identity: how five large language models talk about home, belonging and migration"
+    project.save(update_fields=["name"])
+    for model in ("themes.Theme", "themes.Memo", "interviews.Interview", "interviews.Guide", "probes.Probe"):
+        obj = world.get(apps.get_model(model))
+        field = "title" if hasattr(obj, "title") else "name"
+        setattr(obj, field, f"{UNBROKEN} {getattr(obj, field)}")
+        obj.save(update_fields=[field])
 
 
 def _queries(world: World) -> dict[str, list[str]]:
