@@ -127,6 +127,11 @@ def code_tree(codes: list[Code], placed: dict[int, int], *, q: str = "", show: s
             walk(c, depth + 1)
 
     walk(None, 0)
+    seen = {c.id for c in ordered}
+    for c in codes:  # parents in a loop never hang from the top: listed there rather than lost
+        if c.id not in seen:
+            c.depth, c.parent_uuid, c.theme_count = 0, "", placed.get(c.id, 0)
+            ordered.append(c)
     needle = q.strip().lower()
     revealed: set[str] = set()
     for c in reversed(ordered):  # children come after their parent: reveal ancestors on the way up

@@ -279,7 +279,7 @@ def test_frequency_page_collapses_many_group_columns_into_their_total(world, cli
     # Feeling: 2 GPT segments + 1 Claude segment of the 6 coded segments (every column together).
     feeling = table.split("Feeling</th>")[1].split("</tr>")[0]
     assert '<td class="num">3</td>' in feeling and "50.0" in feeling
-    assert "Model 0" in collapsed.split('class="heatmap"')[1]  # the heatmap still shows every group
+    assert "Model 0" in collapsed.split('<figure class="heatmap')[1]  # the heatmap still shows every group
     fragment = c.get(url("frequency", world), {"breakdown": "show"}, headers={"HX-Request": "true"}).content.decode()
     table = fragment.split('id="frequency-table"')[1].split("</table>")[0]
     assert table.count('class="num group-col"') == 6 and "All groups" not in table

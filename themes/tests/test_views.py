@@ -543,3 +543,13 @@ def test_notes_of_a_closed_meeting_are_read_only(world, project, owner, analyst,
     assert response.status_code == 409
     assert "is closed; its notes can no longer be changed" in response.content.decode()
     assert Review.objects.get(pk=review.pk).notes == "Final words."
+
+
+def test_board_lists_codes_whose_parents_loop_rather_than_losing_them(world, project, analyst, make_code, client_for):
+    from coding.models import Code
+
+    a, b = make_code("loop a"), make_code("loop b")
+    Code.objects.filter(pk=a.pk).update(parent=b)
+    Code.objects.filter(pk=b.pk).update(parent=a)
+    names = [name for name, _, _ in _code_list(client_for(analyst).get(u("board", project)).content.decode())]
+    assert sorted(names) == ["admits uncertainty", "loop a", "loop b", "user as friend"]
