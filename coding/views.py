@@ -45,6 +45,7 @@ from coding.services import (
     note_save,
 )
 from interviews.models import Interview, Participant, Speaker, Turn
+from projects.columns import breakdown_shown
 from projects.forms import add_service_errors
 from projects.middleware import is_query_cancelled
 from projects.models import Membership
@@ -94,13 +95,21 @@ def codebook(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
 
 def _code_list_ctx(request: HttpRequest, membership: Membership, *, q: str = "", kind: str = "",
                    archived: bool = False) -> dict:
-    """The codebook's table: a page of codes, with use counts in a page of participant columns."""
+    """The codebook's table: a page of codes, with use counts in a page of participant columns.
+
+    Only participants with an interview get a column (the others have nothing to count), and past a
+    few of them the columns are collapsed behind a toggle so the definitions keep their width.
+    """
     project = membership.project
-    participants = paginate(request, Participant.objects.filter(project=project).order_by("label", "pk"),
+    participants = paginate(request, Participant.objects.interviewed().filter(project=project).order_by("label", "pk"),
                             per_page=CODEBOOK_COLUMNS, param="models", counted=False, target="#code-list")
-    nodes, _ = queries.codebook_tree(project, q=q, kind=kind, archived=archived, participants=participants.items)
+    breakdown = breakdown_shown(request, len(participants) + participants.has_next)
+    columns = participants.items if breakdown else []
+    nodes, _ = queries.codebook_tree(project, q=q, kind=kind, archived=archived, participants=columns)
     return _ctx(membership, nodes=paginate(request, nodes, per_page=CODEBOOK_CODES, target="#code-list"),
-                participants=participants, q=q, kind=kind, archived=archived, filtered=bool(q or kind))
+                participants=participants, breakdown=breakdown,
+                column_count=f"{len(participants)}+" if participants.has_next else len(participants),
+                q=q, kind=kind, archived=archived, filtered=bool(q or kind))
 
 
 def _codebook_ctx(request: HttpRequest, membership: Membership, ctx: dict, form: CodeCreateForm | None = None) -> dict:

@@ -18,6 +18,10 @@ class ParticipantQuerySet(models.QuerySet):
         alive = models.Q(interviews__deleted_at__isnull=True)
         return self.annotate(interview_count=models.Count("interviews", filter=alive))
 
+    def interviewed(self) -> ParticipantQuerySet:
+        """Participants with at least one interview not in the trash: the ones a per-model table has data for."""
+        return self.filter(models.Exists(Interview.objects.alive().filter(participant=models.OuterRef("pk"))))
+
 
 class Participant(models.Model):
     """The interviewed chatbot: a model behind a provider's interface."""

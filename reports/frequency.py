@@ -159,6 +159,15 @@ class FrequencyTable:
         return max((p for r in self.rows for p in r.percents if p is not None), default=0.0)
 
     @property
+    def overall(self) -> int:
+        """The denominator over every column (each interview sits in exactly one)."""
+        return sum(self.totals)
+
+    def overall_percent(self, row: FrequencyRow) -> float | None:
+        """The row's share over every column together: what the table says when its columns are collapsed."""
+        return 100 * row.total / self.overall if self.overall else None
+
+    @property
     def totals_label(self) -> str:
         return DENOMINATORS[self.spec.denominator].capitalize()
 

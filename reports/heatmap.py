@@ -51,10 +51,29 @@ def _label_width(table: FrequencyTable) -> int:
     return min(LABEL_W_MAX, 24 + 7 * longest)
 
 
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+# On screen the columns keep their width however long the labels are: a label that does not fit
+# above its column is cut and turned 45°, its full text in a <title> (the browser's tooltip).
+COLUMN_LABEL_MAX, ROW_LABEL_MAX, CHAR_W = 24, 44, 7
+
+
+def _column_head(table: FrequencyTable) -> tuple[bool, int, int]:
+    """Whether the column labels are turned, the header's height and the room they need on the right."""
+    longest = max((len(_cut(p.label, COLUMN_LABEL_MAX)) for p in table.columns), default=0)
+    if CHAR_W * longest + 8 <= CELL_W:
+        return False, HEAD_H, 0
+    reach = round(CHAR_W * longest * 0.71)  # sin 45° = cos 45°
+    return True, max(HEAD_H, reach + 24), max(0, reach - CELL_W // 2)
+
+
 def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
-    label_w, CELL_W = _label_width(table), _cell_w(table)  # noqa: N806 - the module constant, widened
-    width = label_w + CELL_W * len(table.columns) + 8
-    height = HEAD_H + CELL_H * len(table.rows) + 8
+    label_w = _label_width(table)
+    turned, head_h, right = _column_head(table)
+    width = label_w + CELL_W * len(table.columns) + 8 + right
+    height = head_h + CELL_H * len(table.rows) + 8
     top = table.max_percent
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
@@ -63,11 +82,15 @@ def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
         f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
     ]
     for j, p in enumerate(table.columns):
-        x = label_w + CELL_W * j + CELL_W / 2
-        out.append(f'<text x="{x:.0f}" y="{HEAD_H - 10}" text-anchor="middle" font-weight="600">{escape(p.label[:26])}</text>')
+        x, y = label_w + CELL_W * j + CELL_W / 2, head_h - 10
+        shown = escape(_cut(p.label, COLUMN_LABEL_MAX))
+        place = (f'x="{x - 8:.0f}" y="{y}" transform="rotate(-45 {x - 8:.0f} {y})"' if turned
+                 else f'x="{x:.0f}" y="{y}" text-anchor="middle"')
+        out.append(f'<text {place} font-weight="600"><title>{escape(p.label)}</title>{shown}</text>')
     for i, row in enumerate(table.rows):
-        y = HEAD_H + CELL_H * i
-        out.append(f'<text x="6" y="{y + CELL_H / 2 + 4:.0f}">{escape(_label(row)[:44])}</text>')
+        y = head_h + CELL_H * i
+        out.append(f'<text x="{6 + 12 * min(row.depth, 3)}" y="{y + CELL_H / 2 + 4:.0f}"><title>{escape(row.label)}</title>'
+                   f"{escape(_cut(row.label, ROW_LABEL_MAX))}</text>")
         for j, (n, share) in enumerate(zip(row.counts, row.percents, strict=True)):
             fill = _colour(share, top)
             x = label_w + CELL_W * j

@@ -13,6 +13,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from interviews.statistics import DEPTH_CHOICES, STAT_COLUMNS, project_statistics, transposed, with_summary
+from projects.columns import breakdown_shown
 from projects.filenames import download_filename, download_stem
 from projects.jobs import job_send_again, job_sent_again_notice
 from projects.models import Membership
@@ -257,7 +258,8 @@ def frequency_view(request: HttpRequest, project_uuid) -> HttpResponse:
         denominators=frequency.DENOMINATORS.items(),
         heatmap=mark_safe(heatmap_svg(table, _frequency_title(membership.project, table))),  # noqa: S308 - built with escaping
         rows=[(r, list(zip(r.counts, r.percents, strict=True)), frequency.format_ratio(r.ratio.value),
-               frequency.format_interval(r.ratio)) for r in table.rows],
+               frequency.format_interval(r.ratio), table.overall_percent(r)) for r in table.rows],
+        breakdown=breakdown_shown(request, len(table.columns)),
     )
     if request.htmx and not request.htmx.boosted:
         # The error is shown inline in the fragment; htmx only swaps 2xx responses.

@@ -69,33 +69,78 @@ def unread_mentions_count(project, user) -> int:
         return cursor.fetchone()[0]
 
 
-def board(project, user) -> dict:
-    """Everything the themes board shows (6 queries, whatever the number of themes and codes)."""
+CODE_FILTERS = ("all", "unassigned")
+
+
+def board(project, user, *, q: str = "", show: str = "all") -> dict:
+    """Everything the themes board shows (6 queries, whatever the number of themes and codes).
+
+    The codes come once, as the codebook's tree (parents before their children, each with its `depth`
+    and `theme_count`); `q` and `show` mark the ones the code filter hides (`hidden`).
+    """
     themes = list(Theme.objects.for_project(project).order_by("position", "name"))
-    codes = list(Code.objects.for_project(project).filter(archived=False).order_by("name"))
+    codes = list(Code.objects.for_project(project).filter(archived=False).order_by("position", "name"))
     theme_counts, code_counts = excerpt_counts(project)
     for code in codes:
         code.segment_count = code_counts.get(code.id, 0)
     code_by_id = {c.id: c for c in codes}
     nodes = {t.id: BoardTheme(theme=t, excerpts=theme_counts.get(t.id, 0)) for t in themes}
-    placed: set[int] = set()
+    placed: dict[int, int] = {}
     for theme_id, code_id in ThemeCode.objects.filter(theme__in=themes).order_by("position", "id").values_list("theme_id", "code_id"):
         if code_id in code_by_id:
             nodes[theme_id].codes.append(code_by_id[code_id])
-            placed.add(code_id)
+            placed[code_id] = placed.get(code_id, 0) + 1
     for theme_id, counts in thread_counts(themes, user).items():
         nodes[theme_id].open_threads, nodes[theme_id].unread = counts["open"], counts["unread"]
     roots = []
     for theme in themes:
         parent = nodes.get(theme.parent_id)
         (parent.children if parent else roots).append(nodes[theme.id])
+    tree = code_tree(codes, placed, q=q, show=show)
     return {
         "columns": [n for n in roots if n.theme.status != Theme.Status.DISCARDED],
         "discarded": [n for n in roots if n.theme.status == Theme.Status.DISCARDED],
-        "codes": codes,
-        "unassigned": [c for c in codes if c.id not in placed],
+        "codes": tree,
+        "code_matches": any(not c.hidden for c in tree),
+        "unassigned_count": sum(1 for c in codes if c.id not in placed),
         "all_themes": themes,
+        "code_q": q,
+        "code_show": show if show in CODE_FILTERS else "all",
     }
+
+
+def code_tree(codes: list[Code], placed: dict[int, int], *, q: str = "", show: str = "all") -> list[Code]:
+    """`codes` parents first, each with `depth`, `parent_uuid`, `theme_count` and `hidden` (by the filter).
+
+    A code the filter hides stays shown (`context`) when one of its descendants is shown, so the tree reads.
+    """
+    ids = {c.id for c in codes}
+    by_parent: dict[int | None, list[Code]] = {}
+    for c in codes:  # a code under an archived parent stands at the top
+        by_parent.setdefault(c.parent_id if c.parent_id in ids else None, []).append(c)
+    ordered: list[Code] = []
+
+    def walk(parent: Code | None, depth: int) -> None:
+        for c in by_parent.get(parent.id if parent else None, []):
+            c.depth, c.parent_uuid, c.theme_count = depth, parent.uuid if parent else "", placed.get(c.id, 0)
+            ordered.append(c)
+            walk(c, depth + 1)
+
+    walk(None, 0)
+    seen = {c.id for c in ordered}
+    for c in codes:  # parents in a loop never hang from the top: listed there rather than lost
+        if c.id not in seen:
+            c.depth, c.parent_uuid, c.theme_count = 0, "", placed.get(c.id, 0)
+            ordered.append(c)
+    needle = q.strip().lower()
+    revealed: set[str] = set()
+    for c in reversed(ordered):  # children come after their parent: reveal ancestors on the way up
+        matches = (show != "unassigned" or not c.theme_count) and needle in c.name.lower()
+        c.context = not matches and str(c.uuid) in revealed
+        c.hidden = not matches and not c.context
+        if not c.hidden and c.parent_uuid:
+            revealed.add(str(c.parent_uuid))
+    return ordered
 
 
 def map_data(project) -> dict:

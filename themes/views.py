@@ -48,7 +48,8 @@ def board(request: HttpRequest, project_uuid) -> HttpResponse:
 
 def _render_board(request: HttpRequest, membership: Membership, *, error: str = "", status: int = 200) -> HttpResponse:
     context = {"project": membership.project, "membership": membership, "nav": "themes", "error": error,
-               "statuses": Theme.Status.choices, **queries.board(membership.project, request.user)}
+               "statuses": Theme.Status.choices,
+               **queries.board(membership.project, request.user, q=request.GET.get("q", "")[:200], show=request.GET.get("show", "all"))}
     template = "themes/board.html#board" if request.htmx or request.headers.get("X-Fragment") else "themes/board.html"
     if request.htmx:
         status = 200  # htmx swaps only 2xx answers; the error is shown inside the fragment

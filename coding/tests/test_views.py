@@ -442,3 +442,41 @@ def test_tool_steps_are_collapsed_and_codable_only_with_other_speakers(client_fo
     assert f'<div class="seg codable other k-code_block" id="s-{tool_segment.pk}">' in body
     assert c.post(apply, {"code": code.pk, "segments": str(tool_segment.pk)}).status_code == 200
     assert list(Coding.objects.values_list("segment_id", flat=True)) == [tool_segment.pk]
+
+
+def _model_headers(html: str) -> list[str]:
+    import re
+
+    return re.findall(r'<th class="num model-col" title="Uses in interviews with ([^"]+)"', html)
+
+
+def test_codebook_columns_are_the_interviewed_models_only(client_for, owner, project, make_interview, make_code):
+    from interviews.models import Interview, Participant
+
+    make_code("Home")
+    make_interview(label="GPT-4o")
+    make_interview(title="Claude on belonging", label="Claude")
+    Participant.objects.create(project=project, label="Never interviewed")
+    trashed = make_interview(title="Binned", label="Only in the trash")
+    Interview.objects.filter(pk=trashed.pk).update(deleted_at=trashed.created_at)
+    html = client_for(owner).get(reverse("coding:codebook", args=[project.uuid])).content.decode()
+    assert _model_headers(html) == ["Claude", "GPT-4o"]
+    assert "Hide the 2 per-model columns" in html
+
+
+def test_codebook_collapses_many_model_columns_behind_a_toggle_that_works_without_javascript(
+        client_for, owner, project, make_interview, make_code):
+    make_code("Home")
+    for i in range(5):
+        make_interview(title=f"Interview {i}", label=f"Model {i}")
+    c = client_for(owner)
+    url = reverse("coding:codebook", args=[project.uuid])
+    collapsed = c.get(url).content.decode()
+    assert _model_headers(collapsed) == [] and "Show 5 per-model columns" in collapsed
+    assert f'href="{url}?breakdown=show"' in collapsed  # a plain link: no script needed
+    shown = c.get(url, {"breakdown": "show", "q": "Home"}).content.decode()
+    assert _model_headers(shown) == [f"Model {i}" for i in range(5)]
+    # The search form keeps the choice, and the way back keeps the search.
+    assert '<input type="hidden" name="breakdown" value="show">' in shown
+    assert f'href="{url}?breakdown=hide&amp;q=Home"' in shown or f'href="{url}?q=Home&amp;breakdown=hide"' in shown
+    assert _model_headers(c.get(url, {"breakdown": "hide"}).content.decode()) == []

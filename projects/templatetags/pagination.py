@@ -1,4 +1,4 @@
-"""{% page_url page n %}: the current URL's query string with page `n`, every filter kept."""
+"""{% page_url page n %}: the current URL's query string with page `n`, every filter kept; {% query_with name=value %} likewise."""
 
 from __future__ import annotations
 
@@ -17,3 +17,12 @@ def page_url(context, page: Page, number: int) -> str:
     else:
         query.pop(page.param, None)
     return f"?{query.urlencode()}" if query else "?"
+
+
+@register.simple_tag(takes_context=True)
+def query_with(context, **changes) -> str:
+    """The current URL's query string with the given parameters set, every other one kept."""
+    query = context["request"].GET.copy()
+    for name, value in changes.items():
+        query[name] = str(value)
+    return f"?{query.urlencode()}"

@@ -108,3 +108,22 @@ def test_heatmap_svg_escapes_labels_and_png_is_an_image(world):
     ET.fromstring(svg)  # well-formed
     image = Image.open(io.BytesIO(heatmap_png(t)))
     assert image.format == "PNG" and image.width > 300 and image.height > 100
+
+
+def test_heatmap_labels_stay_readable_cut_with_their_full_text_in_a_title(world):
+    long_model = "Llama-3.1-405B-Instruct-Turbo via together.ai (2024-07-23)"
+    world.llama.label = long_model
+    world.llama.save(update_fields=["label"])
+    long_code = "Belonging framed as a matter of personal choice rather than of papers, money or welcome"
+    world.codes["Unused"].name = long_code
+    world.codes["Unused"].save(update_fields=["name"])
+    svg = heatmap_svg(frequency_table(world.project, FrequencySpec()))
+    import xml.etree.ElementTree as ET
+
+    texts = ET.fromstring(svg).findall("{http://www.w3.org/2000/svg}text")
+    labelled = {t.find("{http://www.w3.org/2000/svg}title").text: t.find("{http://www.w3.org/2000/svg}title").tail for t in texts
+                if t.find("{http://www.w3.org/2000/svg}title") is not None}
+    assert labelled[long_model].endswith("…") and len(labelled[long_model]) < 60
+    assert labelled[long_code].endswith("…")
+    # Long column labels are turned, so the columns keep the width of their cells.
+    assert 'transform="rotate(-45' in svg and 'width="94"' in svg

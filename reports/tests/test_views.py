@@ -266,6 +266,27 @@ def test_frequency_page_table_heatmap_and_fragment(world, client_for, owner):
     assert fragment.lstrip().startswith('<div id="frequency-page"') and "Personal journey" in fragment
 
 
+def test_frequency_page_collapses_many_group_columns_into_their_total(world, client_for, owner):
+    from interviews.models import Interview, Participant
+
+    for i in range(3):  # six models: more than fit beside the labels
+        extra = Participant.objects.create(project=world.project, label=f"Model {i}")
+        Interview.objects.create(project=world.project, participant=extra, title=f"Model {i} on home")
+    c = client_for(owner)
+    collapsed = c.get(url("frequency", world)).content.decode()
+    table = collapsed.split('id="frequency-table"')[1].split("</table>")[0]
+    assert "All groups" in table and "Model 0" not in table and "Show 6 group columns" in collapsed
+    # Feeling: 2 GPT segments + 1 Claude segment of the 6 coded segments (every column together).
+    feeling = table.split("Feeling</th>")[1].split("</tr>")[0]
+    assert '<td class="num">3</td>' in feeling and "50.0" in feeling
+    assert "Model 0" in collapsed.split('<figure class="heatmap')[1]  # the heatmap still shows every group
+    fragment = c.get(url("frequency", world), {"breakdown": "show"}, headers={"HX-Request": "true"}).content.decode()
+    table = fragment.split('id="frequency-table"')[1].split("</table>")[0]
+    assert table.count('class="num group-col"') == 6 and "All groups" not in table
+    assert '<input type="hidden" name="breakdown" value="show">' in fragment  # the next form change keeps it
+    assert 'hx-get="' + url("frequency", world) + '?breakdown=hide"' in fragment
+
+
 def test_frequency_page_explains_bad_groups(world, client_for, owner):
     response = client_for(owner).get(url("frequency", world), {"a": str(world.gpt.uuid), "b": str(world.gpt.uuid)})
     assert response.status_code == 400 and "both groups" in response.content.decode()

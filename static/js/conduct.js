@@ -71,4 +71,26 @@
   }
   document.addEventListener("htmx:afterSettle", follow);
   document.addEventListener("DOMContentLoaded", follow);
+
+  // Four or more models are wider than the screen: the columns scroll sideways. Their own scrollbar sits
+  // at the bottom of tall columns, below the fold, so a second one above the columns mirrors it.
+  function mirrorScrollbar() {
+    const columns = document.querySelector("[data-columns]");
+    const bar = document.querySelector("[data-columns-scrollbar]");
+    if (!columns || !bar) return;
+    const spacer = bar.firstElementChild;
+    function measure() {
+      spacer.style.width = columns.scrollWidth + "px";
+      bar.hidden = columns.scrollWidth <= columns.clientWidth + 1;
+    }
+    function mirror(from, to) {
+      // Setting an equal value fires no scroll event, so the two boxes do not echo each other forever.
+      return function () { if (to.scrollLeft !== from.scrollLeft) to.scrollLeft = from.scrollLeft; };
+    }
+    bar.addEventListener("scroll", mirror(bar, columns));
+    columns.addEventListener("scroll", mirror(columns, bar));
+    new ResizeObserver(measure).observe(columns);
+    measure();
+  }
+  document.addEventListener("DOMContentLoaded", mirrorScrollbar);
 })();

@@ -40,15 +40,40 @@
     });
   }
 
-  // Filtering the codebook panel (kept across board refreshes: the field sits outside #board).
-  function applyFilter() {
+  // Filtering the code list: by name and, optionally, to the codes in no theme yet. The parents of a
+  // code shown stay shown (dimmed), so the tree still reads. The same rule as themes/queries.py code_tree,
+  // which renders the first page; the fields sit outside #board, so the filter survives board refreshes.
+  function filterState() {
     var field = document.getElementById("code-filter");
-    var query = field ? field.value.trim().toLowerCase() : "";
-    document.querySelectorAll(".codebook-panel .code-chip").forEach(function (chip) {
-      chip.hidden = query !== "" && chip.getAttribute("data-code-name").toLowerCase().indexOf(query) < 0;
-    });
+    var show = document.querySelector('#code-filter-form input[name="show"]:checked');
+    return { query: field ? field.value.trim().toLowerCase() : "", unassignedOnly: !!show && show.value === "unassigned" };
   }
-  document.addEventListener("input", function (event) { if (event.target.id === "code-filter") { applyFilter(); } });
+
+  function applyFilter() {
+    var state = filterState();
+    var chips = Array.prototype.slice.call(document.querySelectorAll(".code-tree .code-chip"));
+    var revealed = {};
+    var shown = 0;
+    chips.reverse().forEach(function (chip) {  // children come after their parent: reveal ancestors on the way up
+      var matches = (!state.unassignedOnly || chip.getAttribute("data-themes") === "0") &&
+        chip.getAttribute("data-code-name").toLowerCase().indexOf(state.query) >= 0;
+      var context = !matches && revealed[chip.getAttribute("data-code")] === true;
+      chip.hidden = !matches && !context;
+      chip.classList.toggle("context", context);
+      if (!chip.hidden) {
+        shown += 1;
+        if (chip.getAttribute("data-parent")) { revealed[chip.getAttribute("data-parent")] = true; }
+      }
+    });
+    var none = document.getElementById("no-code-matches");
+    if (none) { none.hidden = shown > 0; }
+  }
+  document.addEventListener("input", function (event) { if (event.target.closest && event.target.closest("#code-filter-form")) { applyFilter(); } });
+  document.addEventListener("change", function (event) { if (event.target.closest && event.target.closest("#code-filter-form")) { applyFilter(); } });
+  document.addEventListener("submit", function (event) {
+    // With scripts the list filters as one types; the button is for pages without them.
+    if (event.target.id === "code-filter-form") { event.preventDefault(); applyFilter(); }
+  });
   document.addEventListener("htmx:afterSwap", applyFilter);
 
   function themeName(uuid) {

@@ -26,7 +26,7 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
 
     login(page, owner)
     page.goto(f"/p/{project.uuid}/themes/")
-    expect(page.locator("#unassigned-h")).to_contain_text("3")
+    expect(page.locator("#unassigned-count")).to_have_text("3 in no theme yet")
 
     # Two candidate themes, created on the board.
     for name in ("Honesty about limits", "Friendship"):
@@ -62,7 +62,7 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
     expect(zone("Honesty about limits")).to_contain_text("user as friend")
     assert names_in("Honesty about limits") == ["admits uncertainty", "patterns not experience", "user as friend"]
     assert names_in("Friendship") == ["user as friend"]
-    expect(page.locator("#unassigned-h")).to_contain_text("0")
+    expect(page.locator("#unassigned-count")).to_have_text("Every code sits in at least one theme.")
     page.get_by_label("Find a code").fill("friend")
     expect(codebook_chip("admits uncertainty")).to_be_hidden()
     expect(codebook_chip("user as friend")).to_be_visible()
@@ -233,3 +233,47 @@ def test_a_comment_mentions_a_member_from_the_at_list_and_posts_with_ctrl_enter(
     expect(page.locator("#thread")).to_contain_text("look at this?")
     comment = Comment.objects.get()
     assert comment.body == "Could @arjun look at this?" and list(comment.mentions.all()) == [analyst]
+
+
+def test_board_code_list_is_one_tree_with_a_filter_and_drops_both_ways(page, login, live_server, project, owner, make_code):
+    parent = make_code("Belonging framed as personal choice")
+    child = make_code("Choice without papers")
+    child.parent = parent
+    child.save(update_fields=["parent"])
+    make_code("Advice list")
+    theme = services.theme_create(project=project, actor=owner, name="Neutrality that takes sides")
+
+    login(page, owner)
+    page.goto(f"/p/{project.uuid}/themes/")
+    chips = page.locator(".code-tree .code-chip")
+    expect(chips).to_have_count(3)  # each code once
+    assert chips.evaluate_all("cs => cs.map(c => c.dataset.codeName)") == [
+        "Advice list", "Belonging framed as personal choice", "Choice without papers"]
+    parent_box = chips.nth(1).bounding_box()
+    child_box = chips.nth(2).bounding_box()
+    assert child_box["x"] > parent_box["x"] + 8  # indented under its parent
+
+    zone = page.locator(f'[data-theme-name="{theme.name}"] .theme-codes')
+    chips.nth(1).drag_to(zone)
+    expect(zone).to_contain_text("Belonging framed as personal choice")
+    expect(page.locator("#unassigned-count")).to_have_text("2 in no theme yet")
+    assert names_in(theme.name) == ["Belonging framed as personal choice"]
+
+    # Only the codes in no theme: the placed parent stays, dimmed, above its unplaced child.
+    page.get_by_label("Only codes in no theme").check()
+    expect(page.locator(".code-tree .code-chip:visible")).to_have_count(3)
+    expect(page.locator('.code-tree .code-chip[data-code-name="Belonging framed as personal choice"]')).to_have_class(
+        "code-chip context")
+    page.get_by_label("Find a code").fill("advice")
+    expect(page.locator(".code-tree .code-chip:visible")).to_have_count(1)
+    page.get_by_label("Find a code").fill("zebra")
+    expect(page.locator("#no-code-matches")).to_be_visible()
+    page.get_by_label("Find a code").fill("")
+    page.get_by_label("All codes").check()
+    expect(page.locator(".code-tree .code-chip:visible")).to_have_count(3)
+
+    # Dropped back on the list, a code leaves the theme it was dragged from.
+    zone.locator(".code-chip").drag_to(page.locator(".code-tree h2"))
+    expect(zone.locator(".code-chip")).to_have_count(0)
+    expect(page.locator("#unassigned-count")).to_have_text("3 in no theme yet")
+    assert names_in(theme.name) == []

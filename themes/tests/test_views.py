@@ -132,14 +132,46 @@ def test_code_place_explains_a_bad_request(world, project, analyst, client_for):
     assert "add, move, remove, up or down" in response.content.decode()
 
 
-def test_board_shows_unassigned_codes_and_unread_counts(world, project, analyst, make_code, client_for):
-    make_code("lonely code")
+def _code_list(html: str) -> list[tuple[str, str, bool]]:
+    """(name, depth, hidden) of each code in the board's code list, in order."""
+    import re
+
+    listed = html.split('aria-labelledby="codebook-h"')[1].split("</section>")[0]
+    return [(name, depth, bool(hidden)) for depth, hidden, name in
+            re.findall(r'style="--depth: (\d+)"( hidden)?[^>]*>.*?<span class="code-name">([^<]+)</span>', listed, re.S)]
+
+
+def test_board_lists_each_code_once_as_a_tree_and_counts_the_unassigned(world, project, analyst, make_code, client_for):
+    lonely = make_code("lonely code")
+    child = make_code("lonelier child")
+    child.parent = lonely
+    child.save(update_fields=["parent"])
+    world["y"].parent = world["x"]
+    world["y"].save(update_fields=["parent"])
     html = client_for(analyst).get(u("board", project)).content.decode()
-    unassigned = html.split('id="unassigned-h"')[1].split("</section>")[0]
-    assert "lonely code" in unassigned and "admits uncertainty" not in unassigned
+    assert _code_list(html) == [("admits uncertainty", "0", False), ("user as friend", "1", False),
+                                ("lonely code", "0", False), ("lonelier child", "1", False)]
+    assert "2 in no theme yet" in html
     assert "1 new" in html  # the owner's comment is unread for the analyst
     client_for(analyst).get(u("detail", project, world["a"].uuid))
     assert "1 new" not in client_for(analyst).get(u("board", project)).content.decode()
+
+
+def test_board_code_filter_works_without_javascript_and_keeps_the_parents_of_what_it_shows(
+        world, project, analyst, make_code, client_for):
+    child = make_code("unplaced child")
+    child.parent = world["x"]  # "admits uncertainty" sits in a theme
+    child.save(update_fields=["parent"])
+    c = client_for(analyst)
+    unassigned = c.get(u("board", project, show="unassigned")).content.decode()
+    assert _code_list(unassigned) == [("admits uncertainty", "0", False), ("unplaced child", "1", False),
+                                      ("user as friend", "0", True)]
+    assert 'class="code-chip context"' in unassigned  # the parent is shown for the tree, dimmed
+    assert 'value="unassigned" checked' in unassigned
+    by_name = c.get(u("board", project, q="FRIEND")).content.decode()
+    assert [hidden for _, _, hidden in _code_list(by_name)] == [True, True, False]
+    nothing = c.get(u("board", project, q="zebra")).content.decode()
+    assert '<p class="empty" id="no-code-matches">' in nothing
 
 
 def test_theme_page_shows_excerpts_by_model_exemplars_memos_and_thread(world, project, viewer, client_for):
@@ -511,3 +543,13 @@ def test_notes_of_a_closed_meeting_are_read_only(world, project, owner, analyst,
     assert response.status_code == 409
     assert "is closed; its notes can no longer be changed" in response.content.decode()
     assert Review.objects.get(pk=review.pk).notes == "Final words."
+
+
+def test_board_lists_codes_whose_parents_loop_rather_than_losing_them(world, project, analyst, make_code, client_for):
+    from coding.models import Code
+
+    a, b = make_code("loop a"), make_code("loop b")
+    Code.objects.filter(pk=a.pk).update(parent=b)
+    Code.objects.filter(pk=b.pk).update(parent=a)
+    names = [name for name, _, _ in _code_list(client_for(analyst).get(u("board", project)).content.decode())]
+    assert sorted(names) == ["admits uncertainty", "loop a", "loop b", "user as friend"]
