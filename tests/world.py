@@ -52,6 +52,7 @@ SCALARS: dict[str, object] = {
 URL_SCALARS: dict[tuple[str, str], object] = {
     # A restore waiting for its who-is-who step is named by a UUID token; an unknown one is a 404.
     ("exchange_restore_people", "token"): uuidlib.UUID(int=0),
+    ("exchange_qdpx_people", "token"): uuidlib.UUID(int=0),
 }
 
 TRANSCRIPT = "I think identity is negotiated. It shifts with every conversation."
