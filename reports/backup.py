@@ -61,10 +61,13 @@ PROJECT_LABEL = "projects.project"
 EXCLUDED: dict[str, str] = {
     "conduct.endpointkey": "API keys are secrets encrypted with this instance's key; re-enter them after a restore.",
     "conduct.answerjob": "transient worker state (queue, heartbeat, lease); a restored project has no running answers.",
-    "interviews.importjob": "upload job state pointing at files on the original server's disk; a restored job must "
-                            "never be able to read server paths. The imported interviews themselves are backed up.",
+    "interviews.importjob": "upload job state pointing at the original server's stored uploads; a restored job must "
+                            "never be able to read them. The imported interviews themselves are backed up.",
     "reports.exportjob": "generated download files and worker progress; the files stay on the original server, so "
                          "exports are simply made again after a restore.",
+    "projects.storedblob": "job files (uploads waiting to be imported, finished exports) belong to their jobs, "
+                           "which do not travel either.",
+    "projects.blobchunk": "the pieces of a stored job file (see projects.storedblob).",
     "reports.personname": "names kept by an earlier restore travel inside the rows they belong to, like usernames.",
     # The AI second reader's history names segments and codes by their ids (windows, the codebook as
     # sent), which a restore renumbers; accepted suggestions travel as the codings they became.

@@ -34,7 +34,8 @@ class ExportJob(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
-    file = models.FileField(upload_to="exports/%Y/%m/", blank=True)
+    # The finished file, in PostgreSQL (projects/blobs.py) so any web process can serve what any worker wrote.
+    blob = models.ForeignKey("projects.StoredBlob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     filename = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import tempfile
-import time
 import uuid
-from pathlib import Path
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from django import forms
@@ -15,9 +14,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 import refiqda
+from projects.blobs import blob_create, blob_open, blobs_delete
+from projects.models import StoredBlob
 from projects.permissions import member_or_404, owner_or_403
 from reports.backup import (
     BackupError,
@@ -32,7 +34,7 @@ from reports.exchange import project_export_qdpx, project_import_qdpx, qdpx_peop
 from reports.exports import exportjob_create_archive, project_export_in_worker, qdpx_filename
 from reports.models import ExportJob
 
-PENDING_UPLOAD_SECONDS = 24 * 3600  # an upload waiting for its people step is removed after this
+PENDING_UPLOAD = timedelta(hours=24)  # an upload waiting for its people step is removed after this
 
 
 class QdpxExportForm(forms.Form):
@@ -194,7 +196,7 @@ def _read_qdpx(request: HttpRequest, form: QdpxImportForm) -> str | None:
     if all(p.is_named(request.user.username) for p in people):
         return _import_qdpx(request, source=qp, filename=upload.name, name=form.cleaned_data["project_name"], form=form)
     token = _keep_upload(request.user, upload)
-    query = urlencode({"file": upload.name, "name": form.cleaned_data["project_name"]})
+    query = urlencode({"name": form.cleaned_data["project_name"]})
     return reverse("exchange_qdpx_people", args=[token]) + "?" + query
 
 
@@ -212,23 +214,15 @@ def _import_qdpx(request: HttpRequest, *, source, filename: str, name: str, form
     return reverse("project_home", args=[result.project.uuid])
 
 
-def _pending_path(user, token: uuid.UUID) -> Path:
-    # The uploader's id in the name: nobody else can import (or even find) someone's pending upload.
-    return Path(settings.MEDIA_ROOT) / "restores" / f"{user.pk}-{token.hex}.upload"
+def _pending(user, token: uuid.UUID) -> StoredBlob | None:
+    # Only the uploader's own: nobody else can import (or even find) someone's pending upload.
+    return StoredBlob.objects.filter(uuid=token, created_by=user, expires_at__gt=timezone.now()).first()
 
 
 def _keep_upload(user, upload) -> uuid.UUID:
-    """Keep a checked upload for its people step; returns the token naming it (abandoned ones are removed)."""
-    folder = _pending_path(user, uuid.uuid4()).parent
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob(f"{user.pk}-*.upload"):  # uploads abandoned at the people step
-        if old.stat().st_mtime < time.time() - PENDING_UPLOAD_SECONDS:
-            old.unlink(missing_ok=True)
-    token = uuid.uuid4()
-    with _pending_path(user, token).open("wb") as out:
-        for chunk in upload.chunks():
-            out.write(chunk)
-    return token
+    """Keep a checked upload for its people step (in PostgreSQL: the next request may reach another machine);
+    returns the token naming it. An abandoned one is removed by the hourly sweep once it expires."""
+    return blob_create(source=upload, name=upload.name, user=user, keep=PENDING_UPLOAD).uuid
 
 
 def _keep_for_restore(request: HttpRequest, form: RestoreForm) -> str | None:
@@ -240,7 +234,7 @@ def _keep_for_restore(request: HttpRequest, form: RestoreForm) -> str | None:
         form.add_error("file", f"This backup cannot be restored: {exc}")
         return None
     token = _keep_upload(request.user, upload)
-    query = urlencode({"file": upload.name, "name": form.cleaned_data["project_name"]})
+    query = urlencode({"name": form.cleaned_data["project_name"]})
     return reverse("exchange_restore_people", args=[token]) + "?" + query
 
 
@@ -259,20 +253,20 @@ def _gone(request: HttpRequest) -> HttpResponse:
 def restore_people(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
     """Step two of a restore: map each person of the backup to an account you share a project with, or keep
     them as a name only; then restore. A restore never creates accounts."""
-    path = _pending_path(request.user, token)
-    filename = (request.GET.get("file") or "backup.zip")[:200]
-    if not path.is_file():
+    pending = _pending(request.user, token)
+    if pending is None:
         return _gone(request)
-    form = _people_form(request, backup_people(source=str(path), filename=filename), "restore")
+    filename = pending.name
+    form = _people_form(request, backup_people(source=blob_open(pending), filename=filename), "restore")
     if request.method == "POST" and form.is_valid():
         try:
-            result = project_restore(source=str(path), owner=request.user, filename=filename,
+            result = project_restore(source=blob_open(pending), owner=request.user, filename=filename,
                                      name=form.cleaned_data["project_name"], people=form.mapping(),
                                      members="all" if form.cleaned_data["members"] else "me")
         except BackupError as exc:
             form.add_error(None, f"This backup cannot be restored: {exc}")
         else:
-            path.unlink(missing_ok=True)
+            blobs_delete([pending.uuid])
             messages.success(request, f"Restored “{result.project.name}” ({sum(result.counts.values())} records).")
             _warn(request, result.warnings)
             return redirect("project_home", result.project.uuid)
@@ -285,17 +279,17 @@ def restore_people(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
 def qdpx_people_step(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
     """Step two of a .qdpx import: map each coder of the file to an account you share a project with, or keep
     them as a name only (their codings become yours, with their name kept); then import. Never creates accounts."""
-    path = _pending_path(request.user, token)
-    filename = (request.GET.get("file") or "project.qdpx")[:200]
-    if not path.is_file():
+    pending = _pending(request.user, token)
+    if pending is None:
         return _gone(request)
-    qp = qdpx_read(str(path), filename=filename)  # checked when uploaded
+    filename = pending.name
+    qp = qdpx_read(blob_open(pending), filename=filename)  # checked when uploaded
     form = _people_form(request, qdpx_people(qp, filename), "qdpx")
     if request.method == "POST" and form.is_valid():
         members = "all" if form.cleaned_data["members"] else "me"
         if done := _import_qdpx(request, source=qp, filename=filename, name=form.cleaned_data["project_name"],
                                 form=form, people=form.mapping(), members=members):
-            path.unlink(missing_ok=True)
+            blobs_delete([pending.uuid])
             return redirect(done)
     return render(request, "reports/import_people.html", {"form": form, "filename": filename, "kind": "qdpx"},
                   status=400 if form.errors else 200)
