@@ -547,3 +547,18 @@ def test_coders_mapped_to_existing_accounts_get_their_codings_and_notes(owner, a
     assert dict(result.project.memberships.values_list("user__username", "role")) == {"olivia": "owner", "arjun": "analyst"}
     with pytest.raises(refiqda.QdpxError, match="Arjun A. and Someone else are mapped to the same account"):
         project_import_qdpx(source=data, owner=owner, people={p.key: viewer for p in people.values()})
+
+
+def test_import_command_maps_coders_with_map_and_creates_no_account(owner, analyst, tmp_path):
+    path = tmp_path / "coders.qdpx"
+    path.write_bytes(_qdpx_with_coders(["Arjun A.", "admin"]))
+    users_before = get_user_model().objects.count()
+    with pytest.raises(CommandError, match="the file names no coder 'Nobody' \\(it names admin, Arjun A.\\)"):
+        call_command("import_qdpx", str(path), "--owner", "olivia", "--map", "Nobody=arjun")
+    with pytest.raises(CommandError, match="there is no account called 'ghost' here"):
+        call_command("import_qdpx", str(path), "--owner", "olivia", "--map", "admin=ghost")
+    call_command("import_qdpx", str(path), "--owner", "olivia", "--project-name", "Mapped", "--map", "Arjun A.=arjun")
+    project = Project.objects.get(name="Mapped")
+    assert {(c.coder.username, _kept_name(c)) for c in Coding.objects.filter(interview__project=project)} == {
+        ("arjun", ""), ("olivia", "admin")}
+    assert get_user_model().objects.count() == users_before
