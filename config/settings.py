@@ -154,7 +154,15 @@ CELERY_BEAT_SCHEDULE = {
         # Sweeps stuck behind a busy worker do not pile up; a minute leaves a slow machine time to run each.
         "options": {"expires": 60.0},
     },
+    # Job files (uploads, exports) live in PostgreSQL (projects/blobs.py); expired ones are removed hourly.
+    "delete-expired-blobs": {
+        "task": "projects.tasks.delete_expired_blobs_task",
+        "schedule": 3600.0,
+        "options": {"expires": 600.0},
+    },
 }
+# How long a job's stored files are kept: an upload waiting for its choices, a finished export to download.
+RTA_JOB_FILES_KEEP_DAYS = env_int("RTA_JOB_FILES_KEEP_DAYS", 7)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -10,7 +10,7 @@ from projects import views_tokens
 from projects.ratelimit import RateLimitedLoginView, RateLimitedPasswordChangeView, admin_login
 from projects.views import healthz
 from reports.views import project_home
-from reports.views_exchange import import_project, restore_people
+from reports.views_exchange import import_project, qdpx_people_step, restore_people
 
 accounts = [
     path("login/", RateLimitedLoginView.as_view(), name="login"),
@@ -44,6 +44,7 @@ urlpatterns = [
     path("", include("projects.urls")),
     path("import/", import_project, name="exchange_import"),
     path("import/restore/<uuid:token>/", restore_people, name="exchange_restore_people"),
+    path("import/qdpx/<uuid:token>/", qdpx_people_step, name="exchange_qdpx_people"),
     path("p/<uuid:project_uuid>/", project_home, name="project_home"),
     path("p/<uuid:project_uuid>/", include("interviews.urls")),
     path("p/<uuid:project_uuid>/conduct/", include("conduct.urls")),

@@ -292,7 +292,8 @@ class ImportJob(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="import_jobs")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.UPLOADED)
-    # [{"name", "path", "sha256", "format"}]: the uploads, stored until the job finishes.
+    # [{"name", "sha256", "format", "blob", "size"}]: the uploads, kept in PostgreSQL (projects/blobs.py) until
+    # the job finishes, so any worker can read them.
     files = models.JSONField(default=list, blank=True)
     # {"files": [{"name", "sha256", "imported_before", "conversations": [{key, title, ...}]}]}
     preview = models.JSONField(default=dict, blank=True)

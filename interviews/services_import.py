@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from interviews.parsers.base import human_size
 from interviews.segmentation import segment_text
 from interviews.tasks import import_batch_task, import_preview_task
 from projects.audit import audit_record_many
+from projects.blobs import BlobMissing, blob_create, blob_open, blobs_delete
 from projects.jobs import enqueue
 from projects.models import AuditEvent, Project
 
@@ -145,15 +146,20 @@ def conversation_key(conv: ParsedConversation) -> str:
 
 @dataclass
 class StoredFile:
-    """An uploaded file kept on disk until its job finishes."""
+    """A file to import: an upload kept in PostgreSQL (a StoredBlob, by UUID) until its job finishes, so any
+    worker can read it; or, for the command-line import only, a path on the machine running the command."""
 
     name: str
-    path: str
     sha256: str
     format: str = "auto"
+    blob: str = ""
+    size: int = 0
+    path: str = ""
 
     def source(self) -> SourceFile:
-        return SourceFile.from_path(self.path, self.name)
+        if self.path:
+            return SourceFile.from_path(self.path, self.name)
+        return SourceFile(name=self.name, size=self.size, opener=lambda: blob_open(self.blob))
 
     def conversations(self, limits: Limits) -> Iterator[ParsedConversation]:
         return parse_upload(self.source(), format=self.format, limits=limits)
@@ -226,8 +232,10 @@ def _fallback_title(conv: ParsedConversation) -> str:
 # --- Jobs ----------------------------------------------------------------------
 
 
-def job_dir(job: ImportJob) -> Path:
-    return Path(settings.MEDIA_ROOT) / "imports" / str(job.uuid)
+def job_files_delete(job: ImportJob) -> None:
+    """Remove the job's stored uploads once the transaction commits (the job is done with them)."""
+    blobs = [f.get("blob") for f in job.files]
+    transaction.on_commit(lambda: blobs_delete(blobs))
 
 
 def importjob_create(*, project: Project, user, uploads: list[UploadedFile], format: str = "auto") -> ImportJob:
@@ -243,10 +251,10 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
             raise ParseError(up.name, None, f"a file of at most {human_size(limits.max_file_bytes)}", human_size(up.size))
     inline = sum(up.size for up in uploads) <= getattr(settings, "RTA_IMPORT_INLINE_PREVIEW_BYTES", 5 * 1024 * 1024)
     job = ImportJob(project=project, created_by=user)
-    folder = job_dir(job)
-    folder.mkdir(parents=True, exist_ok=True)
+    stored: list[StoredFile] = []
     try:
-        stored = [_store_upload(up, folder, i, format) for i, up in enumerate(uploads)]
+        for i, up in enumerate(uploads):
+            stored.append(_store_upload(up, user, i, format))
         for f in stored:  # before any preview, also for the large uploads the worker reads
             if kind := refi_qda_kind(f.source()):
                 raise ExchangeFileError(f.name, kind)
@@ -257,7 +265,7 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
             job.status = ImportJob.Status.ANALYSING
         job.save()
     except BaseException:
-        shutil.rmtree(folder, ignore_errors=True)
+        blobs_delete(f.blob for f in stored)
         raise
     if not inline:
         enqueue(import_preview_task, job.id)
@@ -267,6 +275,8 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
 # A worker past its memory ceiling (config/memory.py) fails the job with this instead of leaving it running.
 OUT_OF_MEMORY = ("Reading these files needed more memory than a worker process may use (RTA_MEMORY_LIMIT_MB). "
                  "Nothing was imported; split the upload into smaller files and import them one by one.")
+FILES_GONE = ("The uploaded files are no longer kept (uploads wait RTA_JOB_FILES_KEEP_DAYS days for their import). "
+              "Nothing was imported; upload them again.")
 
 
 def _set_preview(job: ImportJob, preview: dict[str, Any]) -> None:
@@ -286,11 +296,14 @@ def importjob_preview(*, job_id: int) -> ImportJob | None:
                                         progress=lambda n: set_progress(job.uuid, n, 0)))
     except ParseError as e:
         _finish(job, ImportJob.Status.FAILED, errors=[str(e)])
-        shutil.rmtree(job_dir(job), ignore_errors=True)
+        job_files_delete(job)
         return job
     except MemoryError:
         _finish(job, ImportJob.Status.FAILED, errors=[OUT_OF_MEMORY])
-        shutil.rmtree(job_dir(job), ignore_errors=True)
+        job_files_delete(job)
+        return job
+    except BlobMissing:
+        _finish(job, ImportJob.Status.FAILED, errors=[FILES_GONE])
         return job
     # The API may queue the import while the upload is still being read: then the job stays queued
     # (the import task runs next) and only the preview is added.
@@ -312,20 +325,14 @@ def importjob_discard(*, job: ImportJob) -> None:
     deleted, _ = ImportJob.objects.filter(pk=job.pk, status__in=DISCARDABLE).delete()
     if not deleted:
         raise ImportOptionsError("This import has started; it can no longer be discarded.")
-    folder = job_dir(job)
-    transaction.on_commit(lambda: shutil.rmtree(folder, ignore_errors=True))
+    job_files_delete(job)
 
 
-def _store_upload(up: UploadedFile, folder: Path, i: int, format: str) -> StoredFile:
-    # The stored name is ours; the user's name is only shown, never used as a path.
+def _store_upload(up: UploadedFile, user, i: int, format: str) -> StoredFile:
+    # The user's name is only shown, never used as a path.
     name = os.path.basename(up.name or f"upload-{i}") or f"upload-{i}"
-    path = folder / f"{i:03d}.upload"
-    h = hashlib.sha256()
-    with open(path, "wb") as out:
-        for chunk in up.chunks():
-            h.update(chunk)
-            out.write(chunk)
-    return StoredFile(name=name, path=str(path), sha256=h.hexdigest(), format=format)
+    blob = blob_create(source=up, name=name, user=user, keep=timedelta(days=settings.RTA_JOB_FILES_KEEP_DAYS))
+    return StoredFile(name=name, sha256=blob.sha256, format=format, blob=str(blob.uuid), size=blob.size)
 
 
 def stored_file_from_path(path: str, format: str = "auto") -> StoredFile:
@@ -437,10 +444,12 @@ def importjob_run(*, job_id: int) -> ImportJob | None:
             _finish(job, ImportJob.Status.FAILED, errors=[str(e)])
         except MemoryError:  # import_batch's savepoint has rolled back whatever it wrote
             _finish(job, ImportJob.Status.FAILED, errors=[OUT_OF_MEMORY])
+        except BlobMissing:
+            _finish(job, ImportJob.Status.FAILED, errors=[FILES_GONE])
         else:
             _finish(job, ImportJob.Status.DONE, summary=summary.to_json())
     # Uploads are not kept once the import has landed (or failed for good).
-    transaction.on_commit(lambda: shutil.rmtree(job_dir(job), ignore_errors=True))
+    job_files_delete(job)
     return job
 
 

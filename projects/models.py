@@ -182,3 +182,41 @@ class AuditEvent(models.Model):
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.target_type}: {self.summary}"
 
+
+
+class StoredBlob(models.Model):
+    """A file a job needs (an upload waiting to be imported, a finished export), kept in PostgreSQL as chunks so
+    that any web process and any worker can read it: no job depends on a file on one machine's disk.
+
+    Written and read through projects/blobs.py, a chunk at a time; removed when its job is done with it, or by
+    the hourly sweep once `expires_at` has passed (an upload abandoned half way, an old export)."""
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=255, help_text="The file's name as the user knows it; never used as a path.")
+    size = models.BigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64, blank=True)
+    chunk_bytes = models.PositiveIntegerField(help_text="Every chunk but the last holds exactly this many bytes.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"], name="storedblob_expiry")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.size} bytes, {self.uuid})"
+
+
+class BlobChunk(models.Model):
+    """One piece of a StoredBlob, in order."""
+
+    blob = models.ForeignKey(StoredBlob, on_delete=models.CASCADE, related_name="chunks", db_index=False)
+    index = models.PositiveIntegerField()
+    data = models.BinaryField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["blob", "index"], name="blobchunk_position")]
+
+    def __str__(self) -> str:
+        return f"chunk {self.index} of blob {self.blob_id}"

@@ -58,7 +58,7 @@ def membership_add(*, project: Project, actor, username_or_email: str, role: str
 
 
 def _ensure_another_owner(membership: Membership) -> None:
-    # Only owners who can log in count: an inactive account (a placeholder, a departed colleague)
+    # Only owners who can log in count: an inactive account (a departed colleague)
     # cannot run the project.
     if membership.role != Role.OWNER or not membership.user.is_active:
         return

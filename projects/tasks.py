@@ -11,3 +11,11 @@ def resend_waiting_jobs_task() -> int:
     from projects.jobs import jobs_resend
 
     return jobs_resend()
+
+
+@shared_task(ignore_result=True)
+def delete_expired_blobs_task() -> int:
+    """Remove stored job files past their expiry: abandoned uploads, old exports (run by Celery beat)."""
+    from projects.blobs import blobs_delete_expired
+
+    return blobs_delete_expired()

@@ -61,10 +61,13 @@ PROJECT_LABEL = "projects.project"
 EXCLUDED: dict[str, str] = {
     "conduct.endpointkey": "API keys are secrets encrypted with this instance's key; re-enter them after a restore.",
     "conduct.answerjob": "transient worker state (queue, heartbeat, lease); a restored project has no running answers.",
-    "interviews.importjob": "upload job state pointing at files on the original server's disk; a restored job must "
-                            "never be able to read server paths. The imported interviews themselves are backed up.",
+    "interviews.importjob": "upload job state pointing at the original server's stored uploads; a restored job must "
+                            "never be able to read them. The imported interviews themselves are backed up.",
     "reports.exportjob": "generated download files and worker progress; the files stay on the original server, so "
                          "exports are simply made again after a restore.",
+    "projects.storedblob": "job files (uploads waiting to be imported, finished exports) belong to their jobs, "
+                           "which do not travel either.",
+    "projects.blobchunk": "the pieces of a stored job file (see projects.storedblob).",
     "reports.personname": "names kept by an earlier restore travel inside the rows they belong to, like usernames.",
     # The AI second reader's history names segments and codes by their ids (windows, the codebook as
     # sent), which a restore renumbers; accepted suggestions travel as the codings they became.
@@ -347,15 +350,25 @@ def _decode(f: models.Field, value: Any, uuids: dict[str, str]) -> Any:
 
 @dataclass
 class BackupPerson:
-    """Someone a backup names: their username there, what they did, and whether that needs an account here."""
+    """Someone an imported file names (a backup, a .qdpx): their name there, what they did, and whether that needs
+    an account here. The people step of a restore and of a .qdpx import maps each to an account or keeps the name."""
 
-    username: str
+    username: str  # the name shown and kept (a backup's username, a .qdpx user's name)
     counts: dict[str, int] = field(default_factory=dict)  # model verbose name (plural) → rows
     needs_account: bool = False  # they coded or wrote turn notes: those rows belong to an account
+    key: str = ""  # what the import's mapping is keyed by (a .qdpx user's GUID); the username when empty
+    aliases: tuple[str, ...] = ()  # other names the file gives them (a .qdpx user's id)
+
+    def __post_init__(self) -> None:
+        self.key = self.key or self.username
 
     @property
     def summary(self) -> str:
         return ", ".join(f"{n} {label}" for label, n in sorted(self.counts.items()))
+
+    def is_named(self, username: str) -> bool:
+        """Whether the file calls them `username` (the importer's own entry is suggested as the importer)."""
+        return username in (self.username, *self.aliases)
 
 
 def _people(archive_name: str, plans: dict[str, ModelPlan], entries: dict[str, list]) -> dict[str, BackupPerson]:

@@ -27,9 +27,12 @@ Import (into a NEW project, all in one transaction)
     selection is exactly a run of whole segments and its codings land on precisely the
     selected text (surrounding whitespace aside). Zero-length selections and selections
     outside any turn's text (e.g. on a speaker label) have nothing to code and are reported.
-  * File users become coders: the user whose id/name is the importer's username is the
-    importer; anyone else becomes an inactive placeholder account (no password), so
-    authorship survives without granting anyone access or impersonating a real account.
+  * People: an import NEVER creates accounts. The importer maps each user the file names
+    (`qdpx_people`) to an account they share a project with, or keeps them as a name only
+    (`PersonName`); a user whose id or name is the importer's username is the importer unless
+    mapped otherwise. Codings need an account, so those of a person kept as a name belong to
+    the importer, with the person's name kept beside them; their memos have no author account
+    and keep the name. Our export writes a kept name back as a user, so names survive round trips.
 """
 
 from __future__ import annotations
@@ -41,14 +44,13 @@ import json
 import re
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import BinaryIO
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import models, transaction
 
 import refiqda
 from coding.models import Code, CodeEvent, Coding
@@ -62,13 +64,13 @@ from projects.audit import audit_record
 from projects.models import AuditEvent, Membership, Project, Role
 from projects.services import project_create
 from refiqda.conventions import code_description, parse_code_description, unique_name
+from reports.backup import MAX_PEOPLE, BackupPerson
+from reports.models import PersonName
 from themes.models import Memo, MemoRevision, Theme, ThemeCode
 
 TURNS_VARIABLE = "RTA turns"
 CASE_VARIABLES = ("provider", "model", "interface")
 _NS = uuid.UUID("6f1d8a52-3c1e-4f53-9a57-5b1d2f6c7e01")  # namespace for derived GUIDs
-PLACEHOLDER_PREFIX = "qdpx-"
-MAX_PLACEHOLDERS = 500  # coder accounts one import may create; more is not a real team
 
 
 def _colour(value: str | None) -> str | None:
@@ -100,16 +102,28 @@ def _code_description(code: Code) -> str:
 class _Exporter:
     def __init__(self, project: Project) -> None:
         self.project = project
-        self.users: dict[int, refiqda.User] = {}
+        self.users: dict[object, refiqda.User] = {}
         self.notes: list[refiqda.Note] = []
+        # Names kept by an import or restore for people without an account here, by (model, row pk, field).
+        self.kept = {(m, row, f): name for m, row, f, name in PersonName.objects.filter(
+            project=project, model__in=["coding.coding", "themes.memo"], field__in=["coder_id", "author_id"],
+        ).order_by("-pk").values_list("model", "row_id", "field", "name")}
 
-    def user_guid(self, user) -> str | None:
+    def user_guid(self, user, kept_name: str = "") -> str | None:
+        """The file user for an account, or for a person kept as a name only (who wins over the row's account)."""
+        if kept_name:
+            if ("name", kept_name) not in self.users:
+                self.users["name", kept_name] = refiqda.User(guid=_guid("person", kept_name), name=kept_name)
+            return self.users["name", kept_name].guid
         if user is None:
             return None
         if user.pk not in self.users:
             self.users[user.pk] = refiqda.User(guid=_guid("user", user.pk, user.username),
                                                name=user.get_full_name() or user.username, id=user.username)
         return self.users[user.pk].guid
+
+    def coder_guid(self, coding: Coding) -> str | None:
+        return self.user_guid(coding.coder, self.kept.get(("coding.coding", coding.pk, "coder_id"), ""))
 
     def codes(self) -> tuple[list[refiqda.Code], dict[int, str]]:
         rows = list(Code.objects.for_project(self.project).order_by("position", "name", "pk"))
@@ -144,7 +158,7 @@ class _Exporter:
             variable_values=[refiqda.VariableValue(_guid("variable", TURNS_VARIABLE), json.dumps(turn_map))],
         )
         selections: dict[tuple[int, int], refiqda.Selection] = {}
-        for run in _coding_runs(codings):
+        for run in _coding_runs(codings, self.coder_guid):
             first, last = run[0].segment, run[-1].segment
             start, end = offsets[first.turn_id] + first.start, offsets[first.turn_id] + last.end
             guid = _guid("segment", first.pk) if len(run) == 1 else _guid("segments", first.pk, last.pk)
@@ -152,7 +166,7 @@ class _Exporter:
             created = min(c.created_at for c in run)
             sel.created = min(sel.created, created) if sel.created else created
             coding = refiqda.Coding(guid=_guid("coding", run[0].pk), code_guid=code_guids[run[0].code_id],
-                                    creating_user=self.user_guid(run[0].coder), created=created)
+                                    creating_user=self.coder_guid(run[0]), created=created)
             for c in run:
                 if c.note.strip():
                     note = refiqda.Note(guid=_guid("coding-note", c.pk), name=f"Note on {c.segment.text[:40]}",
@@ -165,15 +179,16 @@ class _Exporter:
         return src, offsets
 
 
-def _coding_runs(codings: list[Coding]) -> list[list[Coding]]:
+def _coding_runs(codings: list[Coding], coder_of) -> list[list[Coding]]:
     """One code by one coder on consecutive segments of one turn, grouped: each group is one selection.
 
     A passage coded in another tool comes in split at sentence ends; written back as one
     selection, it leaves as it came (an NVivo selection over five sentences stays one).
+    `coder_of` names the coder as the file will (a person kept as a name is not the account holding the coding).
     """
-    by_pair: dict[tuple[int, int], list[Coding]] = defaultdict(list)
+    by_pair: dict[tuple[int, str | None], list[Coding]] = defaultdict(list)
     for c in codings:
-        by_pair[(c.code_id, c.coder_id)].append(c)
+        by_pair[(c.code_id, coder_of(c))].append(c)
     runs: list[list[Coding]] = []
     for group in by_pair.values():
         group.sort(key=lambda c: c.segment.position)
@@ -260,7 +275,8 @@ def _export_memos(ex: _Exporter, qp: refiqda.Project, project: Project, *, sourc
     """Memos become Notes, referenced from what they are about (a memo on something not exported: the project)."""
     for memo in (Memo.objects.filter(project=project, deleted_at__isnull=True).select_related("author")
                  .order_by("created_at", "pk")):
-        note = refiqda.Note(guid=str(memo.uuid), name=memo.title, text=memo.body, creating_user=ex.user_guid(memo.author),
+        author = ex.user_guid(memo.author, ex.kept.get(("themes.memo", memo.pk, "author_id"), ""))
+        note = refiqda.Note(guid=str(memo.uuid), name=memo.title, text=memo.body, creating_user=author,
                             created=memo.created_at, modified=memo.updated_at)
         ex.notes.append(note)
         if memo.interview_id in sources:
@@ -371,54 +387,67 @@ def _turns_from_labels(text: str) -> list[tuple[str, int, int]] | None:
     return spans or None
 
 
+def _person_name(fu: refiqda.User) -> str:
+    return (fu.name.strip() or fu.id.strip() or "Unnamed coder")[:150]
+
+
+def qdpx_people(qp: refiqda.Project, filename: str = "") -> list[BackupPerson]:
+    """The people a .qdpx names as coders or note authors, for the importer to map to accounts (by user GUID).
+
+    Refuses a file naming more than MAX_PEOPLE: that is not a real team, and the mapping step lists everyone.
+    """
+    users = qp.users_by_guid()
+    people: dict[str, BackupPerson] = {}
+
+    def count(guid: str | None, what: str) -> None:
+        key = refiqda.norm_guid(guid) if guid else ""
+        if (fu := users.get(key)) is not None:
+            person = people.setdefault(key, BackupPerson(_person_name(fu), key=key, aliases=(fu.id,) if fu.id else ()))
+            person.counts[what] = person.counts.get(what, 0) + 1
+
+    for src in qp.sources:
+        for sel in src.selections:
+            for coding in sel.codings:
+                count(coding.creating_user or sel.creating_user, "codings")
+    for note in qp.notes:
+        count(note.creating_user, "notes")
+    if len(people) > MAX_PEOPLE:
+        raise refiqda.QdpxError(f"the file names more than {MAX_PEOPLE} coders; that is not a real team, so it is "
+                                "not imported", where=filename or qp.name or "project")
+    return sorted(people.values(), key=lambda p: (p.username.lower(), p.key))
+
+
 class _Importer:
-    def __init__(self, qp: refiqda.Project, *, owner, project: Project, filename: str) -> None:
+    def __init__(self, qp: refiqda.Project, *, owner, project: Project, filename: str,
+                 accounts: dict[str, object]) -> None:
         self.qp, self.owner, self.project, self.filename = qp, owner, project, filename
         self.result = ImportResult(project=project, warnings=list(qp.warnings))
-        self.users: dict[str, object] = {}
+        self.file_users = qp.users_by_guid()
+        self.accounts = accounts  # user GUID → the account the importer chose
         self.codes: dict[str, Code] = {}
         self.variables = {v.name.strip().lower(): refiqda.norm_guid(v.guid) for v in qp.variables}
         self.notes = qp.notes_by_guid()
         self.interviews: dict[str, Interview] = {}
         self.themes: dict[str, Theme] = {}
-        self.placeholders = 0
+        # (row, user field, name) of people kept as names only, written once the rows have their keys.
+        self.kept: list[tuple[models.Model, str, str]] = []
 
     def warn(self, message: str) -> None:
         self.result.warnings.append(message)
 
-    def user(self, guid: str | None):
-        if not guid:
-            return self.owner
-        key = refiqda.norm_guid(guid)
-        if key not in self.users:
-            self.users[key] = self._map_user(self.qp.users_by_guid().get(key), key)
-        return self.users[key]
-
-    def _map_user(self, fu: refiqda.User | None, key: str):
+    def person(self, guid: str | None) -> tuple[object | None, str]:
+        """(account, "") for someone mapped to an account (nobody named: the importer), (None, name) for a name only."""
+        key = refiqda.norm_guid(guid) if guid else ""
+        fu = self.file_users.get(key)
         if fu is None:
-            return self.owner
-        if self.owner.username in (fu.id, fu.name):
-            return self.owner
-        User = get_user_model()
-        self.placeholders += 1
-        if self.placeholders > MAX_PLACEHOLDERS:
-            raise refiqda.QdpxError(f"the file names more than {MAX_PLACEHOLDERS} coders; refusing to create that "
-                                    "many placeholder accounts", where=self.filename)
-        username = f"{PLACEHOLDER_PREFIX}{key}"[:150]
-        existing = User.objects.filter(username=username).first()
-        if existing is not None and (existing.is_active or existing.has_usable_password()):
-            # Someone really uses this name: never attribute work to (or share the project with) them.
-            username = f"{PLACEHOLDER_PREFIX}{uuid.uuid4()}"
-            existing = None
-        placeholder = existing or User(username=username, first_name=(fu.name or fu.id or "Imported coder")[:150],
-                                       is_active=False)
-        if existing is None:
-            # Not a person who can log in; the viewer membership below only keeps the coder
-            # visible in the project's coder filters.
-            placeholder.set_unusable_password()
-            placeholder.save()
-        Membership.objects.get_or_create(project=self.project, user=placeholder, defaults={"role": Role.VIEWER})
-        return placeholder
+            return self.owner, ""
+        account = self.accounts.get(key)
+        return (account, "") if account is not None else (None, _person_name(fu))
+
+    def keep_names(self) -> None:
+        PersonName.objects.bulk_create([
+            PersonName(project=self.project, model=row._meta.label_lower, row_id=row.pk, field=attname, name=name)
+            for row, attname, name in self.kept], batch_size=1000)
 
     def import_codes(self) -> None:
         taken: set[str] = set()
@@ -539,7 +568,7 @@ class _Importer:
         return placed
 
     def import_codings(self, interview: Interview, placed, per_turn: list[list[Segment]]) -> None:
-        rows, seen = [], set()
+        rows, names, seen, merged = [], [], set(), 0
         for ti, s, e, sel in placed:
             segs = [seg for seg in per_turn[ti] if s <= seg.start and seg.end <= e]
             note = self.note_text(sel.note_refs)
@@ -547,15 +576,23 @@ class _Importer:
                 code = self.codes.get(refiqda.norm_guid(fc.code_guid))
                 if code is None:
                     continue
-                coder = self.user(fc.creating_user or sel.creating_user)
+                account, name = self.person(fc.creating_user or sel.creating_user)
+                coder = account or self.owner  # a coding needs an account: a name-only coder's is the importer's
                 text = "\n\n".join(t for t in (self.note_text(fc.note_refs), note) if t)
                 for seg in segs:
                     key = (seg.pk, code.pk, coder.pk)
-                    if key not in seen:
-                        seen.add(key)
-                        rows.append(Coding(segment=seg, code=code, coder=coder, interview=interview, note=text))
+                    if key in seen:
+                        merged += name != ""
+                        continue
+                    seen.add(key)
+                    rows.append(Coding(segment=seg, code=code, coder=coder, interview=interview, note=text))
+                    names.append(name)
         Coding.objects.bulk_create(rows, batch_size=2000)
+        self.kept.extend((row, "coder_id", name) for row, name in zip(rows, names, strict=True) if name)
         self.result.codings += len(rows)
+        if merged:
+            self.warn(f"{interview.title!r}: {merged} codings by people kept as names repeat a code you (or another "
+                      "of them) applied to the same passage; each is kept once.")
 
     def note_text(self, refs: Iterable[str]) -> str:
         return "\n\n".join(n.text for r in refs if (n := self.notes.get(refiqda.norm_guid(r))) and n.text.strip())
@@ -604,10 +641,13 @@ class _Importer:
             title = (note.name.strip() or note.text.strip().split("\n", 1)[0] or "Imported note")[:200]
             quote = quotes.get(key, "").strip()
             body = ("> " + quote.replace("\n", "\n> ") + "\n\n" if quote else "") + note.text
-            memo = Memo.objects.create(project=self.project, title=title, body=body,
-                                       author=self.user(note.creating_user), updated_by=self.user(note.creating_user), **target)
-            MemoRevision.objects.create(memo=memo, number=1, title=memo.title, body=memo.body, kind=memo.kind,
-                                        author=memo.author)
+            author, name = self.person(note.creating_user)
+            memo = Memo.objects.create(project=self.project, title=title, body=body, author=author, updated_by=author,
+                                       **target)
+            revision = MemoRevision.objects.create(memo=memo, number=1, title=memo.title, body=memo.body,
+                                                   kind=memo.kind, author=author)
+            if name:
+                self.kept += [(memo, "author_id", name), (memo, "updated_by_id", name), (revision, "author_id", name)]
             self.result.memos += 1
 
 
@@ -636,21 +676,59 @@ def _refuse_nul_characters(qp: refiqda.Project, filename: str) -> None:
                                     "stored; remove it from the text and export again", where=filename or "archive")
 
 
-@transaction.atomic
-def project_import_qdpx(*, source: refiqda.Project | bytes | BinaryIO | str, owner, name: str = "",
-                        filename: str = "") -> ImportResult:
-    """Create a new project owned by `owner` from a .qdpx; lands whole or not at all."""
+def qdpx_read(source: refiqda.Project | bytes | BinaryIO | str, *, filename: str = "") -> refiqda.Project:
+    """Read and check a .qdpx (limits, NUL characters); refiqda.QdpxError says what is wrong."""
     limits = refiqda.Limits(max_total_bytes=settings.RTA_MAX_UNCOMPRESSED_BYTES)
     qp = source if isinstance(source, refiqda.Project) else refiqda.read_project(source, name=filename, limits=limits)
     _refuse_nul_characters(qp, filename)
+    return qp
+
+
+def _accounts(in_file: list[BackupPerson], owner, people: Mapping[str, object], filename: str) -> dict[str, object]:
+    """User GUID → account: the importer for the file's entries under their username, then the importer's choices."""
+    chosen = {p.key: owner for p in in_file if p.is_named(owner.username)}
+    chosen |= {refiqda.norm_guid(k): v for k, v in people.items() if v is not None}
+    by_account: dict[int, list[str]] = defaultdict(list)
+    names = {p.key: p.username for p in in_file}
+    for key, account in chosen.items():
+        by_account[account.pk].append(names.get(key, key))
+    for account_names in by_account.values():
+        if len(account_names) > 1:
+            raise refiqda.QdpxError(f"{' and '.join(account_names)} are mapped to the same account; each account "
+                                    "can stand for one person of the file", where=filename or "project")
+    return chosen
+
+
+@transaction.atomic
+def project_import_qdpx(*, source: refiqda.Project | bytes | BinaryIO | str, owner, name: str = "",
+                        filename: str = "", people: Mapping[str, object] | None = None,
+                        members: str = "me") -> ImportResult:
+    """Create a new project owned by `owner` from a .qdpx; lands whole or not at all, and never creates accounts.
+
+    `people` maps a user GUID of the file to the existing account that person is here (chosen by the importer);
+    everyone else is kept as a name only. `members="all"` also makes the mapped people analysts of the project.
+    """
+    if members not in ("me", "all"):
+        raise ValueError("members must be 'me' or 'all'")
+    qp = qdpx_read(source, filename=filename)
+    in_file = qdpx_people(qp, filename)
+    accounts = _accounts(in_file, owner, people or {}, filename)
     project = project_create(owner=owner, name=(name or qp.name or "Imported project")[:200],
                              description=qp.description)
-    importer = _Importer(qp, owner=owner, project=project, filename=filename)
+    importer = _Importer(qp, owner=owner, project=project, filename=filename, accounts=accounts)
     importer.import_codes()
     importer.import_sources()
     importer.import_sets()
     importer.import_memos()
+    importer.keep_names()
+    if members == "all":
+        Membership.objects.bulk_create([Membership(project=project, user=a, role=Role.ANALYST)
+                                        for a in {a.pk: a for a in accounts.values() if a.pk != owner.pk}.values()])
     r = importer.result
+    kept = sorted({p.username for p in in_file if p.key not in accounts})
+    if kept:
+        r.warnings.append(f"Kept as names only (no account here; their codings are yours, with their name kept): "
+                          f"{', '.join(kept[:20])}{f' and {len(kept) - 20} more' if len(kept) > 20 else ''}.")
     audit_record(project=project, actor=owner, action=AuditEvent.Action.CREATED, target=project,
                  summary=f"Imported from the REFI-QDA project {filename or qp.name!r}: {r.interviews} interviews, "
                          f"{r.codes} codes, {r.codings} codings",

@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import logging
 import tempfile
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.core.files import File
 from django.db import transaction
 from django.utils import timezone
 
 from interviews.models import Segment
+from projects.blobs import blob_create, blobs_delete
 from projects.filenames import download_filename
 from projects.jobs import enqueue, job_lock
 from projects.models import Project
@@ -122,10 +123,11 @@ def _write(job: ExportJob) -> None:
         return  # discarded meanwhile
     write = _write_excerpts if job.kind == ExportJob.Kind.EXCERPTS else _write_archive
     try:
+        # Written to this worker's scratch space, then kept in PostgreSQL for whichever web process serves it.
         with tempfile.TemporaryFile() as tmp:
             total = write(job, tmp)
-            tmp.seek(0)
-            job.file.save(job.filename, File(tmp), save=False)
+            blob = blob_create(source=tmp, name=job.filename, user=job.created_by,
+                               keep=timedelta(days=settings.RTA_JOB_FILES_KEEP_DAYS))
     except ExcerptSpecError as e:
         _fail(job, f"The export's choices no longer fit the project: {e}")
         return
@@ -133,9 +135,11 @@ def _write(job: ExportJob) -> None:
         log.exception("export job %s failed", job.pk)
         _fail(job, f"The export failed: {e.__class__.__name__}. Try again; if it keeps failing, tell the maintainers.")
         raise
-    job.status, job.finished_at = ExportJob.Status.DONE, timezone.now()
+    replaced = ExportJob.objects.filter(pk=job.pk).values_list("blob__uuid", flat=True).first()  # a run before died
+    job.blob, job.status, job.finished_at = blob, ExportJob.Status.DONE, timezone.now()
     job.progress_done = job.progress_total = max(job.progress_total, total)
-    job.save(update_fields=["file", "status", "finished_at", "progress_done", "progress_total"])
+    job.save(update_fields=["blob", "status", "finished_at", "progress_done", "progress_total"])
+    blobs_delete([replaced] if replaced else [])
 
 
 def _write_excerpts(job: ExportJob, out) -> int:

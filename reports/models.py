@@ -34,7 +34,8 @@ class ExportJob(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.QUEUED)
     progress_done = models.PositiveIntegerField(default=0)
     progress_total = models.PositiveIntegerField(default=0)
-    file = models.FileField(upload_to="exports/%Y/%m/", blank=True)
+    # The finished file, in PostgreSQL (projects/blobs.py) so any web process can serve what any worker wrote.
+    blob = models.ForeignKey("projects.StoredBlob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     filename = models.CharField(max_length=200, blank=True)
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -70,10 +71,12 @@ class ExportJob(models.Model):
 
 
 class PersonName(models.Model):
-    """Someone a restored backup names (author, coder of a memo, attendee...) who was kept as a name only:
-    the row's user field stays empty, and the name is kept here as text. A restore never creates accounts.
+    """Someone a restored backup or an imported .qdpx names (author, coder, attendee...) who was kept as a name
+    only: the name is kept here as text, and the row's user field stays empty, or, where the row needs an account
+    (an imported coding's coder), holds the importer. Neither a restore nor an import ever creates accounts.
 
-    A later backup of the project writes the name back into the row, so it travels like a username.
+    A later backup of the project writes the name back into an empty user field, so it travels like a username;
+    a .qdpx export writes it as the row's user, so a coder's name survives a round trip.
     """
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+", db_index=False)

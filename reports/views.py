@@ -13,6 +13,7 @@ from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from interviews.statistics import DEPTH_CHOICES, STAT_COLUMNS, project_statistics, transposed, with_summary
+from projects.blobs import blob_open
 from projects.columns import breakdown_shown
 from projects.filenames import download_filename, download_stem
 from projects.jobs import job_send_again, job_sent_again_notice
@@ -201,13 +202,12 @@ def _may_manage(membership, job: ExportJob, user) -> bool:
 @login_required
 @require_GET
 def export_download(request: HttpRequest, project_uuid, job_uuid) -> HttpResponse:
-    job, _ = _export_job(request, project_uuid, job_uuid, ExportJob.objects.all())
-    if job.status != ExportJob.Status.DONE or not job.file:
+    job, _ = _export_job(request, project_uuid, job_uuid, ExportJob.objects.select_related("blob"))
+    if job.status != ExportJob.Status.DONE:
         raise Http404("This export is not ready.")
-    try:
-        handle = job.file.open("rb")
-    except FileNotFoundError:
-        raise Http404("This export's file is gone; export the table again.") from None
+    if job.blob is None:  # removed after RTA_JOB_FILES_KEEP_DAYS
+        raise Http404("This export's file is gone; export the table again.")
+    handle = blob_open(job.blob)
     content_type = FORMATS[job.format][1] if job.kind == ExportJob.Kind.EXCERPTS else "application/zip"
     return FileResponse(handle, as_attachment=True, filename=job.filename, content_type=content_type)
 

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import tempfile
-import time
 import uuid
-from pathlib import Path
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from django import forms
@@ -15,9 +14,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 import refiqda
+from projects.blobs import blob_create, blob_open, blobs_delete
+from projects.models import StoredBlob
 from projects.permissions import member_or_404, owner_or_403
 from reports.backup import (
     BackupError,
@@ -28,11 +30,11 @@ from reports.backup import (
     project_restore,
     restore_accounts,
 )
-from reports.exchange import project_export_qdpx, project_import_qdpx
+from reports.exchange import project_export_qdpx, project_import_qdpx, qdpx_people, qdpx_read
 from reports.exports import exportjob_create_archive, project_export_in_worker, qdpx_filename
 from reports.models import ExportJob
 
-PENDING_RESTORE_SECONDS = 24 * 3600  # an upload waiting for its people step is removed after this
+PENDING_UPLOAD = timedelta(hours=24)  # an upload waiting for its people step is removed after this
 
 
 class QdpxExportForm(forms.Form):
@@ -73,24 +75,29 @@ class RestoreForm(_UploadForm):
 NAME_ONLY = ""
 
 
-class RestorePeopleForm(forms.Form):
-    """Step two of a restore: who each person of the backup is here. Nobody gets an account made for them."""
+class PeopleForm(forms.Form):
+    """Step two of a restore or a .qdpx import: who each person the file names is here. Nobody gets an account
+    made for them: each is mapped to an account the importer chooses, or kept as a name only."""
 
     project_name = forms.CharField(max_length=200, required=False, label="Name of the new project",
-                                   help_text="Leave empty to keep the backed-up project's name.")
+                                   help_text="Leave empty to keep the name stored in the file.")
     members = forms.BooleanField(required=False, label="Give the people you map their roles from the backup",
                                  help_text="Otherwise only you get access; add your team from the Team page.")
 
-    def __init__(self, *args, people: list[BackupPerson], accounts: list, restorer, **kwargs) -> None:
+    def __init__(self, *args, people: list[BackupPerson], accounts: list, restorer, kind: str = "restore",
+                 **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.people, self.accounts = people, {str(a.pk): a for a in accounts}
+        if kind == "qdpx":
+            self.fields["members"].label = "Make the people you map analysts of the new project"
+        name_only = "Keep as a name only" + (" (their codings become yours)" if kind == "qdpx" else "")
         options = [(pk, f"{a.username} ({a.get_full_name()})" if a.get_full_name() else a.username)
                    for pk, a in self.accounts.items()]
         for i, person in enumerate(people):
-            first = ("", "— choose an account (their codings need one) —") if person.needs_account else (NAME_ONLY, "Keep as a name only")
+            first = ("", "— choose an account (their codings need one) —") if person.needs_account else (NAME_ONLY, name_only)
             self.fields[f"person-{i}"] = forms.ChoiceField(
                 choices=[first, *options], required=person.needs_account, label=person.username,
-                initial=str(restorer.pk) if person.username == restorer.username else NAME_ONLY,
+                initial=str(restorer.pk) if person.is_named(restorer.username) else NAME_ONLY,
                 help_text=person.summary, error_messages={"required": f"{person.username} coded segments or wrote notes: "
                                                                       "choose the account that is them here."})
 
@@ -110,7 +117,7 @@ class RestorePeopleForm(forms.Form):
         return data
 
     def mapping(self) -> dict[str, object]:
-        return {person.username: self.accounts[chosen] for i, person in enumerate(self.people)
+        return {person.key: self.accounts[chosen] for i, person in enumerate(self.people)
                 if (chosen := self.cleaned_data.get(f"person-{i}"))}
 
 
@@ -164,8 +171,8 @@ def import_project(request: HttpRequest) -> HttpResponse:
     kind = request.POST.get("kind")
     if request.method == "POST" and kind == "qdpx":
         qdpx_form = QdpxImportForm(request.POST, request.FILES, prefix="qdpx")
-        if qdpx_form.is_valid() and (project := _import_qdpx(request, qdpx_form)):
-            return redirect("project_home", project.uuid)
+        if qdpx_form.is_valid() and (next_step := _read_qdpx(request, qdpx_form)):
+            return redirect(next_step)
     elif request.method == "POST" and kind == "restore":
         restore_form = RestoreForm(request.POST, request.FILES, prefix="restore")
         if restore_form.is_valid() and (next_step := _keep_for_restore(request, restore_form)):
@@ -174,44 +181,71 @@ def import_project(request: HttpRequest) -> HttpResponse:
     return render(request, "reports/exchange_import.html", {"qdpx_form": qdpx_form, "restore_form": restore_form})
 
 
-def _import_qdpx(request: HttpRequest, form: QdpxImportForm):
+def _read_qdpx(request: HttpRequest, form: QdpxImportForm) -> str | None:
+    """Check the .qdpx; import it now when it names nobody to map, else keep it for the people step.
+
+    Returns the next page's URL (None: refused, with the reason beside the field).
+    """
     upload = form.cleaned_data["file"]
     try:
-        result = project_import_qdpx(source=upload.file, owner=request.user, filename=upload.name,
-                                     name=form.cleaned_data["project_name"])
+        qp = qdpx_read(upload.file, filename=upload.name)
+        people = qdpx_people(qp, upload.name)
     except refiqda.QdpxError as exc:
         form.add_error("file", f"This file cannot be imported: {exc}")
+        return None
+    if all(p.is_named(request.user.username) for p in people):
+        return _import_qdpx(request, source=qp, filename=upload.name, name=form.cleaned_data["project_name"], form=form)
+    token = _keep_upload(request.user, upload)
+    query = urlencode({"name": form.cleaned_data["project_name"]})
+    return reverse("exchange_qdpx_people", args=[token]) + "?" + query
+
+
+def _import_qdpx(request: HttpRequest, *, source, filename: str, name: str, form: forms.Form,
+                 people: dict | None = None, members: str = "me") -> str | None:
+    try:
+        result = project_import_qdpx(source=source, owner=request.user, filename=filename, name=name, people=people,
+                                     members=members)
+    except refiqda.QdpxError as exc:
+        form.add_error("file" if "file" in form.fields else None, f"This file cannot be imported: {exc}")
         return None
     messages.success(request, f"Imported {result.interviews} interviews, {result.codes} codes, {result.codings} codings, "
                               f"{result.themes} themes and {result.memos} memos.")
     _warn(request, result.warnings)
-    return result.project
+    return reverse("project_home", args=[result.project.uuid])
 
 
-def _pending_path(user, token: uuid.UUID) -> Path:
-    # The uploader's id in the name: nobody else can restore (or even find) someone's pending upload.
-    return Path(settings.MEDIA_ROOT) / "restores" / f"{user.pk}-{token.hex}.zip"
+def _pending(user, token: uuid.UUID) -> StoredBlob | None:
+    # Only the uploader's own: nobody else can import (or even find) someone's pending upload.
+    return StoredBlob.objects.filter(uuid=token, created_by=user, expires_at__gt=timezone.now()).first()
+
+
+def _keep_upload(user, upload) -> uuid.UUID:
+    """Keep a checked upload for its people step (in PostgreSQL: the next request may reach another machine);
+    returns the token naming it. An abandoned one is removed by the hourly sweep once it expires."""
+    return blob_create(source=upload, name=upload.name, user=user, keep=PENDING_UPLOAD).uuid
 
 
 def _keep_for_restore(request: HttpRequest, form: RestoreForm) -> str | None:
-    """Check the backup, keep it on disk for the people step, and return that step's URL (None: refused)."""
+    """Check the backup, keep it for the people step, and return that step's URL (None: refused)."""
     upload = form.cleaned_data["file"]
     try:
         backup_people(source=upload.file, filename=upload.name)
     except BackupError as exc:
         form.add_error("file", f"This backup cannot be restored: {exc}")
         return None
-    folder = _pending_path(request.user, uuid.uuid4()).parent
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.glob(f"{request.user.pk}-*.zip"):  # uploads abandoned at the people step
-        if old.stat().st_mtime < time.time() - PENDING_RESTORE_SECONDS:
-            old.unlink(missing_ok=True)
-    token = uuid.uuid4()
-    with _pending_path(request.user, token).open("wb") as out:
-        for chunk in upload.chunks():
-            out.write(chunk)
-    query = urlencode({"file": upload.name, "name": form.cleaned_data["project_name"]})
+    token = _keep_upload(request.user, upload)
+    query = urlencode({"name": form.cleaned_data["project_name"]})
     return reverse("exchange_restore_people", args=[token]) + "?" + query
+
+
+def _people_form(request: HttpRequest, people: list[BackupPerson], kind: str) -> PeopleForm:
+    return PeopleForm(request.POST or None, people=people, accounts=restore_accounts(request.user), kind=kind,
+                      restorer=request.user, initial={"project_name": request.GET.get("name", "")})
+
+
+def _gone(request: HttpRequest) -> HttpResponse:
+    messages.error(request, "That upload is no longer waiting to be imported; choose the file again.")
+    return redirect("exchange_import")
 
 
 @login_required
@@ -219,27 +253,45 @@ def _keep_for_restore(request: HttpRequest, form: RestoreForm) -> str | None:
 def restore_people(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
     """Step two of a restore: map each person of the backup to an account you share a project with, or keep
     them as a name only; then restore. A restore never creates accounts."""
-    path = _pending_path(request.user, token)
-    filename = (request.GET.get("file") or "backup.zip")[:200]
-    if not path.is_file():
-        messages.error(request, "That upload is no longer waiting to be restored; choose the backup again.")
-        return redirect("exchange_import")
-    people = backup_people(source=str(path), filename=filename)
-    form = RestorePeopleForm(request.POST or None, people=people, accounts=restore_accounts(request.user),
-                             restorer=request.user, initial={"project_name": request.GET.get("name", "")})
+    pending = _pending(request.user, token)
+    if pending is None:
+        return _gone(request)
+    filename = pending.name
+    form = _people_form(request, backup_people(source=blob_open(pending), filename=filename), "restore")
     if request.method == "POST" and form.is_valid():
         try:
-            result = project_restore(source=str(path), owner=request.user, filename=filename,
+            result = project_restore(source=blob_open(pending), owner=request.user, filename=filename,
                                      name=form.cleaned_data["project_name"], people=form.mapping(),
                                      members="all" if form.cleaned_data["members"] else "me")
         except BackupError as exc:
             form.add_error(None, f"This backup cannot be restored: {exc}")
         else:
-            path.unlink(missing_ok=True)
+            blobs_delete([pending.uuid])
             messages.success(request, f"Restored “{result.project.name}” ({sum(result.counts.values())} records).")
             _warn(request, result.warnings)
             return redirect("project_home", result.project.uuid)
-    return render(request, "reports/restore_people.html", {"form": form, "filename": filename},
+    return render(request, "reports/import_people.html", {"form": form, "filename": filename, "kind": "restore"},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def qdpx_people_step(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
+    """Step two of a .qdpx import: map each coder of the file to an account you share a project with, or keep
+    them as a name only (their codings become yours, with their name kept); then import. Never creates accounts."""
+    pending = _pending(request.user, token)
+    if pending is None:
+        return _gone(request)
+    filename = pending.name
+    qp = qdpx_read(blob_open(pending), filename=filename)  # checked when uploaded
+    form = _people_form(request, qdpx_people(qp, filename), "qdpx")
+    if request.method == "POST" and form.is_valid():
+        members = "all" if form.cleaned_data["members"] else "me"
+        if done := _import_qdpx(request, source=qp, filename=filename, name=form.cleaned_data["project_name"],
+                                form=form, people=form.mapping(), members=members):
+            blobs_delete([pending.uuid])
+            return redirect(done)
+    return render(request, "reports/import_people.html", {"form": form, "filename": filename, "kind": "qdpx"},
                   status=400 if form.errors else 200)
 
 

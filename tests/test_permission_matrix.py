@@ -62,6 +62,7 @@ NOT_PROJECT_SCOPED = {
     "password_change", "password_change_done", "projects:list", "projects:create", "api-project-list",
     "exchange_import",  # importing a REFI-QDA project creates a new project
     "exchange_restore_people",  # the who-is-who step of a restore: the uploader's own waiting upload
+    "exchange_qdpx_people",  # the who-is-who step of a .qdpx import: likewise
     "api_tokens", "api_token_revoke",  # the account's own API tokens; someone else's token is a 404
 }
 

@@ -52,6 +52,7 @@ SCALARS: dict[str, object] = {
 URL_SCALARS: dict[tuple[str, str], object] = {
     # A restore waiting for its who-is-who step is named by a UUID token; an unknown one is a 404.
     ("exchange_restore_people", "token"): uuidlib.UUID(int=0),
+    ("exchange_qdpx_people", "token"): uuidlib.UUID(int=0),
 }
 
 TRANSCRIPT = "I think identity is negotiated. It shifts with every conversation."
@@ -233,11 +234,15 @@ def _exemplar(world: World):
 
 
 def _export_job(world: World):
-    from django.core.files.base import ContentFile
+    import io
+    from datetime import timedelta
 
-    job = world.autofill(apps.get_model("reports.ExportJob"), status="done", format="csv", filename="world.csv")
-    job.file.save("world.csv", ContentFile(b"theme,model,quote\r\nworld,world,world\r\n"), save=True)
-    return job
+    from projects.blobs import blob_create
+
+    blob = blob_create(source=io.BytesIO(b"theme,model,quote\r\nworld,world,world\r\n"), name="world.csv",
+                       keep=timedelta(days=1))
+    return world.autofill(apps.get_model("reports.ExportJob"), status="done", format="csv", filename="world.csv",
+                          blob=blob)
 
 
 def _import_job(world: World):

@@ -10,6 +10,7 @@ from django.test import Client
 
 from interviews.models import ImportJob, Interview, Participant, Turn
 from interviews.services_import import import_paths, importjob_preview
+from projects.models import StoredBlob
 
 SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
 CLAUDE = SAMPLES / "claude" / "claude-history-synthetic-conversations.json"
@@ -200,8 +201,8 @@ def test_an_upload_can_be_discarded_until_it_starts(client_for, project, analyst
     url = api(project, f"imports/{job['uuid']}/")
     assert client_for(viewer).delete(url).status_code == 403
     assert client_for(outsider).delete(url).status_code == 404
-    stored = Path(settings.MEDIA_ROOT) / "imports" / job["uuid"]
-    assert stored.is_dir()
+    stored = StoredBlob.objects.filter(uuid=ImportJob.objects.get(uuid=job["uuid"]).files[0]["blob"])
+    assert stored.exists()
     with django_capture_on_commit_callbacks(execute=True):
         assert client.delete(url).status_code == 204
     assert not ImportJob.objects.exists() and not stored.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,6 +13,8 @@ from django.utils import timezone
 
 from interviews.models import ImportJob, Interview, Participant, Turn
 from interviews.services_import import ImportOptions, importjob_create, importjob_queue, importjob_run
+from projects.blobs import blob_create, blobs_delete
+from projects.models import StoredBlob
 
 SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
 CHATGPT = SAMPLES / "chatgpt" / "chatgpt2graph-conversations.json"
@@ -161,7 +164,10 @@ def test_progress_fragment_while_running(client_for, project, analyst):
 def test_failed_job_shows_the_error(client_for, project, analyst, tmp_path):
     job = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE)])
     importjob_queue(job=job, options=ImportOptions())
-    Path(job.files[0]["path"]).write_text("[{\"uuid\": \"x\", \"chat_messages\": \"oops\"}]")  # the stored file went bad
+    spoiled = blob_create(source=io.BytesIO(b'[{"uuid": "x", "chat_messages": "oops"}]'), name="x", keep=timedelta(days=1))
+    blobs_delete([job.files[0]["blob"]])
+    job.files[0].update(blob=str(spoiled.uuid), size=spoiled.size)  # the stored file went bad
+    job.save(update_fields=["files"])
     importjob_run(job_id=job.id)
     html = client_for(analyst).get(job_url(job)).content.decode()
     assert "Nothing was imported" in html
@@ -250,14 +256,14 @@ def test_large_bad_upload_fails_in_the_worker_with_the_message(
 
 def test_discard_removes_the_upload(client_for, project, analyst, viewer, outsider, django_capture_on_commit_callbacks):
     job = text_job(project, analyst)
-    folder = Path(job.files[0]["path"]).parent
+    blob = job.files[0]["blob"]
     url = reverse("interviews:import_job_discard", args=[project.uuid, job.uuid])
     assert client_for(viewer).post(url).status_code == 403
     assert client_for(outsider).post(url).status_code == 404
     with django_capture_on_commit_callbacks(execute=True):
         response = client_for(analyst).post(url)
     assert response.status_code == 302 and response["Location"] == start_url(project)
-    assert not ImportJob.objects.exists() and not folder.exists()
+    assert not ImportJob.objects.exists() and not StoredBlob.objects.filter(uuid=blob).exists()
 
 
 def test_a_started_import_cannot_be_discarded(client_for, project, analyst):
@@ -349,8 +355,8 @@ def test_send_again_runs_a_lost_import(client_for, project, analyst, viewer, out
 
 def test_a_lost_import_can_be_discarded(client_for, project, analyst, django_capture_on_commit_callbacks):
     job = queued_and_lost(project, analyst)
-    folder = Path(job.files[0]["path"]).parent
+    blob = job.files[0]["blob"]
     with django_capture_on_commit_callbacks(execute=True):
         response = client_for(analyst).post(reverse("interviews:import_job_discard", args=[project.uuid, job.uuid]))
-    assert response.status_code == 302 and not ImportJob.objects.exists() and not folder.exists()
+    assert response.status_code == 302 and not ImportJob.objects.exists() and not StoredBlob.objects.filter(uuid=blob).exists()
     assert importjob_run(job_id=job.pk) is None  # its task, if it ever arrives, finds nothing to do

@@ -100,11 +100,11 @@ def test_a_queued_export_is_sent_again_and_written_once(project, owner):
     sent_ago(job, 61)
     assert jobs_resend() == 1
     job.refresh_from_db()
-    assert job.status == ExportJob.Status.DONE and job.file
-    name = job.file.name
+    assert job.status == ExportJob.Status.DONE and job.blob
+    blob = job.blob_id
     exportjob_run(job_id=job.pk)  # a duplicate delivery
     job.refresh_from_db()
-    assert job.file.name == name
+    assert job.blob_id == blob
 
 
 def test_an_export_another_worker_is_writing_is_left_to_it(project, owner):
@@ -117,12 +117,12 @@ def test_an_export_another_worker_is_writing_is_left_to_it(project, owner):
         other_worker.execute("SELECT pg_advisory_lock(%s, %s)", job_lock_key("export", job.pk))  # it is writing
         exportjob_run(job_id=job.pk)  # a duplicate delivery
         job.refresh_from_db()
-        assert job.status == ExportJob.Status.RUNNING and not job.file  # not written twice at once
+        assert job.status == ExportJob.Status.RUNNING and job.blob is None  # not written twice at once
     finally:
         other_worker.close()  # that worker dies: its lock goes with its connection
     exportjob_run(job_id=job.pk)  # the redelivered task starts the half-run export over
     job.refresh_from_db()
-    assert job.status == ExportJob.Status.DONE and job.file
+    assert job.status == ExportJob.Status.DONE and job.blob
 
 
 def test_a_failed_export_is_not_run_again_by_a_duplicate(project, owner):

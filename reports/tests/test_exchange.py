@@ -29,12 +29,13 @@ from refiqda.tests.helpers import (
     project_xml,
 )
 from reports.exchange import (
-    PLACEHOLDER_PREFIX,
     project_codebook_qdc,
     project_export_qdpx,
     project_import_qdpx,
+    qdpx_people,
     split_spans,
 )
+from reports.models import PersonName
 from themes.models import Memo, Theme
 
 pytestmark = pytest.mark.django_db
@@ -75,6 +76,13 @@ def _enrich(project: Project, analyst) -> None:
     Memo.objects.create(project=project, theme=theme, title="Theme memo", body="Neutral?", author=owner)
 
 
+def _kept_name(row) -> str:
+    """The name an import kept for a coding's coder or a memo's author without an account here ("" if none)."""
+    field = "coder_id" if isinstance(row, Coding) else "author_id"
+    return PersonName.objects.filter(model=row._meta.label_lower, row_id=row.pk, field=field).values_list(
+        "name", flat=True).first() or ""
+
+
 def _snapshot(project: Project, coder_name) -> dict:
     interviews = {}
     for i in Interview.objects.for_project(project).order_by("title"):
@@ -86,11 +94,11 @@ def _snapshot(project: Project, coder_name) -> dict:
                       c.parent.name if c.parent else None)
              for c in Code.objects.for_project(project).select_related("parent")}
     codings = sorted(
-        (c.interview.title, c.segment.turn.position, c.segment.text, c.code.name, coder_name(c.coder), c.note)
+        (c.interview.title, c.segment.turn.position, c.segment.text, c.code.name, coder_name(c, c.coder), c.note)
         for c in Coding.objects.filter(interview__project=project).select_related("segment__turn", "code", "coder", "interview"))
     themes = {t.name: (t.definition, [tc.code.name for tc in t.theme_codes.order_by("position")])
               for t in Theme.objects.for_project(project)}
-    memos = sorted((m.title, m.body, coder_name(m.author), m.target_kind, "" if m.target_kind == "project" else str(m.target))
+    memos = sorted((m.title, m.body, coder_name(m, m.author), m.target_kind, "" if m.target_kind == "project" else str(m.target))
                    for m in Memo.objects.filter(project=project).select_related("interview", "code", "theme", "project", "author"))
     return {"interviews": interviews, "codes": codes, "codings": codings, "themes": themes, "memos": memos}
 
@@ -128,19 +136,25 @@ def test_round_trip_gives_the_same_texts_codes_codings_and_themes(demo_project, 
     _enrich(demo_project, analyst)
     owner = demo_project.memberships.get(role="owner").user
 
-    def original_name(u):
-        return u.username
+    def original_name(row, u):
+        # The file names the analyst by their full name; the importer (owner) is themselves by username.
+        return u.get_full_name() if u == analyst else u.username
 
-    def imported_name(u):
-        # The importer keeps their own codings; other coders come back as placeholders.
-        return "arjun" if u.username.startswith(PLACEHOLDER_PREFIX) and u.first_name == "Arjun Analyst" else u.username
+    def imported_name(row, u):
+        # The importer keeps their own codings; the analyst, not mapped, comes back as a name kept beside them.
+        return _kept_name(row) or u.username
 
+    users_before = get_user_model().objects.count()
     result = project_import_qdpx(source=_export(demo_project, positions), owner=owner, name="Round trip", filename="rt.qdpx")
     assert result.project.pk != demo_project.pk
-    assert result.warnings == []
+    assert result.warnings == ["Kept as names only (no account here; their codings are yours, with their name kept): "
+                               "Arjun Analyst."]
     assert _snapshot(result.project, imported_name) == _snapshot(demo_project, original_name)
-    placeholder = get_user_model().objects.get(username__startswith=PLACEHOLDER_PREFIX)
-    assert not placeholder.is_active and not placeholder.has_usable_password()
+    assert get_user_model().objects.count() == users_before
+    # Exported again, the kept name is the coder and author again: a second import keeps it the same way.
+    again = project_import_qdpx(source=_export(result.project, positions), owner=owner, name="Twice", filename="rt2.qdpx")
+    assert _snapshot(again.project, imported_name) == _snapshot(demo_project, original_name)
+    assert {p.username for p in qdpx_people(refiqda.read_project(_export(again.project)))} == {"Arjun Analyst", "Demo Researcher"}
 
 
 def _nvivo_project() -> bytes:
@@ -169,7 +183,7 @@ def test_import_lands_codings_exactly_on_the_selected_text(owner):
     project = result.project
     [coding] = Coding.objects.filter(interview__project=project).select_related("segment", "coder")
     assert coding.segment.text == "something quite striking"  # the sentence was split at the selection
-    assert coding.coder.first_name == "Nadia" and not coding.coder.is_active
+    assert coding.coder == owner and _kept_name(coding) == "Nadia"  # no account for Nadia: hers is the importer's
     interview = Interview.objects.get(project=project, title="Transcript A")
     assert interview.participant.label == "Bot A"
     turn = interview.turns.get()
@@ -278,7 +292,7 @@ def test_import_command_turns_refusals_during_the_import_into_clear_errors(owner
 
     many = tmp_path / "many.qdpx"
     many.write_bytes(_nvivo_project())
-    monkeypatch.setattr(exchange, "MAX_PLACEHOLDERS", 0)  # the file names one coder besides the owner
+    monkeypatch.setattr(exchange, "MAX_PEOPLE", 0)  # the file names one coder
     before = (Project.objects.count(), get_user_model().objects.count())
     with pytest.raises(CommandError, match=r"^many.qdpx: the file names more than 0 coders.*\. Nothing was imported\.$"):
         call_command("import_qdpx", str(many), "--owner", owner.username)
@@ -330,12 +344,12 @@ def test_codebook_qdc_is_schema_valid_and_reads_back(demo_project, analyst):
         "Neutrality as a stance", "Universalist default", "Belonging as personal choice"}
 
 
-def test_a_real_account_named_like_a_placeholder_is_never_used(owner, make_user):
-    squatter = make_user(f"{PLACEHOLDER_PREFIX}{G(30)}")
+def test_a_coder_named_like_an_existing_account_is_never_given_to_it(owner, make_user):
+    nadia = make_user("Nadia")
     result = project_import_qdpx(source=_nvivo_project(), owner=owner)
     coding = Coding.objects.get(interview__project=result.project)
-    assert coding.coder != squatter and coding.coder.first_name == "Nadia" and not coding.coder.is_active
-    assert not result.project.memberships.filter(user=squatter).exists()
+    assert coding.coder == owner and _kept_name(coding) == "Nadia"
+    assert not result.project.memberships.filter(user=nadia).exists()
 
 
 def test_notes_become_memos_where_they_belong(owner):
@@ -394,7 +408,7 @@ def test_an_ordinary_document_is_kept_whole(owner):
 def test_a_file_naming_too_many_coders_is_refused(owner, monkeypatch):
     import reports.exchange as exchange
 
-    monkeypatch.setattr(exchange, "MAX_PLACEHOLDERS", 0)
+    monkeypatch.setattr(exchange, "MAX_PEOPLE", 0)
     before = Project.objects.count()
     with pytest.raises(refiqda.QdpxError, match="more than 0 coders"):
         project_import_qdpx(source=_nvivo_project(), owner=owner, filename="many.qdpx")
@@ -474,3 +488,77 @@ def test_contiguous_segments_with_one_code_by_one_coder_are_one_selection(demo_p
     first, last = turn_segments[0], turn_segments[2]
     run = interview.turns.get(pk=first.turn_id).text[first.start:last.end]
     assert texts == sorted([(run, 1), (turn_segments[1].text, 1), (turn_segments[2].text, 1)])
+
+
+HOSTILE_NAMES = ["admin", "root", "<script>alert(1)</script>", "victim@example.org"]
+
+
+def _qdpx_with_coders(names: list[str]) -> bytes:
+    """One source whose only sentence each named coder coded (user i has GUID G(1000 + i)) and wrote a note about."""
+    from xml.sax.saxutils import quoteattr
+
+    users = "".join(f'<User guid="{G(1000 + i)}" name={quoteattr(n)} id={quoteattr(n)}/>' for i, n in enumerate(names))
+    codings = "".join(f'<Coding guid="{G(5000 + i)}" creatingUser="{G(1000 + i)}"><CodeRef targetGUID="{G(1)}"/></Coding>'
+                      for i in range(len(names)))
+    notes = "".join(f'<Note guid="{G(9000 + i)}" name="By {i}" creatingUser="{G(1000 + i)}">'
+                    f"<PlainTextContent>Thought {i}.</PlainTextContent></Note>" for i in range(len(names)))
+    body = (codebook((1, "striking"))
+            + f'<Sources><TextSource guid="{G(5)}" name="T"><PlainTextContent>Alpha beta gamma.</PlainTextContent>'
+            + f'<PlainTextSelection guid="{G(6)}" startPosition="0" endPosition="17">{codings}</PlainTextSelection>'
+            + "</TextSource></Sources>"
+            + f"<Notes>{notes}</Notes>")
+    return make_zip({"project.qde": project_xml(f"<Users>{users}</Users>" + body)})
+
+
+def test_a_file_naming_500_coders_creates_no_account(owner, make_user):
+    names = HOSTILE_NAMES + [f"coder{i}" for i in range(500 - len(HOSTILE_NAMES))]
+    for taken in ("admin", "victim@example.org"):
+        make_user(taken)
+    users_before = set(get_user_model().objects.values_list("pk", "username", "is_active"))
+    result = project_import_qdpx(source=_qdpx_with_coders(names), owner=owner, filename="crafted.qdpx")
+    assert set(get_user_model().objects.values_list("pk", "username", "is_active")) == users_before
+    assert list(result.project.memberships.values_list("user", flat=True)) == [owner.pk]
+    # All 500 codings are the same code on the same sentence: they land once, as the importer's, with the first name.
+    coding = Coding.objects.get(interview__project=result.project)
+    assert coding.coder == owner and _kept_name(coding) == "admin"
+    memos = {m.title: m for m in Memo.objects.filter(project=result.project)}
+    assert len(memos) == 500 and all(m.author is None for m in memos.values())
+    assert _kept_name(memos["By 2"]) == "<script>alert(1)</script>"
+    assert any("Kept as names only" in w for w in result.warnings)
+
+
+def test_a_file_naming_more_than_500_coders_is_refused(owner):
+    before = (Project.objects.count(), get_user_model().objects.count())
+    with pytest.raises(refiqda.QdpxError, match="more than 500 coders"):
+        project_import_qdpx(source=_qdpx_with_coders([f"c{i}" for i in range(501)]), owner=owner)
+    assert (Project.objects.count(), get_user_model().objects.count()) == before
+
+
+def test_coders_mapped_to_existing_accounts_get_their_codings_and_notes(owner, analyst, viewer):
+    data = _qdpx_with_coders(["Arjun A.", "Someone else"])
+    people = {p.username: p for p in qdpx_people(refiqda.read_project(data))}
+    assert people["Arjun A."].counts == {"codings": 1, "notes": 1} and not people["Arjun A."].needs_account
+    result = project_import_qdpx(source=data, owner=owner, people={people["Arjun A."].key: analyst}, members="all")
+    codings = Coding.objects.filter(interview__project=result.project)
+    assert {(c.coder, _kept_name(c)) for c in codings} == {(analyst, ""), (owner, "Someone else")}
+    memos = {m.title: m for m in Memo.objects.filter(project=result.project)}
+    assert memos["By 0"].author == analyst and _kept_name(memos["By 0"]) == ""
+    assert memos["By 1"].author is None and _kept_name(memos["By 1"]) == "Someone else"
+    assert dict(result.project.memberships.values_list("user__username", "role")) == {"olivia": "owner", "arjun": "analyst"}
+    with pytest.raises(refiqda.QdpxError, match="Arjun A. and Someone else are mapped to the same account"):
+        project_import_qdpx(source=data, owner=owner, people={p.key: viewer for p in people.values()})
+
+
+def test_import_command_maps_coders_with_map_and_creates_no_account(owner, analyst, tmp_path):
+    path = tmp_path / "coders.qdpx"
+    path.write_bytes(_qdpx_with_coders(["Arjun A.", "admin"]))
+    users_before = get_user_model().objects.count()
+    with pytest.raises(CommandError, match="the file names no coder 'Nobody' \\(it names admin, Arjun A.\\)"):
+        call_command("import_qdpx", str(path), "--owner", "olivia", "--map", "Nobody=arjun")
+    with pytest.raises(CommandError, match="there is no account called 'ghost' here"):
+        call_command("import_qdpx", str(path), "--owner", "olivia", "--map", "admin=ghost")
+    call_command("import_qdpx", str(path), "--owner", "olivia", "--project-name", "Mapped", "--map", "Arjun A.=arjun")
+    project = Project.objects.get(name="Mapped")
+    assert {(c.coder.username, _kept_name(c)) for c in Coding.objects.filter(interview__project=project)} == {
+        ("arjun", ""), ("olivia", "admin")}
+    assert get_user_model().objects.count() == users_before

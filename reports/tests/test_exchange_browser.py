@@ -66,3 +66,28 @@ def test_a_bad_upload_is_explained_next_to_the_field(page, login, owner, tmp_pat
     alert = page.get_by_role("alert").filter(has_text="This file cannot be imported")
     assert "broken.qdpx: not a ZIP archive" in alert.inner_text()
     assert not Project.objects.exists()
+
+
+def test_a_qdpx_from_a_team_asks_who_is_who_then_imports(page, login, project, owner, analyst, tmp_path):
+    from django.contrib.auth import get_user_model
+
+    from reports.tests.test_exchange import _qdpx_with_coders
+
+    users_before = get_user_model().objects.count()
+    path = tmp_path / "team.qdpx"
+    path.write_bytes(_qdpx_with_coders(["Arjun A.", "Nadia"]))
+    login(page, owner)
+    page.goto("/import/")
+    page.get_by_label("REFI-QDA project (.qdpx)").set_input_files(str(path))
+    page.locator("#id_qdpx-project_name").fill("From the team")
+    page.get_by_role("button", name="Import .qdpx").click()
+    page.wait_for_url(lambda url: "/import/qdpx/" in url)
+    # Nobody is guessed: each coder starts as a name only, and the accounts offered are people olivia works with.
+    assert page.get_by_label("Nadia").input_value() == ""
+    page.get_by_label("Arjun A.").select_option(label="arjun (Arjun Analyst)")
+    page.get_by_role("button", name="Import the project").click()
+    page.wait_for_url(lambda url: "/p/" in url)
+    imported = Project.objects.get(name="From the team")
+    assert set(Coding.objects.filter(interview__project=imported).values_list("coder__username", flat=True)) == {
+        "arjun", "olivia"}
+    assert get_user_model().objects.count() == users_before

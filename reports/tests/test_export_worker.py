@@ -52,10 +52,10 @@ def test_worker_writes_the_export_and_the_page_offers_the_download(shared_media,
     assert ["Belonging as feeling", "Feeling", "GPT-4o", "Home is a feeling. It grows with time."] in cells
 
     # Safe to run twice: a finished job is left as it is.
-    name = job.file.name
+    blob = job.blob_id
     exportjob_run(job_id=job.pk)
     job.refresh_from_db()
-    assert job.file.name == name and job.status == ExportJob.Status.DONE
+    assert job.blob_id == blob and job.status == ExportJob.Status.DONE
 
 
 def test_a_job_whose_choices_went_away_fails_with_a_clear_message(shared_media, world, owner):

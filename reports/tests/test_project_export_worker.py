@@ -69,10 +69,10 @@ def test_a_large_qdpx_export_runs_in_the_worker_with_progress_and_a_download(sha
     assert {source.name for source in qp.sources} >= {"GPT on home", "Claude on home", "Llama on home"}
 
     # Safe to run twice: a finished job is left as it is.
-    name = job.file.name
+    blob = job.blob_id
     exportjob_run(job_id=job.pk)
     job.refresh_from_db()
-    assert job.file.name == name and job.status == ExportJob.Status.DONE
+    assert job.blob_id == blob and job.status == ExportJob.Status.DONE
 
 
 @pytest.mark.worker
@@ -103,7 +103,7 @@ def test_a_large_export_only_queues_a_job_and_outsiders_get_404(shared_media, wo
     assert client_for(outsider).post(_url("download_backup", world.project)).status_code == 404
     response = client_for(analyst).post(_url("export_qdpx", world.project))
     job = ExportJob.objects.get(project=world.project)
-    assert response.status_code == 302 and job.status == ExportJob.Status.QUEUED and not job.file
+    assert response.status_code == 302 and job.status == ExportJob.Status.QUEUED and job.blob is None
     page = client_for(analyst).get(_url("export_job", world.project, job.uuid)).content.decode()
     assert "Waiting for the worker" in page
     assert client_for(outsider).get(_url("export_job", world.project, job.uuid)).status_code == 404

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 import refiqda
 from coding.models import Coding
-from projects.models import Project
+from projects.models import Project, StoredBlob
 from refiqda.tests.helpers import PROJECT_XSD, SAMPLES
 from reports.backup import project_backup
 
@@ -79,15 +79,83 @@ def test_only_owners_download_backups(project, client_for, request, who, status)
             assert "manifest.json" in zf.namelist()
 
 
-def test_import_page_creates_a_project_from_a_qdpx(client_for, outsider):
+def test_import_page_creates_a_project_from_a_qdpx_after_asking_who_is_who(client_for, outsider, _media):
     c = client_for(outsider)
     assert c.get(reverse("exchange_import")).status_code == 200
     upload = SimpleUploadedFile("qc-demo.qdpx", (SAMPLES / "qdpx" / "qc-demo.qdpx").read_bytes())
     response = c.post(reverse("exchange_import"), {"kind": "qdpx", "qdpx-file": upload, "qdpx-project_name": "From QC"})
+    assert response.status_code == 302 and "/import/qdpx/" in response["Location"]
+    assert not Project.objects.filter(name="From QC").exists()  # nothing imported before the people step
+    page = c.get(response["Location"]).content.decode()
+    assert "The file names these coders" in page and 'value="" selected>Keep as a name only (their codings become yours)' in page
+    done = c.post(response["Location"], {"person-0": "", "project_name": "From QC"})
     project = Project.objects.get(name="From QC")
+    assert done.status_code == 302 and done["Location"] == reverse("project_home", args=[project.uuid])
+    assert list(project.memberships.values_list("user__username", "role")) == [("oscar", "owner")]
+    assert set(Coding.objects.filter(interview__project=project).values_list("coder__username", flat=True)) == {"oscar"}
+    assert not StoredBlob.objects.exists()  # the waiting upload is gone
+    assert c.get(response["Location"]).status_code == 302  # and the step cannot be replayed
+
+
+def test_a_qdpx_naming_nobody_but_the_importer_is_imported_at_once(client_for, make_user, _media):
+    cp = make_user("cp")  # qc-demo.qdpx's only coder is called cp
+    upload = SimpleUploadedFile("qc-demo.qdpx", (SAMPLES / "qdpx" / "qc-demo.qdpx").read_bytes())
+    response = client_for(cp).post(reverse("exchange_import"), {"kind": "qdpx", "qdpx-file": upload})
+    project = Project.objects.get(memberships__user=cp)
     assert response.status_code == 302 and response["Location"] == reverse("project_home", args=[project.uuid])
-    assert project.memberships.get(user=outsider).role == "owner"
-    assert Coding.objects.filter(interview__project=project).exists()
+    assert set(Coding.objects.filter(interview__project=project).values_list("coder", flat=True)) == {cp.pk}
+
+
+def _hostile_qdpx(names: list[str]) -> SimpleUploadedFile:
+    from reports.tests.test_exchange import _qdpx_with_coders
+
+    return SimpleUploadedFile("crafted.qdpx", _qdpx_with_coders(names))
+
+
+def test_qdpx_people_step_maps_a_coder_to_a_member_and_creates_no_account(project, client_for, owner, analyst,
+                                                                          make_user, _media):
+    from django.contrib.auth import get_user_model
+
+    from reports.tests.test_exchange import HOSTILE_NAMES
+
+    make_user("admin")
+    users_before = get_user_model().objects.count()
+    c = client_for(owner)
+    step = c.post(reverse("exchange_import"), {"kind": "qdpx", "qdpx-file": _hostile_qdpx([*HOSTILE_NAMES, "Arjun"]),
+                                               "qdpx-project_name": "Crafted"})["Location"]
+    page = c.get(step).content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>alert" not in page
+    assert "stranger" not in page and ">arjun (Arjun Analyst)</option>" in page
+    labels = ["<script>alert(1)</script>", "admin", "Arjun", "root", "victim@example.org"]  # as the step lists them
+    mapping = {f"person-{i}": str(analyst.pk) if name == "Arjun" else "" for i, name in enumerate(labels)}
+    doubled = c.post(step, {**mapping, "person-0": str(analyst.pk)})
+    assert doubled.status_code == 400 and "are all mapped to arjun" in doubled.content.decode()
+    assert c.post(step, {**mapping, "project_name": "Crafted", "members": "on"}).status_code == 302
+    imported = Project.objects.get(name="Crafted")
+    assert get_user_model().objects.count() == users_before
+    assert set(imported.memberships.values_list("user__username", "role")) == {("olivia", "owner"), ("arjun", "analyst")}
+    codings = Coding.objects.filter(interview__project=imported)
+    assert set(codings.values_list("coder__username", flat=True)) == {"olivia", "arjun"}
+
+
+def test_someone_elses_waiting_qdpx_cannot_be_imported(client_for, outsider, owner, _media):
+    step = client_for(outsider).post(reverse("exchange_import"), {"kind": "qdpx", "qdpx-file": _hostile_qdpx(["x"]),
+                                                                  "qdpx-project_name": "Theirs"})["Location"]
+    response = client_for(owner).post(step, {"person-0": ""})
+    assert response.status_code == 302 and response["Location"] == reverse("exchange_import")
+    assert not Project.objects.filter(name="Theirs").exists()
+
+
+def test_the_qdpx_people_step_costs_the_same_queries_for_few_or_many_coders(client_for, outsider, _media,
+                                                                            django_assert_num_queries):
+    c = client_for(outsider)
+    few = c.post(reverse("exchange_import"), {"kind": "qdpx", "qdpx-file": _hostile_qdpx(["a"])})["Location"]
+    many = c.post(reverse("exchange_import"), {"kind": "qdpx", "qdpx-file": _hostile_qdpx([f"c{i}" for i in range(60)])})["Location"]
+    # session, user, the waiting upload, its one chunk (a small file), the accounts the importer may choose
+    with django_assert_num_queries(5):
+        assert c.get(few).content.decode().count("Keep as a name only") == 1
+    with django_assert_num_queries(5):
+        assert c.get(many).content.decode().count("Keep as a name only") == 60
 
 
 def test_import_page_explains_a_bad_file_inline_and_creates_nothing(client_for, outsider):
@@ -139,7 +207,7 @@ def test_restore_asks_who_is_who_then_restores_without_creating_accounts(demo_pr
     assert Coding.objects.filter(interview__project=restored, coder=outsider).count() == Coding.objects.filter(
         interview__project=demo_project).count()
     assert get_user_model().objects.count() == users_before
-    assert not list(_media.glob("restores/*.zip"))  # the waiting upload is gone
+    assert not StoredBlob.objects.exists()  # the waiting upload is gone
     assert c.get(response["Location"]).status_code == 302  # and the step cannot be replayed
 
 
@@ -179,10 +247,10 @@ def test_the_people_step_costs_the_same_queries_for_few_or_many_people(demo_proj
     many = _upload_backup(c, _crafted(_demo_backup(demo_project), [f"ghost{i}" for i in range(60)],
                                       members=("data/projects.membership.json",)))["Location"]
     c.get(few)
-    # session, user, the accounts the restorer may choose
-    with django_assert_num_queries(3):
+    # session, user, the waiting upload, its one chunk (a small backup), the accounts the restorer may choose
+    with django_assert_num_queries(5):
         assert "Keep as a name only" not in c.get(few).content.decode()
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(5):
         assert c.get(many).content.decode().count("Keep as a name only") == 60
 
 
@@ -192,7 +260,7 @@ def test_a_junk_backup_is_refused_beside_the_field(client_for, outsider, _media)
     response = c.post(reverse("exchange_import"), {"kind": "restore", "restore-file": SimpleUploadedFile("x.zip", b"junk")})
     assert response.status_code == 200
     assert "This backup cannot be restored: x.zip: not a ZIP archive" in response.content.decode()
-    assert Project.objects.count() == before and not list(_media.glob("restores/*.zip"))
+    assert Project.objects.count() == before and not StoredBlob.objects.exists()
 
 
     assert Project.objects.count() == before

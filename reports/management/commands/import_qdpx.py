@@ -7,16 +7,20 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 import refiqda
-from reports.exchange import project_import_qdpx
+from reports.exchange import project_import_qdpx, qdpx_people
 
 
 class Command(BaseCommand):
-    help = "Import a REFI-QDA project (.qdpx from NVivo, ATLAS.ti, MAXQDA, QualCoder…) into a new project."
+    help = ("Import a REFI-QDA project (.qdpx from NVivo, ATLAS.ti, MAXQDA, QualCoder…) into a new project. Never "
+            "creates accounts: coders are mapped to existing accounts with --map, the rest kept as names.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("file", help="the .qdpx file")
         parser.add_argument("--project-name", default="", help="name of the new project (default: the file's)")
         parser.add_argument("--owner", default="", help="username of the new project's owner (default: the first superuser)")
+        parser.add_argument("--map", action="append", default=[], metavar="NAME=ACCOUNT",
+                            help="the file's coder NAME (their name or id there) is this instance's account ACCOUNT "
+                                 "(repeatable); a coder called like the owner is the owner unless mapped otherwise")
 
     def handle(self, *args, **options) -> None:
         path = Path(options["file"])
@@ -25,8 +29,10 @@ class Command(BaseCommand):
         try:
             parsed = refiqda.read_project(path, name=path.name)
             owner = _owner(options["owner"])
-            # The import can refuse the file too (too many coders, say); it rolls back whole.
-            result = project_import_qdpx(source=parsed, owner=owner, name=options["project_name"], filename=path.name)
+            people = _mapping(qdpx_people(parsed, path.name), options["map"])
+            # The import can refuse the file too (two coders mapped to one account, say); it rolls back whole.
+            result = project_import_qdpx(source=parsed, owner=owner, name=options["project_name"], filename=path.name,
+                                         people=people)
         except refiqda.QdpxError as exc:
             raise CommandError(f"{str(exc).rstrip('.')}. Nothing was imported.") from exc
         except ValidationError as exc:
@@ -36,6 +42,25 @@ class Command(BaseCommand):
         self.stdout.write(
             f"Imported “{result.project.name}” ({result.project.uuid}): {result.interviews} interviews, "
             f"{result.codes} codes, {result.codings} codings, {result.themes} themes; positions read as {parsed.counting}.")
+
+
+def _mapping(people: list, items: list[str]) -> dict:
+    """User GUID → account for each --map NAME=ACCOUNT, NAME being a coder's name or id in the file."""
+    User = get_user_model()
+    chosen = {}
+    for item in items:
+        name, sep, account = item.partition("=")
+        if not sep or not name or not account:
+            raise CommandError(f"--map {item!r}: write NAME=ACCOUNT (a coder's name in the file = an account here)")
+        matches = [p for p in people if p.is_named(name)]
+        if not matches:
+            named = ", ".join(p.username for p in people[:10]) or "nobody"
+            raise CommandError(f"--map {item!r}: the file names no coder {name!r} (it names {named})")
+        user = User._base_manager.filter(username=account).first()
+        if user is None:
+            raise CommandError(f"--map {item!r}: there is no account called {account!r} here")
+        chosen |= {p.key: user for p in matches}
+    return chosen
 
 
 def _owner(username: str):
