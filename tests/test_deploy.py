@@ -29,15 +29,43 @@ def test_docker_compose_config_is_valid():
     import json
 
     config = json.loads(result.stdout)
-    assert set(config["services"]) == {"db", "redis", "web", "worker", "worker-live", "beat"}
+    assert set(config["services"]) == {"db", "redis", "migrate", "web", "proxy", "worker", "worker-live", "beat"}
     for name, service in config["services"].items():
-        assert "healthcheck" in service, f"{name} has no healthcheck"
+        assert name == "migrate" or "healthcheck" in service, f"{name} has no healthcheck"
     assert "pgdata" in config["volumes"]
     assert config["services"]["worker"]["command"][:3] == ["celery", "-A", "config"]
     assert "-Q" in config["services"]["worker-live"]["command"]
     # The sweeper that re-sends jobs the broker never got runs on Celery beat.
     assert config["services"]["beat"]["command"][:4] == ["celery", "-A", "config", "beat"]
     assert config["services"]["web"]["environment"]["CONDUCT_QUEUE"] == "live"
+
+
+def test_compose_scales_web_and_workers_behind_its_own_proxy():
+    """`docker compose up --scale web=2 --scale worker=2`: only the proxy publishes a port, migrations run
+    once before any web replica, and no service shares files with another (job files live in PostgreSQL)."""
+    import re
+
+    from django.conf import settings
+
+    services = _compose_config()["services"]
+    assert "ports" not in services["web"] and services["web"]["expose"] == ["8000"]
+    assert [p["published"] for p in services["proxy"]["ports"]] == ["8000"]
+    assert services["web"]["depends_on"]["migrate"]["condition"] == "service_completed_successfully"
+    assert services["migrate"]["command"] == ["python", "manage.py", "migrate", "--noinput"]
+    assert "migrate" not in " ".join(services["web"]["command"])  # two replicas must not migrate at once
+    for name, service in services.items():
+        mounts = [v for v in service.get("volumes", []) if v["type"] == "volume"]
+        assert name == "db" or not mounts, f"{name} keeps files in a volume another replica cannot see"
+    (mount,) = services["proxy"]["volumes"]
+    assert mount["source"] == str(ROOT / "deploy" / "nginx.conf") and mount["read_only"]
+    # Every request reaches web through the proxy on the compose network: its forwarded headers are believed.
+    assert "172.16.0.0/12" in services["web"]["environment"]["TRUSTED_PROXIES"]
+
+    nginx = (ROOT / "deploy" / "nginx.conf").read_text()
+    assert "resolver 127.0.0.11" in nginx and re.search(r"set \$web http://web:8000;\s+proxy_pass \$web;", nginx)
+    assert "proxy_set_header X-Forwarded-For $remote_addr;" in nginx  # never the client's own header
+    limit_mb = int(re.search(r"client_max_body_size (\d+)m;", nginx).group(1))
+    assert limit_mb * 1024 * 1024 > settings.RTA_MAX_UPLOAD_BYTES  # the app, not the proxy, explains the limit
 
 
 def _compose_config(**env_overrides: str) -> dict:
