@@ -494,10 +494,18 @@
       e.preventDefault();
     });
 
-    /* ---- light polling: other coders' work appears without a reload ---- */
-    var inFlight = 0, changes = 0;
+    /* ---- other coders' work appears without a reload: on a live event (live.js), else by light polling ---- */
+    var inFlight = 0, changes = 0, missed = false;
     document.body.addEventListener("htmx:beforeRequest", function () { inFlight++; });
-    document.body.addEventListener("htmx:afterRequest", function () { inFlight = Math.max(0, inFlight - 1); changes++; });
+    document.body.addEventListener("htmx:afterRequest", function () {
+      inFlight = Math.max(0, inFlight - 1); changes++;
+      if (missed && !inFlight) setTimeout(refresh, 0);
+    });
+    document.addEventListener("rta:live", function (e) {
+      if ((e.detail.kind === "coding" && e.detail.interview === cfg.interview) || e.detail.kind === "resync") refresh();
+    });
+    document.addEventListener("visibilitychange", function () { if (missed && !document.hidden) refresh(); });
+    function refresh() { poll(true); }
     function chipKey(box) {
       return Array.prototype.map.call(box.children, function (ch) { return ch.dataset.c + ":" + ch.dataset.u; }).join(",");
     }
@@ -537,14 +545,20 @@
       interviewCoded = now;
     }
     document.body.addEventListener("htmx:afterSettle", updateProgress);
-    function poll() {
-      if (document.hidden || inFlight) return;
+    function poll(live) {
+      if (!live && window.rtaLive && window.rtaLive.connected) return;  // the stream tells us when to look
+      if (document.hidden || inFlight) { missed = missed || !!live; return; }
+      missed = false;
       var seen = changes;
       fetch(cfg.state, { headers: { Accept: "application/json" }, credentials: "same-origin" })
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (data) {
           // A change of our own since the poll started is newer than this answer: wait for the next poll.
-          if (!data || inFlight || seen !== changes) return;
+          if (!data) return;
+          if (inFlight || seen !== changes) {
+            if (live) { missed = true; if (!inFlight) setTimeout(refresh, 0); }
+            return;
+          }
           Object.keys(data.codes).forEach(function (id) {
             if (id in kindOf) return;
             var code = { id: Number(id), name: data.codes[id][0], colour: data.codes[id][1], kind: data.codes[id][2],
@@ -566,7 +580,7 @@
         })
         .catch(function () { /* offline for a moment: the next poll tries again */ });
     }
-    setInterval(poll, cfg.pollSeconds * 1000);
+    setInterval(function () { poll(false); }, cfg.pollSeconds * 1000);
 
     paintRecent();
     var m = /^#s-(\d+)$/.exec(location.hash);
