@@ -56,7 +56,7 @@
     }
     status.textContent = leading ? "You are presenting: followers see this theme." :
       following ? (leadIndex === null ? "Following the presenter (nobody is presenting yet)." : "Following the presenter.") :
-      "Not following: you browse on your own.";
+      "Not following: you browse on your own" + (leadIndex === null ? "." : " (the presenter is on theme " + (leadIndex + 1) + ").");
   }
   function goToPresenter() {
     if (!leading && following && leadIndex !== null && leadIndex !== index && leadBy !== me) {
