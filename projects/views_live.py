@@ -65,8 +65,14 @@ def live_stream(request: HttpRequest, project_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     if not _take_slot():
         return HttpResponse(status=204)  # EventSource gives up on 204: the page keeps polling
-    after = request.headers.get("Last-Event-ID") or request.GET.get("since", "")
-    events = _events(str(membership.project.uuid), after=after, user_id=request.user.pk,
+    project = str(membership.project.uuid)
+    try:
+        after = request.headers.get("Last-Event-ID") or request.GET.get("since", "") or live.broker().cursor(project)
+    except Exception:  # noqa: BLE001 - broker down: the page polls and tries a stream again later
+        live.log.warning("live stream for project %s refused: broker unavailable", project, exc_info=True)
+        _give_slot()
+        return HttpResponse(status=204)
+    events = _events(project, after=after, user_id=request.user.pk,
                      client=live.clean_client(request.GET.get("client", "")), where=live.clean_where(request.GET.get("where", "")))
     response = StreamingHttpResponse(_Stream(events), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
@@ -83,8 +89,8 @@ def _events(project: str, *, after: str, user_id: int, client: str, where: str) 
     listener = broker.listener(settings.LIVE_KEEPALIVE_SECONDS) if isinstance(broker, live.RedisBroker) else None
     left_early = True
     try:
+        cursor = after
         try:
-            cursor = after or broker.cursor(project)
             live.presence_enter(project, client=client, user_id=user_id, where=where)
         except Exception:  # noqa: BLE001 - broker down: end now, the page falls back to polling and retries
             live.log.warning("live stream for project %s could not start", project, exc_info=True)

@@ -169,3 +169,9 @@ def test_without_redis_one_process_replays_and_asks_strangers_to_resync():
     assert [e for _id, e in batch.events] == [{"kind": "comment", "theme": "a"}, {"kind": "decision", "review": "b"}]
     assert broker.read(project, batch.cursor, timeout=0).events == []
     assert broker.read(project, "1795620341644-0", timeout=0).resync  # an id from another process or broker
+
+
+def test_while_redis_is_down_the_page_is_told_to_keep_polling(client_for, owner, project):
+    with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):  # nothing listens there
+        response = client_for(owner).get(stream_url(project))
+    assert response.status_code == 204
