@@ -44,6 +44,7 @@ def _event(code: Code | None, *, project: Project, actor: Any, action: str, reas
     event = CodeEvent.objects.create(project=project, code=code, actor=actor, action=action, reason=reason, data=data or {})
     audit_record(project=project, actor=actor, action=audit_action, target=code, target_type="code",
                  summary=summary, data={"code_event": event.pk, "reason": reason, **(data or {})})
+    live.publish(project.uuid, "codebook")  # open coding pages refresh their codes and chips
     return event
 
 

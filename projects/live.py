@@ -32,7 +32,7 @@ from django.db import transaction
 
 log = logging.getLogger(__name__)
 
-KINDS = frozenset({"comment", "decision", "coding", "present", "presence"})
+KINDS = frozenset({"comment", "decision", "coding", "codebook", "present", "presence"})
 ID_KEYS = frozenset({"theme", "review", "interview", "index", "by"})
 _WHERE = re.compile(r"^(theme|interview|review):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _CLIENT = re.compile(r"^[A-Za-z0-9-]{1,64}$")
@@ -122,16 +122,22 @@ class LocalBroker:
         kept = self._events.get(project)
         return bool(kept) and kept[-1][0] > seq
 
-    def presence_set(self, project: str, key: str, entry: dict) -> bool:
+    def presence_set(self, project: str, key: str, entry: dict, *, only_stream: str = "") -> dict | None:
+        """Store `entry` under `key` (with only_stream: only if that stream still owns it); returns what was there."""
         with self._changed:
             place = self._presence.setdefault(project, {})
             before = place.get(key)
-            place[key] = entry
-            return before is None or before.get("where") != entry.get("where")
+            if not only_stream or (before and before.get("stream") == only_stream):
+                place[key] = entry
+            return before
 
-    def presence_remove(self, project: str, key: str) -> bool:
+    def presence_remove(self, project: str, key: str, *, only_stream: str = "") -> bool:
         with self._changed:
-            return self._presence.get(project, {}).pop(key, None) is not None
+            place = self._presence.get(project, {})
+            if key in place and (not only_stream or place[key].get("stream") == only_stream):
+                del place[key]
+                return True
+            return False
 
     def presence(self, project: str) -> list[dict]:
         with self._changed:
@@ -180,17 +186,25 @@ class RedisBroker:
         events = [(entry_id.decode(), json.loads(fields[b"e"])) for _key, entries in reply or [] for entry_id, fields in entries]
         return Batch(events, events[-1][0] if events else after)
 
-    def presence_set(self, project: str, key: str, entry: dict) -> bool:
+    def presence_set(self, project: str, key: str, entry: dict, *, only_stream: str = "") -> dict | None:
+        # Check and write are two round trips: a page taking over its own entry at that instant only costs a touch.
         name = self._presence_key(project)
-        with self._client.pipeline(transaction=False) as pipe:
-            pipe.hget(name, key)
-            pipe.hset(name, key, json.dumps(entry))
-            pipe.expire(name, 3600)
-            before, _, _ = pipe.execute()
-        return before is None or json.loads(before).get("where") != entry.get("where")
+        raw = self._client.hget(name, key)
+        before = json.loads(raw) if raw else None
+        if not only_stream or (before and before.get("stream") == only_stream):
+            with self._client.pipeline(transaction=False) as pipe:
+                pipe.hset(name, key, json.dumps(entry))
+                pipe.expire(name, 3600)
+                pipe.execute()
+        return before
 
-    def presence_remove(self, project: str, key: str) -> bool:
-        return bool(self._client.hdel(self._presence_key(project), key))
+    def presence_remove(self, project: str, key: str, *, only_stream: str = "") -> bool:
+        name = self._presence_key(project)
+        if only_stream:
+            raw = self._client.hget(name, key)
+            if not raw or json.loads(raw).get("stream") != only_stream:
+                return False
+        return bool(self._client.hdel(name, key))
 
     def presence(self, project: str) -> list[dict]:
         return [json.loads(v) for v in self._client.hvals(self._presence_key(project))]
@@ -221,18 +235,29 @@ def cursor(project_uuid) -> str:
 
 # ------------------------------------------------------------------ presence
 
-def presence_enter(project_uuid, *, client: str, user_id: int, where: str) -> None:
-    """Record (or refresh) that a user's page shows `where`; tell the others when that is news."""
+def presence_enter(project_uuid, *, client: str, user_id: int, where: str, stream: str = "") -> None:
+    """Record that a browser tab (`client`) of a user shows `where`, through `stream`; tell the others when that is news.
+
+    A tab keeps its client id from page to page, so the new page's stream takes the entry over at once; the old
+    page's stream, which the server notices only at its next write, then touches and removes nothing.
+    """
     project = str(project_uuid)
-    key = f"{user_id}:{client}"
-    if broker().presence_set(project, key, {"user": user_id, "where": where, "seen": time.time()}):
+    entry = {"user": user_id, "where": where, "seen": time.time(), "stream": stream}
+    before = broker().presence_set(project, f"{user_id}:{client}", entry)
+    if before is None or before.get("where") != where:
         _publish_now(project, {"kind": "presence"})
 
 
-def presence_leave(project_uuid, *, client: str, user_id: int) -> None:
+def presence_touch(project_uuid, *, client: str, user_id: int, where: str, stream: str) -> None:
+    """Keep a stream's entry fresh, unless a newer page of the same tab took it over."""
+    entry = {"user": user_id, "where": where, "seen": time.time(), "stream": stream}
+    broker().presence_set(str(project_uuid), f"{user_id}:{client}", entry, only_stream=stream)
+
+
+def presence_leave(project_uuid, *, client: str, user_id: int, stream: str = "") -> None:
     project = str(project_uuid)
     try:
-        if broker().presence_remove(project, f"{user_id}:{client}"):
+        if broker().presence_remove(project, f"{user_id}:{client}", only_stream=stream):
             _publish_now(project, {"kind": "presence"})
     except Exception:  # noqa: BLE001 - the entry then simply ages out
         log.warning("presence of a page in project %s not removed", project, exc_info=True)

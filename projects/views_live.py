@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from collections.abc import Iterator
 
 from django.conf import settings
@@ -88,10 +89,11 @@ def _events(project: str, *, after: str, user_id: int, client: str, where: str) 
     broker = live.broker()
     listener = broker.listener(settings.LIVE_KEEPALIVE_SECONDS) if isinstance(broker, live.RedisBroker) else None
     left_early = True
+    stream = uuid.uuid4().hex
     try:
         cursor = after
         try:
-            live.presence_enter(project, client=client, user_id=user_id, where=where)
+            live.presence_enter(project, client=client, user_id=user_id, where=where, stream=stream)
         except Exception:  # noqa: BLE001 - broker down: end now, the page falls back to polling and retries
             live.log.warning("live stream for project %s could not start", project, exc_info=True)
             left_early = False
@@ -102,7 +104,7 @@ def _events(project: str, *, after: str, user_id: int, client: str, where: str) 
             try:
                 kwargs = {"connection": listener} if listener is not None else {}
                 batch = broker.read(project, cursor, min(remaining, settings.LIVE_KEEPALIVE_SECONDS), **kwargs)
-                live.presence_enter(project, client=client, user_id=user_id, where=where)
+                live.presence_touch(project, client=client, user_id=user_id, where=where, stream=stream)
             except Exception:  # noqa: BLE001 - as above
                 live.log.warning("live stream for project %s interrupted", project, exc_info=True)
                 break
@@ -118,4 +120,4 @@ def _events(project: str, *, after: str, user_id: int, client: str, where: str) 
         if listener is not None:
             listener.close()
         if left_early:  # closed before its lifetime: the page went away (a reconnect re-enters at once)
-            live.presence_leave(project, client=client, user_id=user_id)
+            live.presence_leave(project, client=client, user_id=user_id, stream=stream)

@@ -36,3 +36,13 @@ def test_a_request_that_changes_nothing_announces_nothing(client_for, analyst, v
         assert client_for(viewer).post(_url("apply", project, interview), {"code": code.pk, "segments": segment.pk}).status_code == 403
         assert client_for(analyst).post(_url("remove", project, interview), {"code": code.pk, "segments": segment.pk}).status_code == 200
     assert announced(project, since) == []
+
+
+def test_codebook_changes_are_announced_so_open_workspaces_offer_the_new_code(owner, project, django_capture_on_commit_callbacks):
+    from coding.services import code_archive, code_create
+
+    since = live.cursor(project.uuid)
+    with django_capture_on_commit_callbacks(execute=True):
+        code = code_create(project=project, actor=owner, name="Quiet dissent")
+        code_archive(code=code, actor=owner)
+    assert announced(project, since) == [{"kind": "codebook"}] * 2

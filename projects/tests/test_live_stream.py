@@ -175,3 +175,16 @@ def test_while_redis_is_down_the_page_is_told_to_keep_polling(client_for, owner,
     with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):  # nothing listens there
         response = client_for(owner).get(stream_url(project))
     assert response.status_code == 204
+
+
+def test_the_next_page_of_a_tab_takes_over_its_presence_and_the_old_stream_removes_nothing(client_for, analyst, project):
+    first_place, next_place = f"theme:{uuid.uuid4()}", f"interview:{uuid.uuid4()}"
+    old = client_for(analyst).get(stream_url(project, where=first_place, client="tab-1"))
+    next(iter(old.streaming_content))
+    new = client_for(analyst).get(stream_url(project, where=next_place, client="tab-1"))
+    next(iter(new.streaming_content))
+    assert [e["where"] for e in live.present_now(project.uuid)] == [next_place]
+    close(old)  # the server notices the old page's stream is gone only now
+    assert [e["where"] for e in live.present_now(project.uuid)] == [next_place]
+    close(new)
+    assert live.present_now(project.uuid) == []

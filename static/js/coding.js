@@ -502,7 +502,8 @@
       if (missed && !inFlight) setTimeout(refresh, 0);
     });
     document.addEventListener("rta:live", function (e) {
-      if ((e.detail.kind === "coding" && e.detail.interview === cfg.interview) || e.detail.kind === "resync") refresh();
+      var kind = e.detail.kind;
+      if ((kind === "coding" && e.detail.interview === cfg.interview) || kind === "codebook" || kind === "resync") refresh();
     });
     document.addEventListener("visibilitychange", function () { if (missed && !document.hidden) refresh(); });
     function refresh() { poll(true); }
@@ -545,8 +546,11 @@
       interviewCoded = now;
     }
     document.body.addEventListener("htmx:afterSettle", updateProgress);
+    // While the stream is up it says when to look; a poll at a quarter of the rate still catches changes made
+    // outside the app's services (an import, a restore), which announce nothing.
+    var quietPolls = 0;
     function poll(live) {
-      if (!live && window.rtaLive && window.rtaLive.connected) return;  // the stream tells us when to look
+      if (!live && window.rtaLive && window.rtaLive.connected && ++quietPolls % 4) return;
       if (document.hidden || inFlight) { missed = missed || !!live; return; }
       missed = false;
       var seen = changes;

@@ -10,7 +10,12 @@
   var root = document.getElementById("live");
   if (!root || !window.EventSource) { return; }
   var state = window.rtaLive = { connected: false, me: root.dataset.me };
-  var client = window.crypto && window.crypto.randomUUID ? window.crypto.randomUUID() : String(Math.random()).slice(2);
+  // One id per tab, kept from page to page: the next page's presence replaces this one's at once.
+  var client = window.sessionStorage.getItem("rta-live-client");
+  if (!client) {
+    client = window.crypto && window.crypto.randomUUID ? window.crypto.randomUUID() : String(Math.random()).slice(2);
+    window.sessionStorage.setItem("rta-live-client", client);
+  }
   var since = root.dataset.since || "";
   var source = null;
 
