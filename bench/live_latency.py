@@ -198,7 +198,7 @@ def main() -> None:
     database_url = load.create_database()
     proc = None
     try:
-        load.setup_django(database_url, redis_url or os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/14"))
+        load.setup_django(database_url, redis_url)  # without Redis, sessions live in the database the server reads
         world = seed(args.pages)
         os.environ["RTA_LIVE_STREAMS_PER_PROCESS"] = str(args.threads - 4)
         proc, base = load.start_gunicorn(database_url, redis_url, workers, args.threads)
@@ -208,7 +208,10 @@ def main() -> None:
                    for n in range(args.pages)]
         for t in threads:
             t.start()
-        ready.wait(timeout=60)  # every page's stream is open
+        try:
+            ready.wait(timeout=60)  # every page's stream is open
+        except threading.BrokenBarrierError:
+            raise SystemExit(f"the pages' streams did not all open: {board.errors[:5]}") from None
         began = time.perf_counter()
         colleague(world, base, board, args.actions, args.pages)
         wall = time.perf_counter() - began
