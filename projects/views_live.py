@@ -9,6 +9,7 @@ turned away (204, which makes EventSource stop) keeps polling as before.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 import uuid
@@ -23,6 +24,7 @@ from django.views.decorators.http import require_GET
 from projects import live
 from projects.permissions import member_or_404
 
+_CURSOR = re.compile(r"^[A-Za-z0-9.-]{1,64}$")  # a Redis stream id or an in-process one
 _slots_lock = threading.Lock()
 _slots_used = 0
 
@@ -73,6 +75,8 @@ def live_stream(request: HttpRequest, project_uuid) -> HttpResponse:
         live.log.warning("live stream for project %s refused: broker unavailable", project, exc_info=True)
         _give_slot()
         return HttpResponse(status=204)
+    if not _CURSOR.match(after):
+        after = "unreadable"  # echoed into the stream: never let a header or parameter add lines; the broker asks for a resync
     events = _events(project, after=after, user_id=request.user.pk,
                      client=live.clean_client(request.GET.get("client", "")), where=live.clean_where(request.GET.get("where", "")))
     response = StreamingHttpResponse(_Stream(events), content_type="text/event-stream")

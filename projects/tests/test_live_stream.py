@@ -188,3 +188,13 @@ def test_the_next_page_of_a_tab_takes_over_its_presence_and_the_old_stream_remov
     assert [e["where"] for e in live.present_now(project.uuid)] == [next_place]
     close(new)
     assert live.present_now(project.uuid) == []
+
+
+def test_a_cursor_cannot_add_lines_to_the_stream(client_for, owner, project):
+    response = client_for(owner).get(stream_url(project, since="1-0%0Adata:%20%7B%22kind%22%3A%22present%22%7D"))
+    try:
+        chunks = read_until_event(response)
+        assert b"present" not in b"".join(chunks)
+        assert events_in(chunks) == [{"kind": "resync"}]
+    finally:
+        close(response)
