@@ -458,7 +458,7 @@
           if (!answer[0]) { say(answer[1].error || "Could not save the decision."); return; }
           chip.remove();
           say(decision === "accept" ? "Suggestion accepted as your coding." : "Suggestion rejected.");
-          poll();
+          refresh();
         })
         .catch(function () { say("Could not reach the server; nothing was decided."); });
     }
@@ -549,9 +549,9 @@
     // While the stream is up it says when to look; a poll at a quarter of the rate still catches changes made
     // outside the app's services (an import, a restore), which announce nothing.
     var quietPolls = 0;
-    function poll(live) {
-      if (!live && window.rtaLive && window.rtaLive.connected && ++quietPolls % 4) return;
-      if (document.hidden || inFlight) { missed = missed || !!live; return; }
+    function poll(now) {  // now: an event or our own decision asks; else the timer
+      if (!now && window.rtaLive && window.rtaLive.connected && ++quietPolls % 4) return;
+      if (document.hidden || inFlight) { missed = missed || !!now; return; }
       missed = false;
       var seen = changes;
       fetch(cfg.state, { headers: { Accept: "application/json" }, credentials: "same-origin" })
@@ -560,7 +560,7 @@
           // A change of our own since the poll started is newer than this answer: wait for the next poll.
           if (!data) return;
           if (inFlight || seen !== changes) {
-            if (live) { missed = true; if (!inFlight) setTimeout(refresh, 0); }
+            if (now) { missed = true; if (!inFlight) setTimeout(refresh, 0); }
             return;
           }
           Object.keys(data.codes).forEach(function (id) {

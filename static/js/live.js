@@ -65,6 +65,9 @@
       delete pending[el.id];
       var now = document.getElementById(el.id);
       if (!now) { return; }
+      // One request at a time per part: the answer in flight brings the token the next request sends,
+      // so a second render of the same news (which would, e.g., already count a comment as read) never races it.
+      if (now.classList.contains("htmx-request")) { schedule(now); return; }
       if (now.hasAttribute("hx-get")) { window.htmx.trigger(now, "live"); return; }
       window.htmx.ajax("GET", window.location.pathname + window.location.search,
                        { target: "#" + el.id, select: "#" + el.id, swap: "outerHTML" });
