@@ -1,4 +1,11 @@
-"""gunicorn settings read by the Dockerfile's and docker-compose's `gunicorn -c gunicorn.conf.py`."""
+"""gunicorn settings read by the Dockerfile's and docker-compose's `gunicorn -c gunicorn.conf.py`.
+
+Live updates (projects/views_live.py) keep one response open per open page, each holding a thread
+for at most RTA_LIVE_STREAM_SECONDS (60 s; the browser then reconnects and resumes). So the web
+workers are gthread with many threads (the Dockerfile and compose pass `--threads 32`), and each
+process serves at most RTA_LIVE_STREAMS_PER_PROCESS (24) streams, leaving threads for ordinary
+requests; pages beyond that keep polling. Sync workers would give each open page a whole worker.
+"""
 
 from __future__ import annotations
 

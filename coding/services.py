@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from coding.models import CaseCoding, Code, CodeEvent, Coding, Note, Suggestion, SuggestionRun
 from interviews.models import Interview, Turn
+from projects import live
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
 from projects.prepared import PreparedStatement
@@ -45,6 +46,7 @@ def _event(code: Code | None, *, project: Project, actor: Any, action: str, reas
     event = CodeEvent.objects.create(project=project, code=code, actor=actor, action=action, reason=reason, data=data or {})
     audit_record(project=project, actor=actor, action=audit_action, target=code, target_type="code",
                  summary=summary, data={"code_event": event.pk, "reason": reason, **(data or {})})
+    live.publish(project.uuid, "codebook")  # open coding pages refresh their codes and chips
     return event
 
 
@@ -438,9 +440,8 @@ def coding_apply(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_i
     """
     params = _params(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=user_id, code_id=code_id,
                      segment_ids=segment_ids, any_speaker=any_speaker, audit_extra=audit_extra)
-    if connection.vendor == "postgresql":
-        return _run(_APPLY, params)
-    return _orm_change(params, remove=False)
+    result = _run(_APPLY, params) if connection.vendor == "postgresql" else _orm_change(params, remove=False)
+    return _announce(result, project_uuid=project_uuid, interview_uuid=interview_uuid)
 
 
 def coding_remove(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_id: int,
@@ -448,9 +449,15 @@ def coding_remove(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_
     """Remove the user's own coding of a code from segments, in one round trip; others' codings are never touched."""
     params = _params(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=user_id, code_id=code_id,
                      segment_ids=segment_ids, any_speaker=True, audit_extra=audit_extra)
-    if connection.vendor == "postgresql":
-        return _run(_REMOVE, params)
-    return _orm_change(params, remove=True)
+    result = _run(_REMOVE, params) if connection.vendor == "postgresql" else _orm_change(params, remove=True)
+    return _announce(result, project_uuid=project_uuid, interview_uuid=interview_uuid)
+
+
+def _announce(result: CodingResult, *, project_uuid: Any, interview_uuid: Any) -> CodingResult:
+    # Only a change by a member is news; the ids were checked by the statement that made it.
+    if result.changed:
+        live.publish(project_uuid, "coding", interview=interview_uuid)
+    return result
 
 
 UNDO_CREATE_REASON = "Created while coding and undone at once"

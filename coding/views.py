@@ -394,7 +394,7 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
                    "notes": reverse("coding:notes", args=[project_uuid, interview_uuid]),
                    "state": reverse("coding:state", args=[project_uuid, interview_uuid]),
                    "decide": reverse("coding:suggestion_decide", args=[project_uuid, UUID(int=0), "DECISION"]),
-                   "me": request.user.pk, "project": str(project_uuid), "canWrite": membership.can_write,
+                   "me": request.user.pk, "project": str(project_uuid), "interview": str(interview_uuid), "canWrite": membership.can_write,
                    "coders": {c.id: c.name for c in coders.values()},
                    "initials": {c.id: c.initials for c in coders.values()},
                    "pollSeconds": _poll_seconds(request.GET.get("poll"))},

@@ -124,6 +124,13 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
+# Live updates (projects/live.py): Redis streams with REDIS_URL, else one process's memory. Each open page
+# holds one web thread for at most LIVE_STREAM_SECONDS, then reconnects and resumes where it was; at most
+# LIVE_STREAMS_PER_PROCESS streams per process (keep it below gunicorn's --threads so pages still load).
+LIVE_STREAM_SECONDS = env_int("RTA_LIVE_STREAM_SECONDS", 60)
+LIVE_KEEPALIVE_SECONDS = env_int("RTA_LIVE_KEEPALIVE_SECONDS", 15)
+LIVE_STREAMS_PER_PROCESS = env_int("RTA_LIVE_STREAMS_PER_PROCESS", 24)
+
 # Celery: the real broker when REDIS_URL is set, otherwise tasks run in-process.
 CELERY_BROKER_URL = REDIS_URL or "memory://"
 CELERY_RESULT_BACKEND = None

@@ -36,3 +36,7 @@ if not env_bool("RTA_TEST_CACHED_AUTH", default=False):  # noqa: F405
 # Exported so web and worker processes started by tests share the prefix.
 CACHES["default"]["KEY_PREFIX"] = os.environ.setdefault(  # noqa: F405
     "RTA_TEST_CACHE_PREFIX", f"test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}")
+# Browser tests open live streams faster than closed ones are noticed (at the next keepalive): a larger
+# cap and a shorter keepalive keep a stream from being refused because of an earlier test's pages.
+LIVE_STREAMS_PER_PROCESS = env_int("RTA_LIVE_STREAMS_PER_PROCESS", 200)  # noqa: F405
+LIVE_KEEPALIVE_SECONDS = env_int("RTA_LIVE_KEEPALIVE_SECONDS", 5)  # noqa: F405

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from projects import views, views_audit, views_invitations, views_trash
+from projects import views, views_audit, views_invitations, views_live, views_trash
 
 app_name = "projects"
 
@@ -24,4 +24,5 @@ urlpatterns = [
     path("p/<uuid:project_uuid>/trash/", views_trash.trash_list, name="trash"),
     path("p/<uuid:project_uuid>/trash/restore/", views_trash.trash_restore_view, name="trash_restore"),
     path("p/<uuid:project_uuid>/trash/empty/", views_trash.trash_empty_view, name="trash_empty"),
+    path("p/<uuid:project_uuid>/live/", views_live.live_stream, name="live_stream"),
 ]

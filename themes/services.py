@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from coding.models import Code
 from interviews.models import Segment
+from projects import live
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
 from themes import snapshots
@@ -444,6 +445,7 @@ def comment_post(*, theme: Theme, actor, body: str, parent: Comment | None = Non
         users = get_user_model().objects.filter(username__in=names, memberships__project_id=theme.project_id)
         comment.mentions.set(users)
     thread_mark_read(theme=theme, user=actor)
+    live.publish(theme.project.uuid, "comment", theme=theme.uuid)
     return comment
 
 
@@ -456,6 +458,7 @@ def comment_resolve(*, comment: Comment, actor, resolved: bool = True) -> Commen
     top.save(update_fields=["resolved_at", "resolved_by"])
     audit_record(project=top.theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=top, target_type="comment",
                  summary=f"Thread on “{top.theme.name}” {'resolved' if resolved else 'reopened'}")
+    live.publish(top.theme.project.uuid, "comment", theme=top.theme.uuid)
     return top
 
 
@@ -620,8 +623,10 @@ def decision_record(*, review: Review, theme: Theme, actor, kind: str, payload: 
     _open_review(review, "no more decisions can be recorded in it")
     seen = _seen_version(theme, seen_version)
     clean = decision_validate(review=review, theme=theme, kind=kind, payload=payload)
-    return Decision.objects.create(review=review, theme=theme, theme_name=theme.name, theme_version=seen, kind=kind,
-                                   payload=clean, note=note, created_by=actor)
+    decision = Decision.objects.create(review=review, theme=theme, theme_name=theme.name, theme_version=seen, kind=kind,
+                                       payload=clean, note=note, created_by=actor)
+    live.publish(review.project.uuid, "decision", review=review.uuid, theme=theme.uuid)
+    return decision
 
 
 def _seen_version(theme: Theme, value: int | str | None) -> int:
@@ -727,6 +732,7 @@ def decision_apply(*, decision: Decision, actor, confirmed_version: int | None =
     audit_record(project=project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Decision applied to “{theme.name}”: {decision.get_kind_display().lower()}" + (f" ({message})" if message else ""),
                  data={"review": str(review.uuid), "decision": str(decision.uuid)})
+    live.publish(project.uuid, "decision", review=review.uuid, theme=theme.uuid)
     return DecisionOutcome(decision=decision, message=message or "Decision applied.")
 
 
@@ -786,4 +792,5 @@ def decision_decline(*, decision: Decision, actor, reason: str = "") -> Decision
     audit_record(project=decision.review.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Decision on “{theme.name}” not applied ({decision.get_kind_display().lower()}): {decision.declined_reason}",
                  data={"review": str(decision.review.uuid), "decision": str(decision.uuid)})
+    live.publish(decision.review.project.uuid, "decision", review=decision.review.uuid, theme=theme.uuid)
     return decision

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from themes import views, views_memos, views_reviews
+from themes import views, views_live, views_memos, views_reviews
 
 app_name = "themes"
 
@@ -36,6 +36,8 @@ urlpatterns = [
     path("reviews/<uuid:review_uuid>/decisions/", views_reviews.decision_create, name="decision_create"),
     path("reviews/<uuid:review_uuid>/close/", views_reviews.review_close, name="review_close"),
     path("reviews/<uuid:review_uuid>/present/<int:index>/", views_reviews.review_present, name="present"),
+    path("reviews/<uuid:review_uuid>/present/<int:index>/lead/", views_live.present_lead, name="present_lead"),
+    path("presence/", views_live.presence, name="presence"),
     path("decisions/<uuid:decision_uuid>/apply/", views_reviews.decision_apply, name="decision_apply"),
     path("decisions/<uuid:decision_uuid>/keep-current/", views_reviews.decision_decline, name="decision_decline"),
     path("snapshots/", views_reviews.snapshot_list, name="snapshots"),

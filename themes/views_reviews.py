@@ -18,7 +18,7 @@ from coding.models import Code
 from projects.models import Membership
 from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
-from themes import queries, services, shortcuts, snapshots
+from themes import presenting, queries, services, shortcuts, snapshots
 from themes.excerpts import theme_excerpt_sample
 from themes.models import AgendaItem, Comment, Decision, Review, Snapshot, Theme, ThemeCode
 from themes.rendering import diff_lines, render_markdown
@@ -33,7 +33,9 @@ class ReviewCloseForm(forms.Form):
 
 
 def _review(membership: Membership, review_uuid) -> Review:
-    return get_object_or_404(Review.objects.filter(project=membership.project), uuid=review_uuid)
+    review = get_object_or_404(Review.objects.filter(project=membership.project), uuid=review_uuid)
+    review.project = membership.project  # already loaded with the membership
+    return review
 
 
 def _next(request: HttpRequest, default: str) -> str:
@@ -314,6 +316,7 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
         decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("theme", "applied_by", "declined_by")),
         prev_index=index - 1 if index > 0 else None, next_index=index + 1 if index + 1 < len(agenda) else None,
         shortcuts=shortcuts.PRESENTER,
+        lead=presenting.present_position(review),
     ))
 
 

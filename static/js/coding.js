@@ -455,7 +455,7 @@
           if (!answer[0]) { say(answer[1].error || "Could not save the decision."); return; }
           chip.remove();
           say(decision === "accept" ? "Suggestion accepted as your coding." : "Suggestion rejected.");
-          poll();
+          refresh();
         })
         .catch(function () { say("Could not reach the server; nothing was decided."); });
     }
@@ -488,10 +488,19 @@
       clear: function () { cursor = anchor = -1; paintSelection(); },
     });
 
-    /* ---- light polling: other coders' work appears without a reload ---- */
-    var inFlight = 0, changes = 0;
+    /* ---- other coders' work appears without a reload: on a live event (live.js), else by light polling ---- */
+    var inFlight = 0, changes = 0, missed = false;
     document.body.addEventListener("htmx:beforeRequest", function () { inFlight++; });
-    document.body.addEventListener("htmx:afterRequest", function () { inFlight = Math.max(0, inFlight - 1); changes++; });
+    document.body.addEventListener("htmx:afterRequest", function () {
+      inFlight = Math.max(0, inFlight - 1); changes++;
+      if (missed && !inFlight) setTimeout(refresh, 0);
+    });
+    document.addEventListener("rta:live", function (e) {
+      var kind = e.detail.kind;
+      if ((kind === "coding" && e.detail.interview === cfg.interview) || kind === "codebook" || kind === "resync") refresh();
+    });
+    document.addEventListener("visibilitychange", function () { if (missed && !document.hidden) refresh(); });
+    function refresh() { poll(true); }
     function chipKey(box) {
       return Array.prototype.map.call(box.children, function (ch) { return ch.dataset.c + ":" + ch.dataset.u; }).join(",");
     }
@@ -531,14 +540,23 @@
       interviewCoded = now;
     }
     document.body.addEventListener("htmx:afterSettle", updateProgress);
-    function poll() {
-      if (document.hidden || inFlight) return;
+    // While the stream is up it says when to look; a poll at a quarter of the rate still catches changes made
+    // outside the app's services (an import, a restore), which announce nothing.
+    var quietPolls = 0;
+    function poll(now) {  // now: an event or our own decision asks; else the timer
+      if (!now && window.rtaLive && window.rtaLive.connected && ++quietPolls % 4) return;
+      if (document.hidden || inFlight) { missed = missed || !!now; return; }
+      missed = false;
       var seen = changes;
       fetch(cfg.state, { headers: { Accept: "application/json" }, credentials: "same-origin" })
         .then(function (r) { return r.ok ? r.json() : null; })
         .then(function (data) {
           // A change of our own since the poll started is newer than this answer: wait for the next poll.
-          if (!data || inFlight || seen !== changes) return;
+          if (!data) return;
+          if (inFlight || seen !== changes) {
+            if (now) { missed = true; if (!inFlight) setTimeout(refresh, 0); }
+            return;
+          }
           Object.keys(data.codes).forEach(function (id) {
             if (id in kindOf) return;
             var code = { id: Number(id), name: data.codes[id][0], colour: data.codes[id][1], kind: data.codes[id][2],
@@ -560,7 +578,7 @@
         })
         .catch(function () { /* offline for a moment: the next poll tries again */ });
     }
-    setInterval(poll, cfg.pollSeconds * 1000);
+    setInterval(function () { poll(false); }, cfg.pollSeconds * 1000);
 
     paintRecent();
     var m = /^#s-(\d+)$/.exec(location.hash);

@@ -1,5 +1,5 @@
 // Review meetings: decision forms show only the fields of the chosen kind;
-// presenter mode walks the agenda with ←/→ (or j/k) unless you are typing.
+// presenter mode walks the agenda with ←/→ (or j/k) unless you are typing, and can drive the room's screens.
 (function () {
   "use strict";
 
@@ -35,4 +35,71 @@
       document.getElementById("help-dialog").showModal();
     });
   }
+
+  // The whole room in presenter mode: whoever presents moves every follower's screen (live.js events);
+  // each participant can stop following (remembered per meeting in this browser).
+  var presenter = document.getElementById("presenter");
+  if (!presenter) { return; }
+  var review = presenter.dataset.review, index = Number(presenter.dataset.index), me = presenter.dataset.me;
+  var followBox = document.getElementById("follow-presenter"), leadButton = document.getElementById("lead-meeting");
+  var status = document.getElementById("presenter-status");
+  var followKey = "rta-follow:" + review, leadKey = "rta-lead:" + review;
+  var leadIndex = presenter.dataset.leadIndex === "" ? null : Number(presenter.dataset.leadIndex);
+  var leadBy = presenter.dataset.leadBy;
+  var leading = !!leadButton && window.localStorage.getItem(leadKey) === "on";
+  var following = window.localStorage.getItem(followKey) !== "off";
+
+  function urlFor(i) { return presenter.dataset.presentUrl.replace(/\/0\/$/, "/" + i + "/"); }
+  function csrf() {
+    try { return JSON.parse(document.body.getAttribute("hx-headers"))["X-CSRFToken"]; } catch (e) { return ""; }
+  }
+  function tell(stop) {
+    var body = new URLSearchParams(stop ? { stop: "1" } : {});
+    return fetch(presenter.dataset.leadUrl, { method: "POST", body: body, credentials: "same-origin",
+                                               headers: { "X-CSRFToken": csrf() } });
+  }
+  function paint() {
+    followBox.checked = following && !leading;
+    followBox.disabled = leading;
+    if (leadButton) {
+      leadButton.setAttribute("aria-pressed", leading ? "true" : "false");
+      leadButton.textContent = leading ? "Stop presenting" : "Present to everyone";
+    }
+    status.textContent = leading ? "You are presenting: followers see this theme." :
+      following ? (leadIndex === null ? "Following the presenter (nobody is presenting yet)." : "Following the presenter.") :
+      "Not following: you browse on your own" + (leadIndex === null ? "." : " (the presenter is on theme " + (leadIndex + 1) + ").");
+  }
+  function goToPresenter() {
+    if (!leading && following && leadIndex !== null && leadIndex !== index && leadBy !== me) {
+      window.location.assign(urlFor(leadIndex));
+    }
+  }
+
+  followBox.addEventListener("change", function () {
+    following = followBox.checked;
+    window.localStorage.setItem(followKey, following ? "on" : "off");
+    paint();
+    goToPresenter();
+  });
+  if (leadButton) {
+    leadButton.addEventListener("click", function () {
+      leading = !leading;
+      window.localStorage.setItem(leadKey, leading ? "on" : "off");
+      tell(!leading);
+      paint();
+    });
+  }
+  document.addEventListener("rta:live", function (event) {
+    var e = event.detail;
+    if (e.kind !== "present" || e.review !== review) { return; }
+    leadIndex = e.index;
+    leadBy = String(e.by);
+    if (leadBy === me && !leading) { return; }  // my own presenting, from another tab
+    paint();
+    goToPresenter();
+  });
+
+  if (leading) { tell(false); }
+  paint();
+  goToPresenter();
 })();
