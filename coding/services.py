@@ -731,7 +731,8 @@ WITH m AS (
     FROM m WHERE EXISTS (SELECT 1 FROM upd)
 )
 SELECT (SELECT role FROM m), (SELECT status FROM s), (SELECT code_gone FROM s), (SELECT name FROM s),
-       (SELECT count(*) FROM upd)
+       (SELECT count(*) FROM upd), (SELECT count(*) FROM ins),
+       (SELECT iv.uuid FROM interviews_interview iv WHERE iv.id = (SELECT interview_id FROM s))
 """
 _DECIDE = PreparedStatement("rta_suggestion_decide", _DECIDE_SQL, [
     ("project", "uuid"), ("suggestion", "uuid"), ("user", "integer"), ("status", "text"), ("reason", "text")])
@@ -741,7 +742,8 @@ class SuggestionDecision:
     """What deciding did: the reviewer's role (None: not a member), whether the suggestion was found and decided."""
 
     def __init__(self, row: Sequence[Any], status: str) -> None:
-        self.role, self.previous_status, code_gone, self.code_name, decided = row
+        self.role, self.previous_status, code_gone, self.code_name, decided, coded, self.interview_uuid = row
+        self.coded = bool(coded)  # accepting made a coding (the reviewer had not coded it so already)
         self.found = self.previous_status is not None
         self.decided = bool(decided)
         self.status = status if self.decided else self.previous_status
@@ -760,9 +762,12 @@ def suggestion_decide(*, project_uuid: Any, suggestion_uuid: Any, user_id: int, 
     """
     status = Suggestion.Status.ACCEPTED if accept else Suggestion.Status.REJECTED
     with transaction.atomic():
-        row = _DECIDE.fetchone({"project": str(project_uuid), "suggestion": str(suggestion_uuid), "user": user_id,
-                                "status": status, "reason": "" if accept else reason.strip()[:2000]})
-    return SuggestionDecision(row, status)
+        decision = SuggestionDecision(_DECIDE.fetchone({
+            "project": str(project_uuid), "suggestion": str(suggestion_uuid), "user": user_id, "status": status,
+            "reason": "" if accept else reason.strip()[:2000]}), status)
+        if decision.coded:
+            live.publish(project_uuid, "coding", interview=decision.interview_uuid)
+    return decision
 
 
 ACCEPT_ALL_AFTER = 3  # suggestions of a code a reviewer decides one by one before accepting the rest at once

@@ -203,6 +203,22 @@ def test_accepting_makes_a_coding_of_the_reviewer_and_rejecting_keeps_the_reason
                             ("changed", f"AI suggestion “{second.code.name}” rejected: Too literal")]
 
 
+def test_accepting_announces_the_new_coding_to_open_pages_and_rejecting_does_not(
+    project, analyst, interview, codes, reading, django_capture_on_commit_callbacks,
+):
+    from projects import live
+
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    first, second, *rest = run.suggestions.order_by("segment__position", "code_id")
+    since = live.cursor(project.uuid)
+    with django_capture_on_commit_callbacks(execute=True):
+        decide(project, first, analyst)
+        decide(project, second, analyst, accept=False)
+        decide(project, first, analyst)  # already accepted: nothing new
+    events = [event for _id, event in live.broker().read(str(project.uuid), since, timeout=0.1).events]
+    assert events == [{"kind": "coding", "interview": str(interview.uuid)}]
+
+
 def test_the_rest_of_a_code_is_accepted_at_once_only_after_a_sample(
     project, analyst, make_interview, codes, reading, django_capture_on_commit_callbacks,
 ):
