@@ -38,20 +38,6 @@ def _celery_in_process(request) -> Iterator[None]:
     app.conf.task_always_eager = previous
 
 
-@pytest.fixture(autouse=True)
-def _login_failures_forgotten() -> Iterator[None]:
-    """Each test starts with no failed logins counted from loopback.
-
-    The per-address ceiling counts every failed login from 127.0.0.1 in its window, so failures
-    in earlier tests of the same worker would otherwise lock later tests' logins out (429).
-    """
-    yield
-    from projects.ratelimit import login_failures_clear_address
-
-    for address in ("127.0.0.1", "::1", "unknown"):
-        login_failures_clear_address(address)
-
-
 @pytest.fixture
 def make_user(django_user_model) -> Callable:
     def make(username: str, **extra):
@@ -204,6 +190,12 @@ def login(live_server) -> Callable:
     """Log the page in as `user` through the real login form."""
 
     def do_login(page, user) -> None:
+        from projects.ratelimit import login_failures_clear, login_failures_clear_address
+
+        # Earlier tests' wrong passwords (in this process or in web processes they started) must not lock this login out.
+        for address in ("127.0.0.1", "::1"):
+            login_failures_clear(user.username, address)
+            login_failures_clear_address(address)
         page.goto(f"{live_server.url}/accounts/login/")
         page.fill("#id_username", user.username)
         page.fill("#id_password", PASSWORD)

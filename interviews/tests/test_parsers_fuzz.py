@@ -7,6 +7,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from interviews.models import Speaker
 from interviews.parsers import FORMATS, ParseError, SourceFile, parse_upload
 
 json_values = st.recursive(
@@ -26,7 +27,7 @@ def parse_all(name: str, data: bytes, fmt: str) -> None:
     try:
         for conv in parse_upload(SourceFile.from_bytes(name, data), format=fmt):
             for turn in conv.turns:
-                assert turn.speaker in ("interviewer", "participant", "system")
+                assert turn.speaker in Speaker.values
                 assert isinstance(turn.text, str) and turn.text.strip()
     except ParseError as e:
         assert "\n" not in str(e) and str(e).startswith(name)
