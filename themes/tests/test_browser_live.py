@@ -82,7 +82,7 @@ def test_a_decision_recorded_in_the_meeting_appears_on_everyones_screen(page, lo
     listening(other)
 
     other.get_by_label("Decision on “Honesty”").select_option("rename")
-    other.get_by_label("New name (rename) / name of the new theme (split)").fill("Candour about limits")
+    other.get_by_label("New name", exact=True).fill("Candour about limits")  # the label of the kind chosen
     other.get_by_role("button", name="Record decision").click()
     expect(page.locator("#live-decisions")).to_contain_text("Candour about limits", timeout=LIVE_MS)
 
