@@ -309,15 +309,21 @@ def exemplar_change(request: HttpRequest, project_uuid, exemplar_uuid) -> HttpRe
 
 # ---------------------------------------------------------------- discussion
 
-def thread_context(request: HttpRequest, membership: Membership, theme: Theme) -> dict:
-    """The theme's comments (top-level with replies), unread markers, and the poll token (4 queries)."""
+def thread_context(request: HttpRequest, membership: Membership, theme: Theme, shown_up_to: int | None = None) -> dict:
+    """The theme's comments (top-level with replies), unread markers, and the poll token (4 queries).
+
+    `shown_up_to`: the newest comment id the refreshing page already showed. Comments after it are new
+    to that page even if another render (the theme page in another tab, a concurrent refresh) has
+    meanwhile marked the thread read.
+    """
     read = ThreadRead.objects.filter(theme=theme, user=request.user).values_list("last_read_at", flat=True).first()
     usernames = list(Membership.objects.filter(project=membership.project).values_list("user__username", flat=True))
     comments = list(Comment.objects.filter(theme=theme).select_related("author", "resolved_by"))
     tops, by_id = [], {}
     for c in comments:
         c.html = render_markdown(c.body, mentionable=usernames)
-        c.unread = (read is None or c.created_at > read) and c.author_id != request.user.id
+        c.unread = (read is None or c.created_at > read or (shown_up_to is not None and c.id > shown_up_to)) \
+            and c.author_id != request.user.id
         c.thread_replies = []
         by_id[c.id] = c
     for c in comments:
@@ -351,8 +357,10 @@ def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
             if error:
                 messages.error(request, error)
             return redirect(reverse("themes:detail", args=[membership.project.uuid, theme.uuid]) + "#thread")
+    shown = request.GET.get("token", "").partition("-")[0]  # the token starts with the newest id the page showed
+    shown_up_to = int(shown) if shown.isascii() and shown.isdigit() and len(shown) <= 18 else None
     context = {"project": membership.project, "membership": membership, "theme": theme, "thread_error": error,
-               **thread_context(request, membership, theme)}
+               **thread_context(request, membership, theme, shown_up_to)}
     services.thread_mark_read(theme=theme, user=request.user)
     # htmx swaps only 2xx answers, so an htmx post shows its error inside the fragment with 200.
     return render(request, "themes/_thread.html", context, status=400 if error and not request.htmx else 200)

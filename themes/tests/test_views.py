@@ -197,6 +197,20 @@ def test_thread_poll_returns_204_until_something_changes(world, project, analyst
     assert 'class="badge unread">new' in again.content.decode()
 
 
+def test_a_colleagues_comment_stays_new_to_a_page_that_had_not_shown_it_though_another_render_read_it(
+    world, project, analyst, owner, client_for,
+):
+    client = client_for(analyst)
+    first = client.get(u("thread", project, world["a"].uuid))
+    token = first.content.decode().split("token=")[1].split('"')[0]
+    services.comment_post(theme=world["a"], actor=owner, body="Another thought")
+    client.get(u("detail", project, world["a"].uuid))  # the theme page in another tab marks the thread read
+    again = client.get(u("thread", project, world["a"].uuid, token=token)).content.decode()
+    assert "Another thought" in again and again.count('class="badge unread">new') == 1
+    fresh = client.get(u("thread", project, world["a"].uuid)).content.decode()
+    assert 'class="badge unread">new' not in fresh  # read, for a page that shows the thread anew
+
+
 def test_mentions_lists_comments_mentioning_a_member(world, project, analyst, client_for):
     html = client_for(analyst).get(u("mentions", project)).content.decode()
     assert "Is this" in html and world["a"].name in html
