@@ -107,12 +107,15 @@ def test_the_compose_healthcheck_passes_against_production_settings():
                             "--workers", "1", "--log-level", "warning"], cwd=ROOT, env=env, start_new_session=True)
     try:
         wait_for_port(port)
+        import requests
+
+        # The compose healthcheck retries while a replica starts (retries: 5); here, wait until the app answers
+        # once (gunicorn loads Django on the first request, which a busy machine takes more than 3 s to do).
+        requests.get(f"http://127.0.0.1:{port}/healthz", timeout=120)
         command = [sys.executable if part == "python" else part.replace("127.0.0.1:8000", f"127.0.0.1:{port}")
                    for part in healthcheck[1:]]
         result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=30)
         assert result.returncode == 0, result.stderr
-        import requests
-
         page = requests.get(f"http://127.0.0.1:{port}/accounts/login/", headers={"Host": "rta.example.org"},
                             allow_redirects=False, timeout=10)
         assert page.status_code == 301 and page.headers["Location"].startswith("https://")  # the redirect is still on
