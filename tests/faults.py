@@ -28,6 +28,17 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_status(job, statuses: set[str], seconds: float) -> None:
+    """Until a job row (import or export) reaches one of `statuses`, rereading it; fails after `seconds`."""
+    deadline = time.monotonic() + seconds
+    while True:
+        job.refresh_from_db()
+        if job.status in statuses:
+            return
+        assert time.monotonic() < deadline, f"{job} stayed {job.status!r} for {seconds} s"
+        time.sleep(0.2)
+
+
 def wait_for_port(port: int, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -5,7 +5,6 @@ Job files live in PostgreSQL (projects/blobs.py), so neither side ever needs the
 from __future__ import annotations
 
 import io
-import time
 
 import pytest
 from django.db import connection
@@ -15,21 +14,12 @@ from interviews.models import ImportJob, Interview
 from projects.models import StoredBlob
 from refiqda.tests.helpers import SAMPLES
 from reports.models import ExportJob
-from tests.faults import PrivateRedis, WebProcess, csrf_headers, kill_worker, logged_in_session
+from tests.faults import PrivateRedis, WebProcess, csrf_headers, kill_worker, logged_in_session, wait_for_status
 from tests.test_worker_faults import _worker
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 SAMPLE = SAMPLES / "claude" / "claude-history-synthetic-conversations.json"
 
-
-def _wait_for(job, statuses: set[str], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        job.refresh_from_db()
-        if job.status in statuses:
-            return
-        assert time.monotonic() < deadline, f"{job} stayed {job.status!r} for {seconds} s"
-        time.sleep(0.2)
 
 
 def test_a_worker_with_its_own_disk_imports_and_exports_for_the_web_process(project, analyst, monkeypatch, tmp_path):
@@ -59,7 +49,7 @@ def test_a_worker_with_its_own_disk_imports_and_exports_for_the_web_process(proj
                                 data={"conversations": keys, "participant": "auto"},
                                 headers=headers, allow_redirects=False, timeout=60)
         assert response.status_code == 302, response.text[:500]
-        _wait_for(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 300)
+        wait_for_status(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 300)
         assert job.status == ImportJob.Status.DONE, job.errors
         assert Interview.objects.filter(project=project).count() == len(keys) > 0
         assert not StoredBlob.objects.exists()  # the finished import's upload is removed
@@ -68,7 +58,7 @@ def test_a_worker_with_its_own_disk_imports_and_exports_for_the_web_process(proj
                                 data={"positions": "codepoints"}, headers=headers, allow_redirects=False, timeout=60)
         assert response.status_code == 302, response.text[:500]
         export = ExportJob.objects.get(project=project)
-        _wait_for(export, {ExportJob.Status.DONE, ExportJob.Status.FAILED}, 300)
+        wait_for_status(export, {ExportJob.Status.DONE, ExportJob.Status.FAILED}, 300)
         assert export.status == ExportJob.Status.DONE, export.error
         download = session.get(f"{web.url}/p/{project.uuid}/reports/exports/{export.uuid}/download/", timeout=60)
         assert download.status_code == 200, download.text[:500]

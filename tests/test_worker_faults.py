@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from django.db import connection
 
 from interviews.models import ImportJob, Interview
 from interviews.tests.test_import_worker import CONVERSATIONS, big_export
-from tests.faults import ROOT, ImportHold, PrivateRedis, WebProcess, csrf_headers, kill_worker, logged_in_session
+from tests.faults import ROOT, ImportHold, PrivateRedis, WebProcess, csrf_headers, kill_worker, logged_in_session, wait_for_status
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 SAMPLE = Path(__file__).resolve().parents[2] / "shared" / "samples" / "claude" / "claude-history-synthetic-conversations.json"
@@ -51,15 +50,6 @@ def _beat(db_url: str, redis_url: str, queue: str, folder, **extra: str) -> subp
     )
 
 
-def _wait_for(job: ImportJob, statuses: set[str], seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while True:
-        job.refresh_from_db()
-        if job.status in statuses:
-            return
-        assert time.monotonic() < deadline, f"the import stayed {job.status!r} for {seconds} s"
-        time.sleep(0.2)
-
 
 def test_a_killed_import_is_redelivered_to_the_restarted_worker(project, analyst, monkeypatch, tmp_path):
     monkeypatch.setenv("MEDIA_ROOT", str(tmp_path))  # uploads shared by the web process and the workers
@@ -81,7 +71,7 @@ def test_a_killed_import_is_redelivered_to_the_restarted_worker(project, analyst
         assert response.status_code == 302, response.text[:500]
         job_url = web.url + response.headers["Location"]
         job = ImportJob.objects.get(project=project)
-        _wait_for(job, {ImportJob.Status.UPLOADED}, 180)  # the preview (in the request or the worker)
+        wait_for_status(job, {ImportJob.Status.UPLOADED}, 180)  # the preview (in the request or the worker)
         keys = [c["key"] for f in job.preview["files"] for c in f["conversations"]]
         assert len(keys) == CONVERSATIONS
         response = session.post(f"{job_url}start/", data={"conversations": keys, "participant": "auto"},
@@ -98,7 +88,7 @@ def test_a_killed_import_is_redelivered_to_the_restarted_worker(project, analyst
 
         hold.release()
         restarted = _worker(db_url, redis.url, queue)
-        _wait_for(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 420)
+        wait_for_status(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 420)
         assert job.status == ImportJob.Status.DONE, json.dumps(job.errors)
         assert Interview.objects.filter(project=project).count() == CONVERSATIONS  # whole, and once
         assert "Importing" not in session.get(job_url, timeout=30).text
@@ -147,7 +137,7 @@ def test_a_job_accepted_while_redis_was_down_survives_a_web_restart_and_the_swee
         fast = {"RTA_JOB_RESEND_AFTER_SECONDS": "1", "RTA_JOB_SWEEP_SECONDS": "1"}
         worker = _worker(db_url, redis.url, queue, **fast)
         beat = _beat(db_url, redis.url, queue, tmp_path, **fast)
-        _wait_for(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 300)
+        wait_for_status(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 300)
         assert job.status == ImportJob.Status.DONE, json.dumps(job.errors)
         assert Interview.objects.filter(project=project).count() == len(keys)  # whole, and once
         page = logged_in_session(analyst, web).get(web.url + job_path, timeout=30).text
