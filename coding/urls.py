@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from coding import views, views_cases, views_reader
+from coding import views, views_cases, views_gallery, views_reader
 
 app_name = "coding"
 
@@ -10,6 +10,8 @@ urlpatterns: list = [
     path("codebook/", views.codebook, name="codebook"),
     path("codebook/new/", views.code_new, name="code_new"),
     path("codebook/import/", views.codebook_import_view, name="import"),
+    path("codebook/templates/", views_gallery.gallery, name="gallery"),
+    path("codebook/templates/<slug:template_slug>/", views_gallery.gallery_apply, name="gallery_apply"),
     path("codebook/history/", views.codebook_history, name="history"),
     path("codebook/<uuid:code_uuid>/", views.code_detail, name="code_detail"),
     path("codebook/<uuid:code_uuid>/edit/", views.code_edit, name="code_edit"),

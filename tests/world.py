@@ -47,6 +47,7 @@ SCALARS: dict[str, object] = {
     "fmt": "csv",  # a download format
     "token": "not-an-invitation-token",  # invitation links are public by token; an unknown one is a 404
     "decision": "accept",  # a review of an AI suggestion: accept or reject
+    "template_slug": "semantic-latent-starter",  # a codebook template (coding/codebook_templates/)
 }
 # (url name, kwarg) → a value, where one kwarg name means different things in different URLs.
 URL_SCALARS: dict[tuple[str, str], object] = {
