@@ -85,6 +85,8 @@ def render_turns(texts: Iterable[str]) -> list[SafeString]:
 # --- quotes: what a piece of source shows, character by character -----------------------------
 
 BOLD, ITALIC, CODE, STRUCK = "bold", "italic", "code", "struck"
+# Not from Markdown: context set around a quote in a table (the question, neighbouring sentences), shown lighter.
+MUTED = "muted"
 _STYLE_OF = {"strong": BOLD, "em": ITALIC, "s": STRUCK}
 # Separators the reader sees between blocks and table cells; they are not characters of the source.
 BLOCK_BREAK, CELL_BREAK = "\n", " | "
@@ -271,7 +273,8 @@ def quote_text(source: str) -> RichText:
     return RichText(quote_runs(source))
 
 
-_TAGS = {BOLD: "strong", ITALIC: "em", CODE: "code", STRUCK: "del"}
+_TAGS = {BOLD: ("<strong>", "</strong>"), ITALIC: ("<em>", "</em>"), CODE: ("<code>", "</code>"),
+         STRUCK: ("<del>", "</del>"), MUTED: ('<span class="quote-context">', "</span>")}
 
 
 @lru_cache(maxsize=8192)
@@ -288,6 +291,7 @@ def runs_html(runs: Iterable[Run]) -> SafeString:
     for run in runs:
         html = escape(run.text).replace("\n", "<br>")
         for style in sorted(run.styles):
-            html = f"<{_TAGS[style]}>{html}</{_TAGS[style]}>"
+            html = _TAGS[style][0] + html + _TAGS[style][1]
         parts.append(html)
     return mark_safe("".join(parts))  # noqa: S308 - every piece of text escaped above
+

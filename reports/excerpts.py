@@ -19,6 +19,12 @@ Provenance columns for reproducibility: the turn number (as the transcript shows
 quote's character offsets in the turn's text (code points, end exclusive: turn.text[start:end]),
 the interview's and the turn's ids (uuids), and the response id (a live turn's
 chat-completions id; an imported turn's message ids from its export).
+
+Context for a quote: the interviewer question it answers (the nearest interviewer turn before
+the quoted turn) and up to MAX_CONTEXT neighbouring sentences (segments) of the same turn before
+and after it, plain text as the reader saw it. Spreadsheet formats get them as separate columns;
+Word, LaTeX and the preview set them lighter around the quote (`excerpt_columns`). They are loaded
+in one query per CHUNK rows, so the table still costs a fixed number of queries per chunk.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import islice
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -46,13 +53,13 @@ from django.db.models import (
     When,
 )
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
-from django.db.models.functions import Coalesce, Greatest, JSONObject, Least, Substr
+from django.db.models.functions import Cast, Coalesce, Concat, Greatest, JSONObject, Least, Substr
 
 from coding.models import Code, Coding
 from coding.queries import with_descendants
-from interviews.models import Interview, Participant, turn_number
+from interviews.models import Interview, Participant, Speaker, Turn, turn_number
 from interviews.provenance import CITED_LIVE_KEYS, REQUEST_PARAMS, turn_citation
-from interviews.rendering import RichText, Run, quote_text
+from interviews.rendering import MUTED, RichText, Run, quote_text
 from projects.models import Project
 from themes.models import Exemplar, Theme
 
@@ -70,6 +77,15 @@ COLUMNS: dict[str, str] = {
     "turn_id": "Turn id",
     "response_id": "Response id",
 }
+# Context columns: added by the builder's context options, never ticked as columns themselves.
+CONTEXT_COLUMNS: dict[str, str] = {
+    "question": "Interviewer question",
+    "context_before": "Before the quote",
+    "context_after": "After the quote",
+}
+HEADERS = {**COLUMNS, **CONTEXT_COLUMNS, "quote_in_context": COLUMNS["quote"]}
+MAX_CONTEXT = 3  # neighbouring sentences on each side
+QUESTION_MARK = "Q: "  # before the question, where it is set in the quote's cell
 NO_THEME = "(no theme)"
 DEFAULT_COLUMNS = ("theme", "code", "model", "quote")
 TRIM_MARK = "[...]"
@@ -100,6 +116,12 @@ class ExcerptSpec:
     # Codings a researcher made by accepting an AI suggestion (coding.Coding.Origin.SUGGESTION).
     with_suggestions: bool = True
     subcodes: bool = False  # recorded for the builder; `codes` already holds the descendants when on
+    question: bool = False  # the interviewer question the quote answers
+    context: int = 0  # neighbouring sentences of the same turn before and after the quote (0–MAX_CONTEXT)
+
+    @property
+    def has_context(self) -> bool:
+        return self.question or self.context > 0
 
     @property
     def themed(self) -> bool:
@@ -127,9 +149,45 @@ class ExcerptRow:
     interview_id: str = ""
     turn_id: str = ""
     response_id: str = ""
+    turn_pk: int = 0
+    span: tuple[int, int] = (0, 0)  # the quote's first and last character in the turn's text (end exclusive)
+    question: str = ""
+    context_before: str = ""
+    context_after: str = ""
 
     def values(self, columns: tuple[str, ...]) -> list[Any]:
         return [getattr(self, c) for c in columns]
+
+    @property
+    def quote_in_context(self) -> str:
+        """The quote with its context around it, the context muted (lighter) for Word, LaTeX and HTML."""
+        if not (self.question or self.context_before or self.context_after):
+            return self.quote
+        runs = [Run(QUESTION_MARK + self.question, frozenset({MUTED})), Run("\n")] if self.question else []
+        if self.context_before:
+            runs += [Run(self.context_before, frozenset({MUTED})), Run(" ")]
+        runs += self.quote.runs if isinstance(self.quote, RichText) else [Run(self.quote)]
+        if self.context_after:
+            runs += [Run(" "), Run(self.context_after, frozenset({MUTED}))]
+        return RichText(runs)
+
+
+def excerpt_columns(spec: ExcerptSpec, *, inline_context: bool) -> tuple[str, ...]:
+    """The table's columns: the chosen ones with the context, set in the quote's cell or as columns after it."""
+    extra = tuple(c for c, on in (("question", spec.question), ("context_before", spec.context),
+                                  ("context_after", spec.context)) if on)
+    if not extra:
+        return spec.columns
+    if "quote" not in spec.columns:
+        return spec.columns + extra
+    if inline_context:
+        return tuple("quote_in_context" if c == "quote" else c for c in spec.columns)
+    at = spec.columns.index("quote") + 1
+    return spec.columns[:at] + extra + spec.columns[at:]
+
+
+def excerpt_headers(columns: tuple[str, ...]) -> list[str]:
+    return [HEADERS[c] for c in columns]
 
 
 # --- the builder's choices -----------------------------------------------------------
@@ -183,8 +241,13 @@ def spec_from_query(options: ExcerptOptions, query: Mapping[str, Any]) -> Excerp
     codes = {c.pk for c in _pick(getlist("codes"), {str(c.uuid): c for c in options.codes}, "code")}
     if subcodes:
         codes = with_descendants(codes, options.codes)
+    context = _positive_int(_first(query, "context"), "context", zero=True) or 0
+    if context > MAX_CONTEXT:
+        raise ExcerptSpecError(f"context: show at most {MAX_CONTEXT} neighbouring sentences on each side (got {context}).")
     return ExcerptSpec(
         columns=columns,
+        question=_first(query, "question") in ("1", "on", "true"),
+        context=context,
         themes=frozenset(theme_ids),
         codes=frozenset(codes),
         subcodes=subcodes,
@@ -217,15 +280,16 @@ def _pick(values: list[str], available: dict[str, Any], what: str) -> list[Any]:
     return picked
 
 
-def _positive_int(value: str | None, name: str) -> int | None:
+def _positive_int(value: str | None, name: str, *, zero: bool = False) -> int | None:
+    unit = "sentences" if zero else "characters"
     if value in (None, ""):
         return None
     try:
         number = int(value)
     except ValueError:
-        raise ExcerptSpecError(f"{name} must be a whole number of characters, not {value!r}.") from None
-    if number <= 0:
-        raise ExcerptSpecError(f"{name} must be a positive number of characters.")
+        raise ExcerptSpecError(f"{name} must be a whole number of {unit}, not {value!r}.") from None
+    if number < 0 or (number == 0 and not zero):
+        raise ExcerptSpecError(f"{name} must be a positive number of {unit}.")
     return number
 
 
@@ -248,6 +312,8 @@ def spec_to_params(spec: ExcerptSpec, options: ExcerptOptions) -> dict[str, list
         "caption": [spec.caption] if spec.caption else [],
         "quotes": ["markdown"] if spec.markdown_source else [],
         "suggestions": [] if spec.with_suggestions else ["exclude"],
+        "question": ["1"] if spec.question else [],
+        "context": [str(spec.context)] if spec.context else [],
     }
 
 
@@ -268,10 +334,59 @@ def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = Non
         rows = _exemplar_rows(project, spec)
     else:
         rows = _coding_rows(project, spec, options or excerpt_options(project))
-    for n, row in enumerate(rows):
-        if limit is not None and n >= limit:
-            return
-        yield row
+    if limit is not None:
+        rows = islice(rows, limit)
+    yield from _with_context(rows, spec) if spec.has_context else rows
+
+
+# --- context: the question a quote answers, its neighbouring sentences -------------------
+
+
+def _with_context(rows: Iterator[ExcerptRow], spec: ExcerptSpec) -> Iterator[ExcerptRow]:
+    """The rows with their context, loaded for CHUNK rows at a time in one query."""
+    while chunk := list(islice(rows, CHUNK)):
+        _add_context(chunk, spec)
+        yield from chunk
+
+
+def _add_context(rows: list[ExcerptRow], spec: ExcerptSpec) -> None:
+    turns = Turn.objects.filter(pk__in={r.turn_pk for r in rows}).order_by()
+    fields = ["pk"]
+    if spec.question:
+        previous = (Turn.objects.filter(interview_id=OuterRef("interview_id"), position__lt=OuterRef("position"),
+                                        speaker=Speaker.INTERVIEWER).order_by("-position").values("text")[:1])
+        turns = turns.annotate(question=Subquery(previous, output_field=TextField()))
+        fields.append("question")
+    if spec.context:
+        # The turn's sentence boundaries as "start,end;start,end…" (ordered): the neighbours are then
+        # sliced from the turn's own text, so the context is exactly what the turn says.
+        bounds = Concat(Cast("segments__start", TextField()), Value(","), Cast("segments__end", TextField()),
+                        output_field=TextField())
+        turns = turns.annotate(bounds=StringAgg(bounds, delimiter=Value(";"), order_by="segments__start"))
+        fields += ["text", "bounds"]
+    found = {t.pk: t for t in turns.values_list(*fields, named=True)}
+    for row in rows:
+        turn = found.get(row.turn_pk)
+        if turn is None:
+            continue
+        if spec.question:
+            row.question = _context_text(turn.question or "", spec)
+        if spec.context and row.span[1] > 0:  # an exemplar without spans has no place in its turn to count from
+            row.context_before, row.context_after = _neighbours(turn.text, turn.bounds or "", row.span, spec)
+
+
+def _neighbours(text: str, bounds: str, span: tuple[int, int], spec: ExcerptSpec) -> tuple[str, str]:
+    """Up to `spec.context` sentences of the turn before and after the quote's span, as plain text."""
+    sentences = [tuple(int(n) for n in b.split(",")) for b in bounds.split(";") if b]
+    before = [s for s in sentences if s[1] <= span[0]][-spec.context:]
+    after = [s for s in sentences if s[0] >= span[1]][:spec.context]
+    return (_context_text(text[before[0][0]:before[-1][1]], spec) if before else "",
+            _context_text(text[after[0][0]:after[-1][1]], spec) if after else "")
+
+
+def _context_text(source: str, spec: ExcerptSpec) -> str:
+    """Context as plain text: rendered by the one renderer like the quote (or the Markdown source, if chosen)."""
+    return source.strip() if spec.markdown_source else str(quote_text(source))
 
 
 FIELDS = (
@@ -482,7 +597,8 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
         quote=excerpt_quote("".join(run["parts"]), spec), provenance=provenance,
         coders=list(run["coders"]), segment_positions=(run["first_position"], run["last_position"]),
         offsets=f"{run['start']}–{run['last_end']}", interview_id=str(iv.uuid), turn_id=str(v.segment__turn__uuid),
-        response_id=_response_text(getattr(v, "response_id", None)),
+        response_id=_response_text(getattr(v, "response_id", None)), turn_pk=v.segment__turn_id,
+        span=(run["start"], run["last_end"]),
     )
 
 
@@ -585,7 +701,7 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
         "turn__interview__source_sha256", "live_record",
         "turn__interview__participant__label", "turn__interview__participant__provider",
         "turn__interview__participant__model_id", "turn__interview__participant__interface",
-        "segment__position", "spans", "turn__uuid", "response_id", named=True,
+        "segment__position", "spans", "turn__uuid", "response_id", "turn_id", named=True,
     )
     for v in qs.iterator(chunk_size=CHUNK):
         coders_ = [c for c in (v.coder_names or "").split(", ") if c]
@@ -604,8 +720,14 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
             quote=excerpt_quote(v.quote, spec), provenance=provenance, coders=coders_,
             segment_positions=(v.segment__position or 0, v.segment__position or 0),
             offsets=_span_offsets(v.spans), interview_id=str(v.turn__interview__uuid), turn_id=str(v.turn__uuid),
-            response_id=_response_text(v.response_id),
+            response_id=_response_text(v.response_id), turn_pk=v.turn_id, span=_span_extent(v.spans),
         )
+
+
+def _span_extent(spans: Any) -> tuple[int, int]:
+    """From an exemplar's first span's start to its last span's end."""
+    pairs = [s for s in spans if isinstance(s, list) and len(s) == 2] if isinstance(spans, list) else []
+    return (min(a for a, _ in pairs), max(b for _, b in pairs)) if pairs else (0, 0)
 
 
 def _span_offsets(spans: Any) -> str:

@@ -23,7 +23,9 @@ from reports.excerpts import (
     ExcerptOptions,
     ExcerptSpec,
     ExcerptSpecError,
+    excerpt_columns,
     excerpt_count,
+    excerpt_headers,
     excerpt_options,
     excerpt_rows,
     spec_from_query,
@@ -38,7 +40,10 @@ log = logging.getLogger(__name__)
 INLINE_MAX_ROWS: int = settings.RTA_EXPORT_INLINE_MAX_ROWS
 PROGRESS_EVERY = 500
 WIDTHS = {"theme": 1.2, "subtheme": 1.2, "code": 1.2, "model": 1.0, "interview": 1.3, "turn": 0.5, "quote": 5.0,
-          "provenance": 2.6, "offsets": 1.0, "interview_id": 1.6, "turn_id": 1.6, "response_id": 1.6}
+          "provenance": 2.6, "offsets": 1.0, "interview_id": 1.6, "turn_id": 1.6, "response_id": 1.6,
+          "question": 2.5, "context_before": 2.5, "context_after": 2.5, "quote_in_context": 7.0}
+# Formats that set a quote's context lighter in the quote's own cell; the others get it as columns.
+INLINE_CONTEXT_FORMATS = frozenset({"docx", "tex"})
 
 
 def excerpt_filename(project: Project, fmt: str) -> str:
@@ -68,14 +73,16 @@ def excerpt_caption(project: Project, spec: ExcerptSpec) -> str:
 
 
 def excerpt_table(project: Project, spec: ExcerptSpec, *, row_count: int | None = None, on_row=None,
-                  options: ExcerptOptions | None = None, page: dict[str, Any] | None = None) -> Table:
+                  options: ExcerptOptions | None = None, page: dict[str, Any] | None = None, fmt: str = "") -> Table:
     """The excerpt table for the writers; rows are streamed from the database when read.
 
-    `page` is the page chosen for DOCX and LaTeX (writers.page_from_query)."""
-    rows = (row.values(spec.columns) for row in excerpt_rows(project, spec, options=options))
-    return Table(caption=excerpt_caption(project, spec), headers=spec.headers, rows=rows, row_count=row_count,
-                 widths=[WIDTHS[c] for c in spec.columns], label="tab:excerpts", on_row=on_row,
-                 numeric=frozenset(i for i, c in enumerate(spec.columns) if c == "turn"), **(page or {}))
+    `page` is the page chosen for DOCX and LaTeX (writers.page_from_query); `fmt` decides where a quote's
+    context goes (INLINE_CONTEXT_FORMATS: lighter in the quote's cell; else its own columns)."""
+    columns = excerpt_columns(spec, inline_context=fmt in INLINE_CONTEXT_FORMATS)
+    rows = (row.values(columns) for row in excerpt_rows(project, spec, options=options))
+    return Table(caption=excerpt_caption(project, spec), headers=excerpt_headers(columns), rows=rows, row_count=row_count,
+                 widths=[WIDTHS[c] for c in columns], label="tab:excerpts", on_row=on_row,
+                 numeric=frozenset(i for i, c in enumerate(columns) if c == "turn"), **(page or {}))
 
 
 @transaction.atomic
@@ -154,7 +161,7 @@ def _write_excerpts(job: ExportJob, out) -> int:
             ExportJob.objects.filter(pk=job.pk).update(progress_done=n)
 
     table = excerpt_table(job.project, spec, row_count=total, on_row=progress, options=options,
-                          page=page_from_query(_Params(job.params)))
+                          page=page_from_query(_Params(job.params)), fmt=job.format)
     write_table(job.format, table, out)
     return total
 
@@ -182,8 +189,8 @@ def _fail(job: ExportJob, message: str) -> None:
 
 def query_params(query: Any) -> dict[str, list[str]]:
     """A QueryDict as plain lists (what an ExportJob stores)."""
-    keys = ("columns", "themes", "codes", "subcodes", "participants", "coders", "rows", "trim", "caption", "paper",
-            "orientation")
+    keys = ("columns", "themes", "codes", "subcodes", "participants", "coders", "rows", "trim", "caption", "quotes",
+            "suggestions", "question", "context", "paper", "orientation")
     return {k: [v for v in query.getlist(k)] for k in keys if query.getlist(k)}
 
 

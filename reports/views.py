@@ -22,10 +22,13 @@ from projects.permissions import member_or_404, owner_or_403
 from reports import cases, codebook_export, frequency, trajectories
 from reports.excerpts import (
     COLUMNS,
+    MAX_CONTEXT,
     ExcerptSpec,
     ExcerptSpecError,
     chosen_codes,
+    excerpt_columns,
     excerpt_count,
+    excerpt_headers,
     excerpt_options,
     excerpt_rows,
     spec_from_query,
@@ -86,11 +89,13 @@ def excerpts(request: HttpRequest, project_uuid) -> HttpResponse:
     except ExcerptSpecError as e:
         error = str(e)
     rows, total = [], 0
+    columns = excerpt_columns(spec, inline_context=True)  # the preview sets context lighter, as Word does
     if not error:
         total = excerpt_count(project, spec)
-        rows = [r.values(spec.columns) for r in excerpt_rows(project, spec, limit=PREVIEW_ROWS, options=options)]
+        rows = [r.values(columns) for r in excerpt_rows(project, spec, limit=PREVIEW_ROWS, options=options)]
     context = _context(
         membership, options=options, spec=spec, error=error, rows=rows, total=total, preview_rows=PREVIEW_ROWS,
+        headers=excerpt_headers(columns), context_choices=range(MAX_CONTEXT + 1),
         all_columns=_column_choices(spec), params=spec_to_params(spec, options), formats=FORMATS,
         inline_max=INLINE_MAX_ROWS, selected=_selected(spec, options), papers=PAPERS.items(),
         orientations=ORIENTATIONS.items(),
@@ -133,7 +138,7 @@ def excerpts_export(request: HttpRequest, project_uuid) -> HttpResponse:
     if total > INLINE_MAX_ROWS:
         job = exportjob_create(project=project, user=request.user, fmt=fmt, params=query_params(request.POST), total=total)
         return redirect("reports:export_job", project_uuid=project.uuid, job_uuid=job.uuid)
-    table = excerpt_table(project, spec, row_count=total, options=options, page=page_from_query(request.POST))
+    table = excerpt_table(project, spec, row_count=total, options=options, page=page_from_query(request.POST), fmt=fmt)
     return _download(table, fmt, excerpt_filename(project, fmt))
 
 

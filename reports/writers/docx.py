@@ -22,7 +22,7 @@ from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 from docx.shared import Cm, Inches, Mm, Pt
 
-from interviews.rendering import BOLD, CODE, ITALIC, STRUCK, RichText
+from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
 from reports.writers import Cell, Table
 
 MARKER = "RTA-ROWS-GO-HERE"
@@ -127,8 +127,9 @@ def _clean(text: str) -> str:
     return _INVALID_XML.sub("", text)
 
 
-_RUN_PROPERTIES = {BOLD: "<w:b/>", ITALIC: "<w:i/>", STRUCK: "<w:strike/>",
-                   CODE: '<w:rFonts w:ascii="Courier New" w:hAnsi="Courier New"/>'}
+# In the order OOXML's schema lists them inside <w:rPr> (fonts, bold, italics, strike, colour).
+_RUN_PROPERTIES = {CODE: '<w:rFonts w:ascii="Courier New" w:hAnsi="Courier New"/>', BOLD: "<w:b/>", ITALIC: "<w:i/>",
+                   STRUCK: "<w:strike/>", MUTED: '<w:color w:val="808080"/>'}
 
 
 def _runs(value: Cell) -> str:
@@ -151,7 +152,7 @@ def _runs(value: Cell) -> str:
 
 
 def _styled_run(text: str, styles: frozenset[str]) -> str:
-    properties = "".join(_RUN_PROPERTIES[s] for s in sorted(styles))
+    properties = "".join(xml for style, xml in _RUN_PROPERTIES.items() if style in styles)
     plain = _runs(text)
     if not properties or not plain:
         return plain

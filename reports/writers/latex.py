@@ -6,7 +6,7 @@ the page; words longer than the column (hashes, links) may break anywhere (\\all
 
 The output is a complete document that compiles with pdfLaTeX, XeLaTeX or LuaLaTeX;
 the table environment between the marked lines can be pasted into a paper that loads
-booktabs, longtable and array.
+booktabs, longtable, array and xcolor (for a quote's context, set in grey).
 
 Escaping keeps the exact text: the ten specials (\\ & % $ # _ { } ~ ^) become their
 text commands, typographic quotes and dashes become LaTeX's own spellings, ligatures
@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from interviews.rendering import BOLD, CODE, ITALIC, STRUCK, RichText
+from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
 from reports.writers import Cell, Table
 
 FLUSH_ROWS = 200
@@ -94,14 +94,15 @@ PREAMBLE = r"""\documentclass[11pt]{article}
   \newcommand{\rtachar}[2]{#2}
 \fi
 \usepackage[%(paper)s,margin=2cm%(landscape)s]{geometry}
-\usepackage{booktabs,longtable,array}
+\usepackage{booktabs,longtable,array,xcolor}
 \newcolumntype{L}[1]{>{\raggedright\arraybackslash\hspace{0pt}}p{#1}}
 \newcolumntype{R}[1]{>{\raggedleft\arraybackslash\hspace{0pt}}p{#1}}
 \begin{document}
 """
 
 
-_COMMANDS = {BOLD: r"\textbf", ITALIC: r"\emph", CODE: r"\texttt", STRUCK: r"\sout"}
+# A quote's context (the question, neighbouring sentences) is set in grey: xcolor's \textcolor.
+_COMMANDS = {BOLD: r"\textbf", ITALIC: r"\emph", CODE: r"\texttt", STRUCK: r"\sout", MUTED: r"\textcolor{gray}"}
 
 
 def latex_escape(value: Cell) -> str:
@@ -157,7 +158,7 @@ def iter_latex(table: Table, *, standalone: bool = True) -> Iterator[bytes]:
                                "landscape": ",landscape" if table.is_landscape(wide_after=5) else ""})
     if standalone and cols > 8:
         out.append("\\footnotesize\n")
-    out.append("% --- table starts here (needs booktabs, longtable, array and the L/R column types above)\n")
+    out.append("% --- table starts here (needs booktabs, longtable, array, xcolor and the L/R column types above)\n")
     out.append(r"\begin{longtable}{%s}" % _colspec(table) + "\n")
     out.append(r"\caption{%s}%s\\" % (caption, r"\label{%s}" % label if label else "") + "\n")
     out.append("\\toprule\n" + head + "\n\\midrule\n\\endfirsthead\n")
