@@ -20,6 +20,7 @@ from conduct.answering import deployment_base_url
 from conduct.forms import AskForm, EndpointKeyForm, GuideForm, LiveParticipantForm, RerunForm, StartForm, key_choice_of
 from conduct.models import AnswerJob, ConductSession, EndpointKey, LiveEndpoint, Seat
 from interviews.models import Guide, Interview, Participant, Speaker, Turn
+from interviews.rendering import diff_rendered
 from projects.forms import add_service_errors
 from projects.models import Membership
 from projects.pagination import paginate
@@ -469,6 +470,7 @@ def interview_compare(request: HttpRequest, project_uuid: UUID, interview_uuid: 
         key=lambda iv: (iv.rerun_of_id is not None, iv.created_at),
     )
     rows = list(zip_longest(*[_exchanges(iv) for iv in compared]))
+    _mark_changes(rows)
     context = {
         "project": membership.project,
         "membership": membership,
@@ -477,6 +479,20 @@ def interview_compare(request: HttpRequest, project_uuid: UUID, interview_uuid: 
         "nav": "interviews",
     }
     return render(request, "conduct/compare.html", context)
+
+
+def _mark_changes(rows: list[tuple[dict[str, Any] | None, ...]]) -> None:
+    """Set `marked` on each re-run's answers: rendered, with the words that differ from the original's nth answer
+    to the same question marked <ins>; with a single re-run, the original's changed words are marked <del> too."""
+    for original, *reruns in rows:
+        for exchange in reruns:
+            if not original or not exchange:
+                continue
+            for base, answer in zip(original["answers"], exchange["answers"], strict=False):
+                old, new = diff_rendered(base.text, answer.text)
+                answer.marked = new
+                if len(reruns) == 1:
+                    base.marked = old
 
 
 def _exchanges(interview: Interview) -> list[dict[str, Any]]:

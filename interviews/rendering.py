@@ -25,6 +25,7 @@ of its text: an edited turn gets a new key, no invalidation needed.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Iterable
@@ -295,3 +296,94 @@ def runs_html(runs: Iterable[Run]) -> SafeString:
         parts.append(html)
     return mark_safe("".join(parts))  # noqa: S308 - every piece of text escaped above
 
+
+# --- word diffs: what changed between two versions of a text ----------------------------------
+
+# A word with the spacing before it, or spacing at the very end: the runs put back together give the text exactly.
+_WORD_RE = re.compile(r"\s*\S+|\s+$")
+# Rendered HTML split into tags and the text between them (nh3's output: no "<" inside text).
+_HTML_PIECE = re.compile(r"(<[^>]*>)")
+_SPACED_WORD = re.compile(r"\s+|\S+")
+
+
+def _word_changes(old_words: list[str], new_words: list[str]) -> Iterable[tuple[str, int, int, int, int]]:
+    """difflib's opcodes over two lists of words (compared without their spacing): the one word matcher."""
+    return difflib.SequenceMatcher(None, old_words, new_words, autojunk=False).get_opcodes()
+
+
+def diff_words(old: str, new: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+    """Old and new text as runs tagged same/del (old) and same/ins (new), compared word by word.
+
+    Words are compared without their spacing, so a re-wrapped line does not mark every word; the runs keep the
+    spacing of their own text. Rendered by themes/_word_diff.html, which escapes every run.
+    """
+    old_tokens, new_tokens = _WORD_RE.findall(old or ""), _WORD_RE.findall(new or "")
+    old_runs: list[tuple[str, str]] = []
+    new_runs: list[tuple[str, str]] = []
+    for op, i1, i2, j1, j2 in _word_changes([t.strip() for t in old_tokens], [t.strip() for t in new_tokens]):
+        _append_run(old_runs, "same" if op == "equal" else "del", old_tokens[i1:i2])
+        _append_run(new_runs, "same" if op == "equal" else "ins", new_tokens[j1:j2])
+    return old_runs, new_runs
+
+
+def _append_run(runs: list[tuple[str, str]], tag: str, tokens: list[str]) -> None:
+    """Add tokens as one run; the spacing before a changed word stays outside the mark, so only words are marked."""
+    text = "".join(tokens)
+    if not text:
+        return
+    if tag != "same":
+        word_start = len(text) - len(text.lstrip())
+        _append_run(runs, "same", [text[:word_start]])
+        text = text[word_start:]
+        if not text:
+            return
+    if runs and runs[-1][0] == tag:
+        runs[-1] = (tag, runs[-1][1] + text)
+    else:
+        runs.append((tag, text))
+
+
+def diff_rendered(old: str, new: str) -> tuple[SafeString, SafeString]:
+    """Two Markdown texts rendered by the one renderer, the words that changed marked: <del> in old, <ins> in new.
+
+    Only the text between tags is compared and marked, one word at a time, so a mark never straddles an element
+    and both sides stay well-formed; the marks carry a class, apart from the answers' own ~~struck~~ text.
+    """
+    old_html, new_html = render_turns([old or "", new or ""])
+    old_pieces, new_pieces = _html_pieces(old_html), _html_pieces(new_html)
+    old_changed: set[int] = set()
+    new_changed: set[int] = set()
+    for op, i1, i2, j1, j2 in _word_changes(_words(old_pieces), _words(new_pieces)):
+        if op != "equal":
+            old_changed.update(range(i1, i2))
+            new_changed.update(range(j1, j2))
+    return _marked(old_pieces, old_changed, "del"), _marked(new_pieces, new_changed, "ins")
+
+
+def _html_pieces(html: str) -> list[str]:
+    """Tags, runs of spacing and words, in order; joined they give the HTML back."""
+    pieces: list[str] = []
+    for i, part in enumerate(_HTML_PIECE.split(html)):
+        pieces += [part] if i % 2 else _SPACED_WORD.findall(part)
+    return pieces
+
+
+def _is_word(piece: str) -> bool:
+    return not piece.startswith("<") and not piece.isspace()
+
+
+def _words(pieces: list[str]) -> list[str]:
+    return [p for p in pieces if _is_word(p)]
+
+
+def _marked(pieces: list[str], changed: set[int], tag: str) -> SafeString:
+    out, n = [], 0
+    for piece in pieces:
+        if _is_word(piece):
+            out.append(f'<{tag} class="word-changed">{piece}</{tag}>' if n in changed else piece)
+            n += 1
+        else:
+            out.append(piece)
+    # Neighbouring changed words of one text read as one mark.
+    html = re.sub(rf'</{tag}>(\s+)<{tag} class="word-changed">', r"\1", "".join(out))
+    return mark_safe(html)  # noqa: S308 - pieces of sanitised HTML; only the marks are added

@@ -1,5 +1,7 @@
 """Markdown to sanitised HTML for memos, comments and meeting notes; line diffs of edited texts.
 
+Word diffs live in interviews/rendering.py (`diff_words`), below every app that shows one.
+
 markdown-it-py renders with raw HTML switched off (typed tags come out escaped), and nh3
 then removes anything not on the allow-list, so a memo can never carry script, event
 handlers or javascript: links into a colleague's browser.
@@ -76,40 +78,3 @@ def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[tuple[s
         tag = "hunk" if line.startswith(("@@", "---", "+++")) else "add" if line.startswith("+") else "del" if line.startswith("-") else "same"
         lines.append((tag, line))
     return lines
-
-
-# A word with the spacing before it, or spacing at the very end: the runs put back together give the text exactly.
-_WORD_RE = re.compile(r"\s*\S+|\s+$")
-
-
-def diff_words(old: str, new: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-    """Old and new text as runs tagged same/del (old) and same/ins (new), compared word by word.
-
-    Words are compared without their spacing, so a re-wrapped line does not mark every word; the runs keep the
-    spacing of their own text. Rendered by themes/_word_diff.html, which escapes every run.
-    """
-    old_tokens, new_tokens = _WORD_RE.findall(old or ""), _WORD_RE.findall(new or "")
-    matcher = difflib.SequenceMatcher(None, [t.strip() for t in old_tokens], [t.strip() for t in new_tokens], autojunk=False)
-    old_runs: list[tuple[str, str]] = []
-    new_runs: list[tuple[str, str]] = []
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        _append_run(old_runs, "same" if op == "equal" else "del", old_tokens[i1:i2])
-        _append_run(new_runs, "same" if op == "equal" else "ins", new_tokens[j1:j2])
-    return old_runs, new_runs
-
-
-def _append_run(runs: list[tuple[str, str]], tag: str, tokens: list[str]) -> None:
-    """Add tokens as one run; the spacing before a changed word stays outside the mark, so only words are marked."""
-    text = "".join(tokens)
-    if not text:
-        return
-    if tag != "same":
-        word_start = len(text) - len(text.lstrip())
-        _append_run(runs, "same", [text[:word_start]])
-        text = text[word_start:]
-        if not text:
-            return
-    if runs and runs[-1][0] == tag:
-        runs[-1] = (tag, runs[-1][1] + text)
-    else:
-        runs.append((tag, text))

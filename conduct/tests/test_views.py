@@ -420,7 +420,42 @@ def test_compare_shows_original_and_rerun_question_by_question(
     # session, user, membership+project, interview, original and re-runs, their turns, unread-mentions badge
     with django_assert_num_queries(7):
         body = client.get(url("compare", project, interview_uuid=rerun.uuid)).content.decode()
-    assert "Old answer." in body and "New answer." in body and "original" in body
+    # Both answers rendered; the one word that changed is marked on each side, the unchanged one is not.
+    assert '<p><del class="word-changed">Old</del> answer.</p>' in body
+    assert '<p><ins class="word-changed">New</ins> answer.</p>' in body and "original" in body
+
+
+def test_compare_marks_the_changed_words_of_rendered_answers_and_only_those(project, viewer, client_for,
+                                                                           django_assert_num_queries):
+    from interviews.tests.factories import make_interview, make_participant
+
+    model = make_participant(project, label="M")
+    root = make_interview(project, model, [("interviewer", "Why?"), ("participant", "Home is **where** the heart is.\n\n- one\n- two & more")],
+                          title="Root")
+    rerun = make_interview(project, model, [("interviewer", "Why?"), ("participant", "Home is **where** the mind is.\n\n- one\n- three & more")],
+                           title="Again", rerun_of=root)
+    client = client_for(viewer)
+    # session, user, membership+project, interview, the whole family, their turns, unread-mentions badge
+    with django_assert_num_queries(7):
+        body = client.get(url("compare", project, interview_uuid=rerun.uuid)).content.decode()
+    assert "<p>Home is <strong>where</strong> the <ins class=\"word-changed\">mind</ins> is.</p>" in body
+    assert "<li><ins class=\"word-changed\">three</ins> &amp; more</li>" in body
+    assert "<p>Home is <strong>where</strong> the <del class=\"word-changed\">heart</del> is.</p>" in body
+    assert "<li><del class=\"word-changed\">two</del> &amp; more</li>" in body
+    assert body.count('class="word-changed"') == 4 + 2  # the four marks and the two in the legend
+    assert "**" not in body
+
+
+def test_compare_with_several_reruns_marks_each_against_the_original(project, viewer, client_for):
+    from interviews.tests.factories import make_interview, make_participant
+
+    model = make_participant(project, label="M")
+    root = make_interview(project, model, [("interviewer", "Why?"), ("participant", "Same words here.")], title="Root")
+    make_interview(project, model, [("interviewer", "Why?"), ("participant", "Same words there.")], title="A", rerun_of=root)
+    make_interview(project, model, [("interviewer", "Why?"), ("participant", "Same words here.")], title="B", rerun_of=root)
+    body = client_for(viewer).get(url("compare", project, interview_uuid=root.uuid)).content.decode()
+    assert '<p>Same words <ins class="word-changed">there.</ins></p>' in body
+    assert body.count("<p>Same words here.</p>") == 2  # the original (several re-runs: unmarked) and the identical re-run
 
 
 def test_compare_from_a_rerun_of_a_rerun_starts_at_the_root_original(project, viewer, client_for, django_assert_num_queries):
@@ -445,7 +480,8 @@ def test_compare_from_a_rerun_of_a_rerun_starts_at_the_root_original(project, vi
             response = client.get(url("compare", project, interview_uuid=start.uuid))
         assert [iv.title for iv in response.context["interviews"]] == family, start.title
     body = response.content.decode()
-    assert body.count('<span class="badge">original</span>') == 1 and "Root says so." in body and "Leaf says so." in body
+    assert body.count('<span class="badge">original</span>') == 1 and "<p>Root says so.</p>" in body
+    assert '<p><ins class="word-changed">Leaf</ins> says so.</p>' in body  # each re-run marked against the root
 
 
 def test_compare_leaves_out_trashed_interviews_and_other_projects(project, owner, viewer, client_for):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django import template
 
-from themes.rendering import diff_words
+from interviews.rendering import diff_words
 
 register = template.Library()
 

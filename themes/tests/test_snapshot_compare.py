@@ -7,9 +7,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from interviews.rendering import diff_words
 from themes import services
 from themes.models import Snapshot
-from themes.rendering import diff_words
 from themes.snapshots import compare
 
 
