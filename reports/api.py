@@ -23,20 +23,32 @@ from rest_framework.views import APIView
 
 from projects.api_permissions import ProjectScopedMixin
 from reports import codebook_export, frequency
-from reports.excerpts import COLUMNS, ExcerptSpecError, excerpt_count, excerpt_options, excerpt_rows, spec_from_query
+from reports.excerpts import (
+    COLUMNS,
+    CONTEXT_COLUMNS,
+    MAX_CONTEXT,
+    ExcerptSpecError,
+    excerpt_columns,
+    excerpt_count,
+    excerpt_headers,
+    excerpt_options,
+    excerpt_rows,
+    spec_from_query,
+)
 
 MAX_LIMIT = 1000
 MAX_OFFSET = 10**9
 
 
 class ExcerptTableSerializer(serializers.Serializer):
-    columns = serializers.ListField(child=serializers.ChoiceField(choices=list(COLUMNS)))
+    columns = serializers.ListField(child=serializers.ChoiceField(choices=[*COLUMNS, *CONTEXT_COLUMNS]),
+                                    help_text="The chosen columns, then the context ones asked for (question, context).")
     headers = serializers.ListField(child=serializers.CharField())
     matching_segments = serializers.IntegerField(help_text="Codings matching the choices (before runs are joined).")
     offset = serializers.IntegerField()
     limit = serializers.IntegerField()
     results = serializers.ListField(child=serializers.DictField(), help_text="One object per excerpt: the chosen "
-                                    "columns plus interview_uuid and coders.")
+                                    "columns (with the context asked for) plus interview_uuid and coders.")
 
 
 class FrequencyColumnSerializer(serializers.Serializer):
@@ -122,6 +134,8 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
                                OpenApiParameter("coders", str, many=True, description="Coders' usernames."),
                                OpenApiParameter("caption", str, description="The table's caption (up to 300 characters)."),
                                OpenApiParameter("trim", int, description="Trim quotes to this many characters."),
+                               OpenApiParameter("question", str, enum=["1"], description="Add the interviewer question each quote answers."),
+                               OpenApiParameter("context", int, description=f"Add up to this many neighbouring sentences of the same turn before and after each quote (0 to {MAX_CONTEXT})."),
                                OpenApiParameter("offset", int, description="Rows to skip (0 or more)."),
                                OpenApiParameter("limit", int, description=f"Rows to return (0 to {MAX_LIMIT}; default 100).")],
                    responses=ExcerptTableSerializer)
@@ -134,12 +148,13 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
             raise ValidationError({"detail": str(e)}) from None
         offset, limit = _int(request, "offset", 0, MAX_OFFSET), _int(request, "limit", 100, MAX_LIMIT)
         rows = itertools.islice(excerpt_rows(project, spec, options=options), offset, offset + limit)
+        columns = excerpt_columns(spec, inline_context=False)
         results = []
         for r in rows:
-            item = dict(zip(spec.columns, r.values(spec.columns), strict=True))
+            item = dict(zip(columns, r.values(columns), strict=True))
             item.update(interview_uuid=r.interview_uuid, coders=r.coders)
             results.append(item)
-        return Response({"columns": list(spec.columns), "headers": spec.headers,
+        return Response({"columns": list(columns), "headers": excerpt_headers(columns),
                          "matching_segments": excerpt_count(project, spec), "offset": offset, "limit": limit,
                          "results": results})
 

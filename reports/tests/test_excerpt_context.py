@@ -170,3 +170,14 @@ def test_a_code_with_no_quote_column_still_gets_its_context_as_columns(world):
     t = table(world, spec_query, "docx")
     assert list(t.headers) == ["Code", "Interviewer question"]
     assert Code.objects.filter(project=world.project).count() == 4
+
+
+def test_the_api_gives_the_context_as_fields(world, client_for, owner):
+    url = f"/api/projects/{world.project.uuid}/reports/excerpts/"
+    data = client_for(owner).get(url, {"columns": ["code", "quote"], "question": "1", "context": "1",
+                                       "codes": str(world.codes["Structure"].uuid)}).json()
+    assert data["columns"] == ["code", "quote", "question", "context_before", "context_after"]
+    assert {"code": "Structure", "quote": "Borders decide a lot.", "question": "Question 1?",
+            "context_before": "It grows with time.", "context_after": ""}.items() <= data["results"][0].items()
+    bad = client_for(owner).get(url, {"context": "9"})
+    assert bad.status_code == 400 and "at most 3 neighbouring sentences" in bad.json()["detail"]
