@@ -170,6 +170,17 @@ def test_a_move_answers_in_the_same_queries_on_a_small_and_a_large_board(world, 
     with django_assert_num_queries(len(small)):
         assert move(world["x"], world["a"], world["b"]).status_code == 200
 
+
+def test_the_board_escapes_code_and_theme_names_in_chips(world, project, owner, analyst, viewer, client_for, make_code):
+    odd = make_code('<b>"bold" & co</b>')
+    services.theme_add_code(theme=world["a"], actor=owner, code=odd)
+    html = client_for(analyst).get(u("board", project)).content.decode()
+    assert "<b>" not in html
+    assert html.count('data-code-name="&lt;b&gt;&quot;bold&quot; &amp; co&lt;/b&gt;"') == 2  # the list and the column
+    assert 'aria-label="Move “&lt;b&gt;&quot;bold&quot; &amp; co&lt;/b&gt;” in Honesty about limits…"' in html
+    read_only = client_for(viewer).get(u("board", project)).content.decode()
+    assert "move-btn" not in read_only and 'draggable="true"' not in read_only
+
 def test_code_place_explains_a_bad_request(world, project, analyst, client_for):
     response = client_for(analyst).post(u("code_place", project), {"action": "fly", "code": world["x"].uuid}, headers={"X-Fragment": "1"})
     assert response.status_code == 400
