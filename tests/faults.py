@@ -15,6 +15,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import requests
@@ -28,15 +29,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_status(job, statuses: set[str], seconds: float) -> None:
-    """Until a job row (import or export) reaches one of `statuses`, rereading it; fails after `seconds`."""
-    deadline = time.monotonic() + seconds
-    while True:
+def wait_until[T](condition: Callable[[], T], what: str, timeout: float = 60) -> T:
+    """`condition()`'s first truthy value, asked every 50 ms; fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, f"timed out after {timeout} s waiting for {what}"
+        time.sleep(0.05)
+    return value
+
+
+def wait_for_status(job, statuses: set[str], seconds: float, *, worker: subprocess.Popen | None = None) -> None:
+    """Until a job row (import or export) reaches one of `statuses`, rereading it; fails after `seconds`, or
+    at once if the `worker` process meant to run it has died."""
+
+    def reached() -> bool:
+        assert worker is None or worker.poll() is None, f"the worker died while {job} was {job.status!r}"
         job.refresh_from_db()
-        if job.status in statuses:
-            return
-        assert time.monotonic() < deadline, f"{job} stayed {job.status!r} for {seconds} s"
-        time.sleep(0.2)
+        return job.status in statuses
+
+    wait_until(reached, f"{job} to leave {job.status!r}", seconds)
 
 
 def wait_for_port(port: int, timeout: float = 120) -> None:

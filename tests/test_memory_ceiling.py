@@ -8,7 +8,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +17,7 @@ from django.http import HttpResponse
 from django.test import RequestFactory
 
 from projects.middleware import MemoryLimitMiddleware
+from tests.faults import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 CEILING_MB = 900
@@ -43,15 +43,6 @@ def children(pid: int) -> list[int]:
             if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
                 kids.append(int(entry.name))
     return kids
-
-
-def wait_for(condition, what: str, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if value := condition():
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @contextmanager
@@ -85,9 +76,9 @@ def test_gunicorn_workers_run_under_the_ceiling_and_serve():
     command = [sys.executable, "-m", "gunicorn", "-c", "gunicorn.conf.py", "config.wsgi:application",
                "--bind", f"127.0.0.1:{port}", "--workers", "2", "--worker-class", "gthread", "--threads", "2"]
     with started(command, _env()) as master:
-        workers = wait_for(lambda: (kids := children(master.pid)) and len(kids) == 2 and kids, "two gunicorn workers")
+        workers = wait_until(lambda: (kids := children(master.pid)) and len(kids) == 2 and kids, "two gunicorn workers")
         for pid in workers:
-            wait_for(lambda pid=pid: data_limit(pid) == CEILING_MB * 1024 * 1024, f"the ceiling in worker {pid}")
+            wait_until(lambda pid=pid: data_limit(pid) == CEILING_MB * 1024 * 1024, f"the ceiling in worker {pid}")
         # Under the ceiling the app still loads and answers.
         import urllib.error
         import urllib.request
@@ -100,7 +91,7 @@ def test_gunicorn_workers_run_under_the_ceiling_and_serve():
             except OSError:
                 return None
 
-        assert wait_for(answered, "an answer from gunicorn") < 500
+        assert wait_until(answered, "an answer from gunicorn") < 500
 
 
 @pytest.mark.slow
@@ -110,8 +101,8 @@ def test_celery_worker_processes_run_under_the_ceiling(settings):
                "--loglevel=WARNING", "-Q", queue, "-n", f"{queue}@%h", "--without-gossip", "--without-mingle",
                "--without-heartbeat"]
     with started(command, {**_env(), "CELERY_TASK_ALWAYS_EAGER": "false"}) as worker:
-        wait_for(lambda: data_limit(worker.pid) == CEILING_MB * 1024 * 1024, "the ceiling in the main worker process")
-        (child,) = wait_for(lambda: children(worker.pid), "the pool's child process")
+        wait_until(lambda: data_limit(worker.pid) == CEILING_MB * 1024 * 1024, "the ceiling in the main worker process")
+        (child,) = wait_until(lambda: children(worker.pid), "the pool's child process")
         assert data_limit(child) == CEILING_MB * 1024 * 1024
 
 

@@ -26,5 +26,12 @@ def present_stop(*, review: Review) -> None:
 
 
 def present_position(review: Review) -> dict | None:
-    """{"index", "by"} of the current presenter, or None."""
-    return cache.get(_key(review))
+    """{"index", "by"} of the current presenter, or None.
+
+    Only while the presenter still has a page of the project open (live presence): one who closed the
+    browser without pressing stop would otherwise send late joiners to their last theme all day.
+    """
+    lead = cache.get(_key(review))
+    if lead and not any(entry.get("user") == lead["by"] for entry in live.present_now(review.project.uuid)):
+        return None
+    return lead

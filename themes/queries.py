@@ -72,28 +72,38 @@ def unread_mentions_count(project, user) -> int:
 CODE_FILTERS = ("all", "unassigned")
 
 
-def board(project, user, *, q: str = "", show: str = "all") -> dict:
+def board(project, user, *, q: str = "", show: str = "all", changed: list[Theme] | None = None, moved: Code | None = None) -> dict:
     """Everything the themes board shows (6 queries, whatever the number of themes and codes).
 
     The codes come once, as the codebook's tree (parents before their children, each with its `depth`
     and `theme_count`); `q` and `show` mark the ones the code filter hides (`hidden`).
+    With `changed` (the themes one move of the code `moved` touched), `columns` holds only the top-level columns
+    around them, and counts are taken for those columns and `moved` only: what a move's answer re-renders.
     """
     themes = list(Theme.objects.for_project(project).order_by("position", "name"))
     codes = list(Code.objects.for_project(project).filter(archived=False).order_by("position", "name"))
-    theme_counts, code_counts = excerpt_counts(project)
+    code_by_id = {c.id: c for c in codes}
+    placements = [(t, c) for t, c in ThemeCode.objects.filter(theme__in=themes).order_by("position", "id").values_list("theme_id", "code_id")
+                  if c in code_by_id]
+    shown = themes if changed is None else _same_columns(themes, changed)
+    shown_ids = {t.id for t in shown}
+    if changed is None:
+        theme_counts, code_counts = excerpt_counts(project)
+    else:
+        code_ids = {c for t, c in placements if t in shown_ids} | ({moved.id} if moved else set())
+        theme_counts, code_counts = excerpt_counts(project, theme_ids=list(shown_ids), code_ids=list(code_ids))
     for code in codes:
         code.segment_count = code_counts.get(code.id, 0)
-    code_by_id = {c.id: c for c in codes}
-    nodes = {t.id: BoardTheme(theme=t, excerpts=theme_counts.get(t.id, 0)) for t in themes}
+    nodes = {t.id: BoardTheme(theme=t, excerpts=theme_counts.get(t.id, 0)) for t in shown}
     placed: dict[int, int] = {}
-    for theme_id, code_id in ThemeCode.objects.filter(theme__in=themes).order_by("position", "id").values_list("theme_id", "code_id"):
-        if code_id in code_by_id:
+    for theme_id, code_id in placements:
+        placed[code_id] = placed.get(code_id, 0) + 1
+        if theme_id in nodes:
             nodes[theme_id].codes.append(code_by_id[code_id])
-            placed[code_id] = placed.get(code_id, 0) + 1
-    for theme_id, counts in thread_counts(themes, user).items():
+    for theme_id, counts in thread_counts(shown, user).items():
         nodes[theme_id].open_threads, nodes[theme_id].unread = counts["open"], counts["unread"]
     roots = []
-    for theme in themes:
+    for theme in shown:
         parent = nodes.get(theme.parent_id)
         (parent.children if parent else roots).append(nodes[theme.id])
     tree = code_tree(codes, placed, q=q, show=show)
@@ -107,6 +117,21 @@ def board(project, user, *, q: str = "", show: str = "all") -> dict:
         "code_q": q,
         "code_show": show if show in CODE_FILTERS else "all",
     }
+
+
+def _same_columns(themes: list[Theme], changed: list[Theme]) -> list[Theme]:
+    """`themes` that sit in the same top-level column as one of `changed` (a column shows its sub-themes)."""
+    parent = {t.id: t.parent_id for t in themes}
+
+    def top(theme_id: int) -> int:
+        seen = set()
+        while parent.get(theme_id) in parent and theme_id not in seen:
+            seen.add(theme_id)
+            theme_id = parent[theme_id]
+        return theme_id
+
+    tops = {top(t.id) for t in changed}
+    return [t for t in themes if top(t.id) in tops]
 
 
 def code_tree(codes: list[Code], placed: dict[int, int], *, q: str = "", show: str = "all") -> list[Code]:

@@ -98,7 +98,17 @@ def code_place(request: HttpRequest, project_uuid) -> HttpResponse:
             raise ValidationError("Say what to do with the code: add, move, remove, up or down, and which theme.")
     except ValidationError as exc:
         return _render_board(request, membership, error=_errors(exc), status=400)
+    if request.headers.get("X-Fragment") == "changes":
+        return _render_board_changes(request, membership, changed=[t for t in (source, target) if t], moved=code)
     return _board_or_redirect(request, membership)
+
+
+def _render_board_changes(request: HttpRequest, membership: Membership, *, changed: list[Theme], moved: Code) -> HttpResponse:
+    """What one move changed, each piece with the id of the element it replaces: the top-level columns holding the
+    themes, the code's chip in the code list and the count of codes in no theme. The board keeps the rest."""
+    context = {"project": membership.project, "membership": membership, "statuses": Theme.Status.choices, "moved": moved,
+               **queries.board(membership.project, request.user, changed=changed, moved=moved)}
+    return render(request, "themes/_board_changes.html", context)
 
 
 @login_required

@@ -3,13 +3,12 @@ and the worker lives on to run the next one (issue 21)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from interviews.models import ImportJob, Interview
 from interviews.services_import import OUT_OF_MEMORY, importjob_create
+from tests.faults import wait_for_status
 
 CEILING_MB = 400
 
@@ -21,16 +20,6 @@ def worker_env(monkeypatch, settings, tmp_path):
     settings.MEDIA_ROOT = tmp_path
 
 
-def wait_for_job(job: ImportJob, worker, statuses: set[str]) -> ImportJob:
-    deadline = time.monotonic() + 180
-    while job.status not in statuses:
-        assert time.monotonic() < deadline, f"the job stayed {job.status}"
-        assert worker.poll() is None, "the worker died"
-        time.sleep(0.05)
-        job.refresh_from_db()
-    return job
-
-
 @pytest.mark.worker
 @pytest.mark.slow
 def test_an_upload_too_big_for_the_worker_fails_clearly_and_the_worker_lives_on(worker_env, celery_worker, project, analyst):
@@ -39,11 +28,11 @@ def test_an_upload_too_big_for_the_worker_fails_clearly_and_the_worker_lives_on(
     text = '{"messages": [' + message * 500_000 + '{"role": "user", "content": "End."}]}'
     job = importjob_create(project=project, user=analyst, uploads=[SimpleUploadedFile("huge.json", text.encode())])
     assert job.status == ImportJob.Status.ANALYSING  # too big to read in the request: the worker reads it
-    job = wait_for_job(job, celery_worker, {ImportJob.Status.FAILED, ImportJob.Status.UPLOADED})
+    wait_for_status(job, {ImportJob.Status.FAILED, ImportJob.Status.UPLOADED}, 180, worker=celery_worker)
     assert (job.status, job.errors) == (ImportJob.Status.FAILED, [OUT_OF_MEMORY])
 
     small = '{"messages": [' + message * 150_000 + '{"role": "user", "content": "End."}]}'
     job = importjob_create(project=project, user=analyst, uploads=[SimpleUploadedFile("fine.json", small.encode())])
-    job = wait_for_job(job, celery_worker, {ImportJob.Status.FAILED, ImportJob.Status.UPLOADED})
+    wait_for_status(job, {ImportJob.Status.FAILED, ImportJob.Status.UPLOADED}, 180, worker=celery_worker)
     assert job.status == ImportJob.Status.UPLOADED, job.errors
     assert Interview.objects.count() == 0

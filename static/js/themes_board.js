@@ -1,5 +1,5 @@
 // Themes board: drag codes into/between themes, with a keyboard "Move…" menu doing the same.
-// Each move is one small POST; the server answers with the re-rendered board fragment.
+// Each move is one small POST; the server answers with the parts of the board it changed.
 (function () {
   "use strict";
 
@@ -14,22 +14,24 @@
     if (status) { status.textContent = text; }
   }
 
-  // One move = one request; the board fragment replaces the old board.
+  // One move = one request. The answer holds only what the move changed (the columns around the themes it
+  // touched, the code's chip in the list, the count of codes in no theme), each with the id of the element
+  // it replaces; an error answer is the whole board, with the message inside.
   function send(fields, message) {
     var form = new FormData();
     Object.keys(fields).forEach(function (key) { if (fields[key]) { form.append(key, fields[key]); } });
     return fetch(board().getAttribute("data-place-url"), {
       method: "POST", body: form, credentials: "same-origin",
-      headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "1" }
+      headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "changes" }
     }).then(function (response) {
       return response.text().then(function (html) {
         var holder = document.createElement("div");
         holder.innerHTML = html;
         var fresh = holder.querySelector("#board");
         if (fresh) {
-          board().replaceWith(fresh);
-          if (window.htmx) { window.htmx.process(fresh); }
-          applyFilter();
+          replace(board(), fresh);
+        } else if (response.ok && !replacePieces(holder)) {
+          return refresh().then(function () { announce(message); return true; });
         }
         if (!response.ok && !fresh) { window.RTA.flash("The change was not saved (" + response.status + ").", "error"); }
         else if (response.ok) { announce(message); }
@@ -38,6 +40,33 @@
     }).catch(function () {
       window.RTA.flash("The server could not be reached; the change was not saved.", "error");
     });
+  }
+
+  function replace(old, fresh) {
+    old.replaceWith(fresh);
+    if (window.htmx) { window.htmx.process(fresh); }
+    applyFilter();
+  }
+
+  // False when a piece has no place on this page (a colleague added a theme since it loaded): the caller
+  // then fetches the whole board.
+  function replacePieces(holder) {
+    var pieces = Array.prototype.slice.call(holder.children);
+    var olds = pieces.map(function (piece) { return piece.id ? document.getElementById(piece.id) : null; });
+    if (!pieces.length || olds.indexOf(null) >= 0) { return false; }
+    pieces.forEach(function (piece, i) { replace(olds[i], piece); });
+    return true;
+  }
+
+  function refresh() {
+    return fetch(window.location.pathname, { credentials: "same-origin", headers: { "X-Fragment": "1" } })
+      .then(function (response) { return response.text(); })
+      .then(function (html) {
+        var holder = document.createElement("div");
+        holder.innerHTML = html;
+        var fresh = holder.querySelector("#board");
+        if (fresh) { replace(board(), fresh); }
+      });
   }
 
   // Filtering the code list: by name and, optionally, to the codes in no theme yet. The parents of a
@@ -168,7 +197,7 @@
       var holder = document.createElement("div");
       holder.innerHTML = html;
       var fresh = holder.querySelector("#board");
-      if (fresh) { board().replaceWith(fresh); if (window.htmx) { window.htmx.process(fresh); } }
+      if (fresh) { replace(board(), fresh); }
       announce(themeName(moving) + " placed before " + themeName(before));
     });
   });

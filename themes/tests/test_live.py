@@ -63,6 +63,7 @@ def lead_url(project, review, index: int) -> str:
 
 def test_the_presenter_moves_everyone_and_late_joiners_find_the_position(client_for, analyst, project, review,
                                                                          django_capture_on_commit_callbacks):
+    live.presence_enter(project.uuid, client="presenter-tab", user_id=analyst.pk, where="")
     since = live.cursor(project.uuid)
     with django_capture_on_commit_callbacks(execute=True):
         assert client_for(analyst).post(lead_url(project, review, 1)).status_code == 204
@@ -73,6 +74,16 @@ def test_the_presenter_moves_everyone_and_late_joiners_find_the_position(client_
     assert client_for(analyst).post(lead_url(project, review, 1), {"stop": "1"}).status_code == 204
     assert presenting.present_position(review) is None
 
+
+
+def test_a_presenter_who_closed_the_browser_leads_nobody(client_for, analyst, project, review):
+    live.presence_enter(project.uuid, client="presenter-tab", user_id=analyst.pk, where="")
+    assert client_for(analyst).post(lead_url(project, review, 1)).status_code == 204
+    assert presenting.present_position(review) == {"index": 1, "by": analyst.pk}
+    live.presence_leave(project.uuid, client="presenter-tab", user_id=analyst.pk)
+    assert presenting.present_position(review) is None
+    page = client_for(analyst).get(f"/p/{project.uuid}/themes/reviews/{review.uuid}/present/0/")
+    assert 'data-lead-index=""' in page.content.decode()
 
 def test_presenting_an_item_beyond_the_agenda_says_so(client_for, owner, project, review):
     response = client_for(owner).post(lead_url(project, review, 5))

@@ -2,7 +2,10 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import ValidationError
+from django.utils import timezone
 
+from coding.models import Code
+from interviews.models import Interview
 from projects.models import AuditEvent
 from themes import services
 from themes.excerpts import excerpt_counts, theme_excerpt_summary, theme_excerpts, theme_interviews
@@ -192,6 +195,30 @@ def test_excerpts_join_contiguous_segments_and_group_by_model(project, owner, ma
     assert [g.label for g in theme_excerpts(theme, interview_ids=list(claude_only.values_list("pk", flat=True)))] == ["Claude"]
     assert [i.participant.label for i in theme_interviews(theme)] == ["Claude", "GPT-4o"]
 
+
+
+def test_excerpt_counts_skip_deleted_work_count_a_segment_once_and_can_be_asked_for_some_themes(
+        project, owner, analyst, make_code, make_interview, code_segment):
+    first = services.theme_create(project=project, actor=owner, name="First")
+    second = services.theme_create(project=project, actor=owner, name="Second")
+    honest, limits, gone = make_code("honesty"), make_code("limits"), make_code("gone")
+    for code in (honest, limits, gone):
+        services.theme_add_code(theme=first, actor=owner, code=code)
+    services.theme_add_code(theme=second, actor=owner, code=limits)
+    _, kept = make_interview("GPT-4o")
+    deleted_interview, dropped = make_interview("Claude")
+    code_segment(honest, kept[0], kept[2])
+    code_segment(honest, kept[0], coder=analyst)  # a second coder on the same sentence: still one coded segment
+    code_segment(limits, kept[1], kept[3])        # with honesty: kept[0..3] are one run under First
+    code_segment(gone, kept[3])
+    code_segment(honest, dropped[0])
+    Code.objects.filter(pk=gone.pk).update(deleted_at=timezone.now())
+    Interview.objects.filter(pk=deleted_interview.pk).update(deleted_at=timezone.now())
+
+    theme_counts, code_counts = excerpt_counts(project)
+    assert theme_counts == {first.id: 1, second.id: 2}
+    assert code_counts == {honest.id: 2, limits.id: 2}
+    assert excerpt_counts(project, theme_ids=[second.id], code_ids=[limits.id]) == ({second.id: 2}, {limits.id: 2})
 
 def test_memo_revisions_and_conflict(project, owner, analyst):
     memo = services.memo_create(project=project, actor=owner, title="First look", body="one", kind="familiarisation")

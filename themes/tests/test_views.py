@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from themes import services
@@ -125,6 +129,57 @@ def test_code_place_returns_the_board_fragment_for_one_drag(world, project, anal
     assert list(ThemeCode.objects.filter(theme=world["b"]).values_list("code__name", flat=True)) == ["user as friend", "admits uncertainty"]
     assert not ThemeCode.objects.filter(theme=world["a"]).exists()
 
+
+
+def test_one_move_answers_with_only_what_it_changed(world, project, owner, analyst, client_for, make_code):
+    bystander = services.theme_create(project=project, actor=owner, name="Untouched")
+    sub = services.theme_create(project=project, actor=owner, name="Inside friendship", parent=world["b"])
+    spare = make_code("spare")
+    response = client_for(analyst).post(u("code_place", project), {"action": "move", "code": world["x"].uuid,
+                                                                    "source": world["a"].uuid, "theme": sub.uuid},
+                                        headers={"X-Fragment": "changes"})
+    assert response.status_code == 200
+    html = response.content.decode()
+    ids = re.findall(r'<(?:section|li|p)\s[^>]*?\bid="([^"]+)"', html)
+    # The two top-level columns (the sub-theme inside its parent's), the moved code's chip, the count.
+    assert ids == [f"theme-{world['a'].uuid}", f"theme-{world['b'].uuid}", f"theme-{sub.uuid}", f"code-{world['x'].uuid}",
+                   "unassigned-count"]
+    assert str(bystander.uuid) not in html and str(spare.uuid) not in html and 'id="board"' not in html
+    column_a = html.split(f'id="theme-{world["a"].uuid}"')[1].split("</section>")[0]
+    assert "0 codes · 0 excerpts" in column_a
+    column_sub = html.split(f'id="theme-{sub.uuid}"')[1].split("</section>")[0]
+    assert "admits uncertainty" in column_sub and "1 code · 1 excerpt" in column_sub
+    assert "1 in no theme yet" in html  # spare
+
+
+def test_a_move_answers_in_the_same_queries_on_a_small_and_a_large_board(world, project, owner, analyst, client_for, make_code,
+                                                                        django_assert_num_queries):
+    client = client_for(analyst)
+
+    def move(code, source, target):
+        return client.post(u("code_place", project), {"action": "move", "code": code.uuid, "source": source.uuid, "theme": target.uuid},
+                           headers={"X-Fragment": "changes"})
+
+    move(world["x"], world["a"], world["b"])
+    with CaptureQueriesContext(connection) as small:
+        assert move(world["x"], world["b"], world["a"]).status_code == 200
+    for i in range(8):
+        theme = services.theme_create(project=project, actor=owner, name=f"More {i}")
+        services.theme_add_code(theme=theme, actor=owner, code=make_code(f"more {i}"))
+        services.comment_post(theme=theme, actor=owner, body="a point")
+    with django_assert_num_queries(len(small)):
+        assert move(world["x"], world["a"], world["b"]).status_code == 200
+
+
+def test_the_board_escapes_code_and_theme_names_in_chips(world, project, owner, analyst, viewer, client_for, make_code):
+    odd = make_code('<b>"bold" & co</b>')
+    services.theme_add_code(theme=world["a"], actor=owner, code=odd)
+    html = client_for(analyst).get(u("board", project)).content.decode()
+    assert "<b>" not in html
+    assert html.count('data-code-name="&lt;b&gt;&quot;bold&quot; &amp; co&lt;/b&gt;"') == 2  # the list and the column
+    assert 'aria-label="Move “&lt;b&gt;&quot;bold&quot; &amp; co&lt;/b&gt;” in Honesty about limits…"' in html
+    read_only = client_for(viewer).get(u("board", project)).content.decode()
+    assert "move-btn" not in read_only and 'draggable="true"' not in read_only
 
 def test_code_place_explains_a_bad_request(world, project, analyst, client_for):
     response = client_for(analyst).post(u("code_place", project), {"action": "fly", "code": world["x"].uuid}, headers={"X-Fragment": "1"})
