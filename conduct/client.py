@@ -28,6 +28,7 @@ from typing import Any
 import openai
 from openai import OpenAI
 
+from conduct import throttle
 from conduct.egress import EgressPolicy, EgressRefused, http_client
 from projects import safejson
 
@@ -46,6 +47,7 @@ class FailureKind(StrEnum):
     INTERRUPTED = "interrupted"  # the stream stopped before the model finished
     CANCELLED = "cancelled"  # the researcher stopped it
     REFUSED = "refused"  # not sent: the endpoint's address or key binding is not allowed
+    BUSY = "busy"  # not sent: every one of the endpoint's "requests at once" stayed taken (conduct.throttle)
 
 
 class Fallback(StrEnum):
@@ -97,6 +99,9 @@ class Endpoint:
     send_stream_options: bool = True
     max_tokens_param: str = "max_tokens"
     egress: EgressPolicy = field(default_factory=EgressPolicy)
+    # Requests at once to this endpoint over all workers (conduct.throttle), counted under throttle_key; 0: no limit.
+    max_in_flight: int = 0
+    throttle_key: str = ""
 
     @property
     def streams(self) -> bool:
@@ -475,7 +480,7 @@ def stream_answer(
         counted += 1
         record: dict[str, Any] = {"attempt": len(attempts) + 1, "started_at": _now()}
         attempt_started = time.monotonic()
-        stream, failure = _one_attempt(client, endpoint, request, on_text, should_stop, interval)
+        stream, failure = _attempt_in_a_slot(client, endpoint, request, on_text, should_stop, interval, record)
         record["ok"] = failure is None
         attempts.append(record)
         if request.get("stream") and stream.whole is not None:
@@ -565,6 +570,34 @@ def _wait_unless_stopped(seconds: float, sleep: Callable[[float], None], should_
             return False
         sleep(min(0.5, left))
     return not should_stop()
+
+
+def _attempt_in_a_slot(
+    client: OpenAI,
+    endpoint: Endpoint,
+    request: dict[str, Any],
+    on_text: Callable[[str], None] | None,
+    should_stop: Callable[[], bool] | None,
+    interval: float,
+    record: dict[str, Any],
+) -> tuple[_Stream, Failure | None]:
+    """One attempt, sent once the endpoint has a free slot; the wait is noted in the attempt's record."""
+    if not endpoint.max_in_flight or not endpoint.throttle_key:
+        return _one_attempt(client, endpoint, request, on_text, should_stop, interval)
+    try:
+        with throttle.slot(endpoint.throttle_key, endpoint.max_in_flight, should_stop=should_stop) as held:
+            if held.waited >= 0.001:
+                record["waited_for_slot_seconds"] = round(held.waited, 3)
+            return _one_attempt(client, endpoint, request, on_text, should_stop, interval)
+    except throttle.SlotUnavailable as busy:
+        record["waited_for_slot_seconds"] = round(busy.waited, 3)
+        if busy.stopped:
+            return _Stream(), Failure(FailureKind.CANCELLED, "Stopped while waiting for a free request slot; nothing was sent.")
+        return _Stream(), Failure(
+            FailureKind.BUSY,
+            f"Nothing was sent to {endpoint.base_url}: its {endpoint.max_in_flight} requests at once stayed taken for "
+            f"{busy.waited:.0f} s. Raise “Requests at once” in the endpoint settings, or run fewer things at once.",
+        )
 
 
 def _one_attempt(
