@@ -203,6 +203,11 @@ class FakeOpenAIServer:
         with self._lock:
             self.scripts.clear()
             self.requests.clear()
+        self.reset_in_flight()
+
+    def reset_in_flight(self) -> None:
+        """Start counting the most requests at once afresh (scripts and recorded requests stay)."""
+        with self._lock:
             self.max_in_flight = self.in_flight
 
     def _request_started(self) -> None:
