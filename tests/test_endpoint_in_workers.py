@@ -18,7 +18,7 @@ import pytest
 from coding import reader
 from coding.models import ReaderStep, Suggestion, SuggestionRun
 from conduct.models import LiveEndpoint
-from conduct.tests.conftest import fake_openai, fake_openai_server, live, start_worker, wait_until  # noqa: F401
+from conduct.tests.conftest import wait_until
 from probes.models import Answer, Probe
 from probes.running import progress
 from tests.shared_endpoint import World, answer, finished, start_world
