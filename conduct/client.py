@@ -102,6 +102,7 @@ class Endpoint:
     # Requests at once to this endpoint over all workers (conduct.throttle), counted under throttle_key; 0: no limit.
     max_in_flight: int = 0
     throttle_key: str = ""
+    slot_wait: float | None = None  # longest wait for a free slot, s; None: CONDUCT_THROTTLE_WAIT_SECONDS
 
     @property
     def streams(self) -> bool:
@@ -585,7 +586,8 @@ def _attempt_in_a_slot(
     if not endpoint.max_in_flight or not endpoint.throttle_key:
         return _one_attempt(client, endpoint, request, on_text, should_stop, interval)
     try:
-        with throttle.slot(endpoint.throttle_key, endpoint.max_in_flight, should_stop=should_stop) as held:
+        with throttle.slot(endpoint.throttle_key, endpoint.max_in_flight, should_stop=should_stop,
+                           wait=endpoint.slot_wait) as held:
             if held.waited >= 0.001:
                 record["waited_for_slot_seconds"] = round(held.waited, 3)
             return _one_attempt(client, endpoint, request, on_text, should_stop, interval)

@@ -169,10 +169,11 @@ def in_flight(key: str) -> int:
 
 
 @contextmanager
-def slot(key: str, limit: int, *, should_stop: Callable[[], bool] | None = None,
+def slot(key: str, limit: int, *, should_stop: Callable[[], bool] | None = None, wait: float | None = None,
          sleep: Callable[[float], None] = time.sleep) -> Iterator[Slot]:
-    """Hold one of the endpoint's `limit` slots while the block runs; raises SlotUnavailable after the wait."""
-    held = _take(key, limit, should_stop, sleep)
+    """Hold one of the endpoint's `limit` slots while the block runs; raises SlotUnavailable after `wait` s
+    (default: CONDUCT_THROTTLE_WAIT_SECONDS)."""
+    held = _take(key, limit, should_stop, sleep, wait_seconds() if wait is None else wait)
     renewing = threading.Event()
     renewer = threading.Thread(target=_keep_renewing, args=(held, renewing), daemon=True)
     renewer.start()
@@ -184,7 +185,8 @@ def slot(key: str, limit: int, *, should_stop: Callable[[], bool] | None = None,
         _safely(counter().give_back, held.key, held.holder)
 
 
-def _take(key: str, limit: int, should_stop: Callable[[], bool] | None, sleep: Callable[[float], None]) -> Slot:
+def _take(key: str, limit: int, should_stop: Callable[[], bool] | None, sleep: Callable[[float], None],
+          wait: float) -> Slot:
     holder, started = str(uuid.uuid4()), time.monotonic()
     pause, last_stop_check = 0.02, started
     while True:
@@ -192,7 +194,7 @@ def _take(key: str, limit: int, should_stop: Callable[[], bool] | None, sleep: C
         waited = time.monotonic() - started
         if taken:
             return Slot(key, holder, waited)
-        if waited >= wait_seconds():
+        if waited >= wait:
             raise SlotUnavailable(waited, stopped=False)
         # should_stop may read the database: ask it a few times a second, not on every try.
         if should_stop is not None and time.monotonic() - last_stop_check >= 0.25:
