@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
-from django.db import connections
+from django.db import OperationalError, connections
 
 from projects.jobs import send_or_keep
 
@@ -37,13 +38,22 @@ def enqueue_answers(answer_ids: list[int]) -> None:
             send_or_keep(probe_answer_task, answer_id)
 
 
-def _run_in_thread(answer_id: int) -> None:
+def _run_in_thread(answer_id: int, attempts: int = 4) -> None:
     from probes.running import answer_run
 
-    try:
-        answer_run(answer_id, worker="in-process")
-    finally:
-        connections.close_all()  # this thread's own connections only
+    for attempt in range(1, attempts + 1):
+        try:
+            answer_run(answer_id, worker="in-process")
+            return
+        except OperationalError:
+            # The database refused a connection (restarting, or all its connections taken): without a
+            # retry the answer would stay queued, holding a place of the probe's concurrency, until the lease ends.
+            if attempt == attempts:
+                raise
+            log.warning("probe answer %s: database unavailable, trying again", answer_id)
+            time.sleep(0.5 * 2**attempt)
+        finally:
+            connections.close_all()  # this thread's own connections only
 
 
 @worker_ready.connect
