@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
 
 from celery import shared_task
 from celery.signals import worker_ready
@@ -25,17 +26,25 @@ def probe_answer_task(self, answer_id: int) -> str:
 
 
 def enqueue_answers(answer_ids: list[int]) -> None:
-    """Send answers to the worker; without a broker (laptop mode) each runs in a thread.
+    """Send answers to the worker; without a broker (laptop mode) each runs in a thread of a bounded pool.
 
-    Run inline, every finished answer would pump the next from inside the previous one's call.
+    Run inline, every finished answer would pump the next from inside the previous one's call. The pool is
+    bounded like a worker's: a finished answer's thread may wait for the probe's lock to pump while the next
+    answers already run, and unbounded threads (each with a database connection) would pile up there.
     """
     from config.celery import app
 
     for answer_id in answer_ids:
         if app.conf.task_always_eager and getattr(settings, "PROBES_EAGER_IN_THREAD", True):
-            threading.Thread(target=_run_in_thread, args=(answer_id,), daemon=True).start()
+            _in_process_pool().submit(_run_in_thread, answer_id)
         else:
             send_or_keep(probe_answer_task, answer_id)
+
+
+@lru_cache(maxsize=1)
+def _in_process_pool() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=int(getattr(settings, "PROBES_EAGER_THREADS", 32)),
+                              thread_name_prefix="probe-answer")
 
 
 def _run_in_thread(answer_id: int, attempts: int = 4) -> None:

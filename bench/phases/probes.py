@@ -9,7 +9,6 @@ request after 500 ms. Answers run in threads of this process, as in a threads-po
 from __future__ import annotations
 
 import io
-import threading
 import time
 
 from bench.common import Context, Section
@@ -64,8 +63,6 @@ def run(ctx: Context) -> Section:
             while Probe.objects.get(pk=probe.pk).run_state != Probe.RunState.FINISHED:
                 time.sleep(0.05)
             seconds = time.perf_counter() - t0
-            while any(t.name.endswith("(_run_in_thread)") for t in threading.enumerate()):
-                time.sleep(0.05)  # the last answers' threads still close their database connections
             count = answers.count()
             assert answers.filter(status="done").count() == count, "every answer should parse"
             sequential = count * LATENCY
