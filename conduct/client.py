@@ -511,6 +511,7 @@ def stream_answer(
             record["stopped_while_waiting"] = True
             break
     finished = time.monotonic()
+    slot_wait = sum(record.get("waited_for_slot_seconds", 0.0) for record in attempts)
     streamed = bool(request.get("stream")) and stream.whole is None
     provenance = {
         "provider": "openai-compatible",
@@ -528,12 +529,14 @@ def stream_answer(
         "fallbacks": fallbacks,
         "started_at": started_at,
         "finished_at": _now(),
-        "latency_ms": round((finished - started) * 1000),
+        # The endpoint's latency: time spent waiting for a free request slot (conduct.throttle) is not the model's.
+        "latency_ms": round((finished - started - slot_wait) * 1000),
         "time_to_first_token_ms": (
-            round((stream.first_token_at - started) * 1000)
+            round((stream.first_token_at - started - slot_wait) * 1000)
             if stream.first_token_at
             else None
         ),
+        "waited_for_slot_ms": round(slot_wait * 1000),
         "attempts": attempts,
         "raw_response": stream.assembled(),
         "client": f"openai-python {openai.__version__}",

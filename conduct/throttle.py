@@ -202,7 +202,7 @@ def _take(key: str, limit: int, should_stop: Callable[[], bool] | None, sleep: C
             if should_stop():
                 raise SlotUnavailable(waited, stopped=True)
         sleep(pause * random.uniform(0.5, 1.5))  # jitter: waiters on several machines do not ask in step
-        pause = min(pause * 1.5, 0.25)
+        pause = min(pause * 1.5, 0.05)
 
 
 def _keep_renewing(held: Slot, done: threading.Event) -> None:

@@ -75,6 +75,8 @@ def test_a_request_that_finds_every_slot_taken_for_too_long_is_not_sent_and_says
     assert result.failure.kind == FailureKind.BUSY
     assert "its 1 requests at once stayed taken" in result.failure.message and "Requests at once" in result.failure.message
     assert result.provenance["attempts"][0]["waited_for_slot_seconds"] >= 0.3
+    # The wait is the deployment's, not the endpoint's: it is kept apart from the latency.
+    assert result.provenance["waited_for_slot_ms"] >= 300 > result.provenance["latency_ms"]
     assert fake_openai.chat_requests() == []
 
 
