@@ -303,10 +303,14 @@ def run_cancel(*, run: SuggestionRun, user: Any) -> None:
 
 
 def progress(run: SuggestionRun) -> dict[str, int]:
+    """Requests answered of the requests the run makes; a kept window the coder proposed nothing for asks no critic."""
     agents = 2 if run.with_critic else 1
     steps = run.steps.count()
-    return {"windows": len(run.windows), "steps": steps, "total_steps": len(run.windows) * agents,
-            "percent": round(100 * steps / max(1, len(run.windows) * agents))}
+    kept = kept_windows(run)
+    without_critic = len(kept) - run.steps.filter(agent=ReaderStep.Agent.CRITIC, window__in=kept).count()
+    total = len(run.windows) * agents - (without_critic if run.with_critic else 0)
+    return {"windows": len(run.windows), "kept": len(kept), "steps": steps, "total_steps": total,
+            "percent": round(100 * steps / max(1, total))}
 
 
 # -- one window ----------------------------------------------------------------------
