@@ -12,3 +12,4 @@ class CodingConfig(AppConfig):
         from projects.trash import trash_register
 
         trash_register("code", "coding.Code", title_field="name", unique_field="name")
+        from coding import tasks  # noqa: F401 - connects the worker_ready handler that resumes reader runs

@@ -37,7 +37,7 @@ from conduct.egress import stays_local
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from projects import safejson
 from projects.audit import audit_record
-from projects.jobs import enqueue
+from projects.jobs import enqueue, job_lock
 from projects.models import AuditEvent, Project
 
 PROMPT_VERSION = "second-reader/2026-11-24"
@@ -244,7 +244,6 @@ def run_start(*, project: Project, user: Any, interviews: Sequence[Interview], w
 
 def enqueue_windows(run_id: int, count: int) -> None:
     """Each window to the worker; without a broker (laptop mode) in one thread, so the page shows progress."""
-    from coding.tasks import reader_window_task
     from config.celery import app
 
     if app.conf.task_always_eager and getattr(settings, "READER_EAGER_IN_THREAD", True):
@@ -254,8 +253,32 @@ def enqueue_windows(run_id: int, count: int) -> None:
         if app.conf.task_always_eager:
             window_run(run_id, window)
         else:
-            with transaction.atomic():
-                enqueue(reader_window_task, run_id, window)
+            _send_window(run_id, window)
+
+
+def reader_runs_resume() -> int:
+    """At a worker's start: send again every window of a running run not kept yet; returns how many.
+
+    Windows a dead worker held would otherwise wait for the broker's visibility timeout. A window
+    still running on another worker, or sent twice, is asked once (window_run's lock and kept steps).
+    """
+    sent = 0
+    for run in SuggestionRun.objects.filter(status=SuggestionRun.Status.RUNNING):
+        kept = kept_windows(run)
+        missing = [window for window in range(len(run.windows)) if window not in kept]
+        if not missing:
+            _finish_if_complete(run)
+        for window in missing:
+            _send_window(run.pk, window)
+        sent += len(missing)
+    return sent
+
+
+def _send_window(run_id: int, window: int) -> None:
+    from coding.tasks import reader_window_task
+
+    with transaction.atomic():
+        enqueue(reader_window_task, run_id, window)
 
 
 def _windows_in_thread(run_id: int, count: int) -> None:
@@ -280,20 +303,39 @@ def run_cancel(*, run: SuggestionRun, user: Any) -> None:
 
 
 def progress(run: SuggestionRun) -> dict[str, int]:
+    """Requests answered of the requests the run makes; a kept window the coder proposed nothing for asks no critic."""
     agents = 2 if run.with_critic else 1
     steps = run.steps.count()
-    return {"windows": len(run.windows), "steps": steps, "total_steps": len(run.windows) * agents,
-            "percent": round(100 * steps / max(1, len(run.windows) * agents))}
+    kept = kept_windows(run)
+    without_critic = len(kept) - run.steps.filter(agent=ReaderStep.Agent.CRITIC, window__in=kept).count()
+    total = len(run.windows) * agents - (without_critic if run.with_critic else 0)
+    return {"windows": len(run.windows), "kept": len(kept), "steps": steps, "total_steps": total,
+            "percent": round(100 * steps / max(1, total))}
 
 
 # -- one window ----------------------------------------------------------------------
 
 
 def window_run(run_id: int, window: int) -> str:
-    """Ask the coder (then the critic) about one window and keep what survives; safe to run twice."""
+    """Ask the coder (then the critic) about one window and keep what survives; safe to run twice.
+
+    Two deliveries of one window never run at once (a worker restart sends unfinished windows again
+    while the first delivery may still be running elsewhere): the second finds the window's lock
+    held and leaves it to the first. A worker that dies releases the lock with its connection.
+    """
+    with job_lock(f"reader-window:{window}", run_id) as held:
+        if not held:
+            return "running elsewhere"
+        return _window_run(run_id, window)
+
+
+def _window_run(run_id: int, window: int) -> str:
     run = SuggestionRun.objects.select_related("endpoint").get(pk=run_id)
     if run.status == SuggestionRun.Status.CANCELLED:
         return "cancelled"
+    if window in kept_windows(run):
+        _finish_if_complete(run)
+        return "done"
     segments = _window_segments(run, window)
     code_ids = {code["id"] for code in run.codebook}
     coder = _step(run, window, ReaderStep.Agent.CODER, lambda: _coder_messages(run, segments), CODER_SCHEMA)
@@ -478,9 +520,17 @@ def _keep(run: SuggestionRun, window: int, segments: Sequence[Segment], proposal
     coder.save(update_fields=["provenance"])
 
 
+def kept_windows(run: SuggestionRun) -> set[int]:
+    """Windows whose proposals were kept as suggestions (their coder step carries the dropped counts from _keep).
+
+    A coder step alone is not enough: a worker may die between keeping the coder's answer and the suggestions.
+    """
+    kept = ReaderStep.objects.filter(run=run, agent=ReaderStep.Agent.CODER, provenance__has_key="dropped")
+    return set(kept.values_list("window", flat=True))
+
+
 def _finish_if_complete(run: SuggestionRun) -> None:
-    coders = ReaderStep.objects.filter(run=run, agent=ReaderStep.Agent.CODER).count()
-    if coders >= len(run.windows):
+    if len(kept_windows(run)) >= len(run.windows):
         SuggestionRun.objects.filter(pk=run.pk, status=SuggestionRun.Status.RUNNING).update(
             status=SuggestionRun.Status.DONE, finished_at=timezone.now())
 

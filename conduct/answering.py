@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
+from conduct import throttle
 from conduct.client import DEFAULT_BASE_URL, Endpoint, Failure, FailureKind, stream_answer
 from conduct.crypto import KeyUnreadable
 from conduct.egress import EgressPolicy, normalized_url
@@ -25,7 +26,8 @@ from interviews.models import Participant, Speaker, Turn
 log = logging.getLogger(__name__)
 
 # Failures where nothing useful arrived and the model was never really asked.
-_FAILED_KINDS = {FailureKind.AUTH, FailureKind.MODEL_NOT_FOUND, FailureKind.BAD_REQUEST, FailureKind.REFUSED}
+_FAILED_KINDS = {FailureKind.AUTH, FailureKind.MODEL_NOT_FOUND, FailureKind.BAD_REQUEST, FailureKind.REFUSED,
+                 FailureKind.BUSY}
 
 
 def answer_run(turn_id: int) -> str:
@@ -228,6 +230,8 @@ def endpoint_for(participant: Participant) -> Endpoint:
         send_stream_options=live.send_stream_options,
         max_tokens_param=live.max_tokens_param,
         egress=egress_policy(),
+        max_in_flight=live.max_in_flight,
+        throttle_key=throttle.endpoint_key(participant.pk),
     )
 
 

@@ -13,6 +13,7 @@ from rest_framework.exceptions import ValidationError
 
 from conduct import services
 from conduct.models import ConductSession, EndpointKey, Seat
+from conduct.throttle import DEFAULT_MAX_IN_FLIGHT
 from interviews.models import Guide, GuideVersion, Participant
 from projects.api_permissions import ProjectScopedMixin
 from projects.models import Role
@@ -45,13 +46,16 @@ class EndpointKeySerializer(serializers.ModelSerializer):
 class LiveEndpointSerializer(serializers.ModelSerializer):
     timeout_seconds = serializers.FloatField(source="live_endpoint.timeout_seconds", default=60.0, read_only=True)
     stream_answers = serializers.BooleanField(source="live_endpoint.stream_answers", default=True, read_only=True)
+    max_in_flight = serializers.IntegerField(source="live_endpoint.max_in_flight", default=DEFAULT_MAX_IN_FLIGHT,
+                                            read_only=True)
     key_source = serializers.CharField(source="live_endpoint.key_source", default="none", read_only=True)
     api_key = serializers.SerializerMethodField()
 
     class Meta:
         model = Participant
         fields = ["uuid", "label", "provider", "model_id", "base_url", "temperature", "top_p", "seed", "max_tokens",
-                  "timeout_seconds", "stream_answers", "key_source", "api_key"]
+                  "timeout_seconds", "stream_answers", "max_in_flight", "key_source",
+                  "api_key"]
 
     def get_api_key(self, participant: Participant) -> dict[str, str] | None:
         key = getattr(getattr(participant, "live_endpoint", None), "api_key", None)

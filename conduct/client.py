@@ -28,6 +28,7 @@ from typing import Any
 import openai
 from openai import OpenAI
 
+from conduct import throttle
 from conduct.egress import EgressPolicy, EgressRefused, http_client
 from projects import safejson
 
@@ -46,6 +47,7 @@ class FailureKind(StrEnum):
     INTERRUPTED = "interrupted"  # the stream stopped before the model finished
     CANCELLED = "cancelled"  # the researcher stopped it
     REFUSED = "refused"  # not sent: the endpoint's address or key binding is not allowed
+    BUSY = "busy"  # not sent: every one of the endpoint's "requests at once" stayed taken (conduct.throttle)
 
 
 class Fallback(StrEnum):
@@ -97,6 +99,10 @@ class Endpoint:
     send_stream_options: bool = True
     max_tokens_param: str = "max_tokens"
     egress: EgressPolicy = field(default_factory=EgressPolicy)
+    # Requests at once to this endpoint over all workers (conduct.throttle), counted under throttle_key; 0: no limit.
+    max_in_flight: int = 0
+    throttle_key: str = ""
+    slot_wait: float | None = None  # longest wait for a free slot, s; None: CONDUCT_THROTTLE_WAIT_SECONDS
 
     @property
     def streams(self) -> bool:
@@ -475,7 +481,7 @@ def stream_answer(
         counted += 1
         record: dict[str, Any] = {"attempt": len(attempts) + 1, "started_at": _now()}
         attempt_started = time.monotonic()
-        stream, failure = _one_attempt(client, endpoint, request, on_text, should_stop, interval)
+        stream, failure = _attempt_in_a_slot(client, endpoint, request, on_text, should_stop, interval, record)
         record["ok"] = failure is None
         attempts.append(record)
         if request.get("stream") and stream.whole is not None:
@@ -505,6 +511,7 @@ def stream_answer(
             record["stopped_while_waiting"] = True
             break
     finished = time.monotonic()
+    slot_wait = sum(record.get("waited_for_slot_seconds", 0.0) for record in attempts)
     streamed = bool(request.get("stream")) and stream.whole is None
     provenance = {
         "provider": "openai-compatible",
@@ -522,12 +529,14 @@ def stream_answer(
         "fallbacks": fallbacks,
         "started_at": started_at,
         "finished_at": _now(),
-        "latency_ms": round((finished - started) * 1000),
+        # The endpoint's latency: time spent waiting for a free request slot (conduct.throttle) is not the model's.
+        "latency_ms": round((finished - started - slot_wait) * 1000),
         "time_to_first_token_ms": (
-            round((stream.first_token_at - started) * 1000)
+            round((stream.first_token_at - started - slot_wait) * 1000)
             if stream.first_token_at
             else None
         ),
+        "waited_for_slot_ms": round(slot_wait * 1000),
         "attempts": attempts,
         "raw_response": stream.assembled(),
         "client": f"openai-python {openai.__version__}",
@@ -565,6 +574,35 @@ def _wait_unless_stopped(seconds: float, sleep: Callable[[float], None], should_
             return False
         sleep(min(0.5, left))
     return not should_stop()
+
+
+def _attempt_in_a_slot(
+    client: OpenAI,
+    endpoint: Endpoint,
+    request: dict[str, Any],
+    on_text: Callable[[str], None] | None,
+    should_stop: Callable[[], bool] | None,
+    interval: float,
+    record: dict[str, Any],
+) -> tuple[_Stream, Failure | None]:
+    """One attempt, sent once the endpoint has a free slot; the wait is noted in the attempt's record."""
+    if not endpoint.max_in_flight or not endpoint.throttle_key:
+        return _one_attempt(client, endpoint, request, on_text, should_stop, interval)
+    try:
+        with throttle.slot(endpoint.throttle_key, endpoint.max_in_flight, should_stop=should_stop,
+                           wait=endpoint.slot_wait) as held:
+            if held.waited >= 0.001:
+                record["waited_for_slot_seconds"] = round(held.waited, 3)
+            return _one_attempt(client, endpoint, request, on_text, should_stop, interval)
+    except throttle.SlotUnavailable as busy:
+        record["waited_for_slot_seconds"] = round(busy.waited, 3)
+        if busy.stopped:
+            return _Stream(), Failure(FailureKind.CANCELLED, "Stopped while waiting for a free request slot; nothing was sent.")
+        return _Stream(), Failure(
+            FailureKind.BUSY,
+            f"Nothing was sent to {endpoint.base_url}: its {endpoint.max_in_flight} requests at once stayed taken for "
+            f"{busy.waited:.0f} s. Raise “Requests at once” in the endpoint settings, or run fewer things at once.",
+        )
 
 
 def _one_attempt(

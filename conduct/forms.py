@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 
 from conduct.answering import deployment_base_url
 from conduct.models import EndpointKey, LiveEndpoint
+from conduct.throttle import DEFAULT_MAX_IN_FLIGHT
 from interviews.models import Guide, GuideVersion, Participant
 from projects.models import Project
 
@@ -107,6 +108,11 @@ class LiveParticipantForm(forms.Form):
         initial=60, min_value=1, max_value=600, label="Timeout (seconds)",
         help_text="How long to wait for the first and each next piece of the answer.",
     )
+    max_in_flight = forms.IntegerField(
+        required=False, initial=DEFAULT_MAX_IN_FLIGHT, min_value=1, max_value=256, label="Requests at once",
+        help_text="The most requests this endpoint gets at the same time, from probes, the second reader and live "
+        "interviews together, over all workers. Lower it for a small local server or a tight rate limit.",
+    )
     key = forms.ChoiceField(label="API key", help_text="A key decides where requests go; no key can be re-aimed.")
     stream_answers = forms.BooleanField(
         required=False,
@@ -129,6 +135,9 @@ class LiveParticipantForm(forms.Form):
         cleaned["api_key"] = self.stored_keys.get(choice)
         cleaned["use_deployment_key"] = choice == KEY_DEPLOYMENT
         return cleaned
+
+    def clean_max_in_flight(self) -> int:
+        return self.cleaned_data.get("max_in_flight") or DEFAULT_MAX_IN_FLIGHT
 
     def clean_label(self) -> str:
         label = self.cleaned_data["label"].strip()

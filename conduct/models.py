@@ -11,10 +11,12 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
 from conduct.crypto import decrypt_secret
+from conduct.throttle import DEFAULT_MAX_IN_FLIGHT
 from interviews.models import GuideVersion, Interview, Participant, Turn
 from projects.models import Project
 
@@ -81,6 +83,12 @@ class LiveEndpoint(models.Model):
     timeout_seconds = models.FloatField(default=60.0, help_text="Seconds to wait for the first and each next chunk.")
     stream_answers = models.BooleanField(
         default=True, help_text="Off: ask for each answer whole, for servers that cannot stream."
+    )
+    # Counted over every worker process and machine (conduct.throttle): probes, the second reader
+    # and live interviews together never send this endpoint more requests at once.
+    max_in_flight = models.PositiveIntegerField(
+        default=DEFAULT_MAX_IN_FLIGHT, validators=[MinValueValidator(1), MaxValueValidator(256)],
+        help_text="Requests at once to this endpoint, from probes, the second reader and live interviews together.",
     )
     # Learned from the endpoint's refusals (conduct.client.Fallback), so later answers
     # do not repeat a request it rejects; reset when the base URL or model changes.

@@ -14,6 +14,7 @@ from conduct.answering import deployment_base_url, egress_policy, key_binding_re
 from conduct.crypto import encrypt_secret, masked_hint
 from conduct.egress import EgressRefused
 from conduct.models import AnswerJob, ConductSession, EndpointKey, LiveEndpoint, Seat
+from conduct.throttle import DEFAULT_MAX_IN_FLIGHT
 from interviews.models import Guide, GuideVersion, Interview, Participant, Speaker, Turn
 from interviews.segment_store import interview_segment
 from projects.audit import audit_record
@@ -163,6 +164,7 @@ def live_participant_save(
     api_key: EndpointKey | None,
     use_deployment_key: bool = False,
     stream_answers: bool = True,
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
 ) -> Participant:
     """Create or update a live participant and its endpoint settings.
 
@@ -210,7 +212,7 @@ def live_participant_save(
     participant.full_clean()
     participant.save()
     endpoint_fields = {"key_source": key_source, "api_key": api_key, "timeout_seconds": timeout_seconds,
-                       "stream_answers": stream_answers}
+                       "stream_answers": stream_answers, "max_in_flight": max_in_flight}
     if not same_endpoint:
         endpoint_fields |= LiveEndpoint.LEARNED_DEFAULTS
     LiveEndpoint.objects.update_or_create(participant=participant, defaults=endpoint_fields)

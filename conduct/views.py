@@ -19,6 +19,7 @@ from conduct import services
 from conduct.answering import deployment_base_url
 from conduct.forms import AskForm, EndpointKeyForm, GuideForm, LiveParticipantForm, RerunForm, StartForm, key_choice_of
 from conduct.models import AnswerJob, ConductSession, EndpointKey, LiveEndpoint, Seat
+from conduct.throttle import DEFAULT_MAX_IN_FLIGHT
 from interviews.models import Guide, Interview, Participant, Speaker, Turn
 from interviews.rendering import diff_rendered
 from projects.forms import add_service_errors
@@ -189,6 +190,7 @@ def _participant_initial(participant: Participant) -> dict[str, Any]:
     initial["timeout_seconds"] = live.timeout_seconds if live else 60
     initial["key"] = key_choice_of(live)
     initial["stream_answers"] = live.stream_answers if live else True
+    initial["max_in_flight"] = live.max_in_flight if live else DEFAULT_MAX_IN_FLIGHT
     return initial
 
 

@@ -221,6 +221,8 @@ def _lost_count(probe: Probe) -> int:
 # -- before spending anything -------------------------------------------------------
 
 DRY_RUN_ITEMS = 3
+# The dry run answers inside the web request: behind a busy endpoint's full slots it says so instead of waiting long.
+DRY_RUN_SLOT_WAIT_SECONDS = 10.0
 
 
 def probe_dry_run(*, probe: Probe, items: int = DRY_RUN_ITEMS) -> list[dict[str, Any]]:
@@ -243,7 +245,7 @@ def _dry_answer(participant, version: ConditionVersion, item) -> dict[str, Any]:
     row: dict[str, Any] = {"condition": version.condition.name, "version": version.number, "item": item.position,
                            "model": participant.label}
     try:
-        endpoint = probe_endpoint(version, endpoint_for(participant))
+        endpoint = replace(probe_endpoint(version, endpoint_for(participant)), slot_wait=DRY_RUN_SLOT_WAIT_SECONDS)
     except EndpointUnavailable as exc:  # no key, or a key bound to another endpoint: nothing is sent
         return row | {"status": "failed", "reason": exc.failure.message, "requests": [], "text": ""}
     asked = ask(version, endpoint, item, max_attempts=1)

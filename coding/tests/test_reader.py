@@ -163,6 +163,15 @@ def test_a_window_run_twice_or_after_a_crash_asks_and_keeps_nothing_twice(
     assert run.suggestions.count() == 5 and run.code_ideas.count() == 1
 
 
+def test_a_window_the_coder_proposes_nothing_for_asks_no_critic_and_the_run_shows_complete(
+    project, analyst, interview, codes, reading, endpoint_server, django_capture_on_commit_callbacks,
+):
+    endpoint_server.script("coder-critic", answer=json.dumps({"proposals": [], "new_code_ideas": []}))
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    assert run.status == SuggestionRun.Status.DONE and len(endpoint_server.chat_requests()) == 1
+    assert reader.progress(run) == {"windows": 1, "kept": 1, "steps": 1, "total_steps": 1, "percent": 100}
+
+
 def test_a_cancelled_run_sends_nothing_more(project, analyst, interview, codes, reading, endpoint_server,
                                             django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False):

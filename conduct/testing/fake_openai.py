@@ -153,6 +153,9 @@ class FakeOpenAIServer:
         self.strict_models = strict_models  # when set, unscripted models get 404
         self.scripts: dict[str, Script] = {}
         self.requests: list[RecordedRequest] = []
+        # Chat requests being answered now, and the most there ever were at once since the last reset.
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._ids = itertools.count(1)
@@ -200,6 +203,21 @@ class FakeOpenAIServer:
         with self._lock:
             self.scripts.clear()
             self.requests.clear()
+        self.reset_in_flight()
+
+    def reset_in_flight(self) -> None:
+        """Start counting the most requests at once afresh (scripts and recorded requests stay)."""
+        with self._lock:
+            self.max_in_flight = self.in_flight
+
+    def _request_started(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+
+    def _request_ended(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
 
     def chat_requests(self, model: str | None = None) -> list[RecordedRequest]:
         with self._lock:
@@ -302,7 +320,19 @@ class FakeOpenAIServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._error(404, f"Unknown path {self.path}", "not_found")
                     return
-                self._chat(body)
+                server._request_started()
+                self.counted = True
+                try:
+                    self._chat(body)
+                finally:
+                    self._answered()
+
+            def _answered(self) -> None:
+                """The request stops counting as in flight, once: just before the last bytes of the answer
+                go out, so a client that reads them and sends its next request is never counted twice."""
+                if getattr(self, "counted", False):
+                    self.counted = False
+                    server._request_ended()
 
             # -- helpers ---------------------------------------------------
             def _recorded(self, body: dict[str, Any] | None) -> RecordedRequest:
@@ -477,6 +507,7 @@ class FakeOpenAIServer:
                     ],
                     "usage": self._usage(body, text),
                 }
+                self._answered()
                 self._json(200, payload)
 
             def _stream(
@@ -538,6 +569,7 @@ class FakeOpenAIServer:
                 last = choice({}, script.finish_reason)
                 if script.usage_in_final_chunk:
                     last["usage"] = self._usage(body, text)
+                self._answered()
                 self._event(last)
                 if include_usage:
                     self._event(

@@ -109,6 +109,26 @@ def test_the_dry_run_shows_requests_and_parses_and_stores_nothing(ready, fake_op
     assert Answer.objects.count() == 0
 
 
+def test_the_dry_run_behind_a_busy_endpoint_says_so_instead_of_holding_the_page(ready, fake_openai, monkeypatch):
+    from conduct import throttle
+    from conduct.models import LiveEndpoint
+    from probes import running
+
+    monkeypatch.setattr(running, "DRY_RUN_SLOT_WAIT_SECONDS", 0.2)
+    fake_openai.script("model-a", answer=scripted.answer)
+    participant = ready.participants.get()
+    LiveEndpoint.objects.filter(participant=participant).update(max_in_flight=1)
+    key = throttle.endpoint_key(participant.pk)
+    assert throttle.counter().try_take(key, "a running probe", 1, 60)
+    try:
+        results = probe_dry_run(probe=ready, items=1)
+    finally:
+        throttle.counter().give_back(key, "a running probe")
+    assert [r["status"] for r in results] == ["failed", "failed"]
+    assert "1 requests at once stayed taken" in results[0]["reason"]
+    assert fake_openai.chat_requests() == []
+
+
 def test_the_token_estimate_counts_requests_and_prompt_length(ready):
     estimate = token_estimate(ready)
     assert estimate["requests"] == 16
