@@ -34,6 +34,7 @@ from coding.models import Code, CodeIdea, Coding, ReaderSettings, ReaderStep, Su
 from conduct.answering import EndpointUnavailable, endpoint_for
 from conduct.client import stream_answer
 from conduct.egress import stays_local
+from conduct.tasks import endpoint_queue
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from projects import safejson
 from projects.audit import audit_record
@@ -278,7 +279,7 @@ def _send_window(run_id: int, window: int) -> None:
     from coding.tasks import reader_window_task
 
     with transaction.atomic():
-        enqueue(reader_window_task, run_id, window)
+        enqueue(reader_window_task, run_id, window, queue=endpoint_queue())
 
 
 def _windows_in_thread(run_id: int, count: int) -> None:

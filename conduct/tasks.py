@@ -31,18 +31,21 @@ def enqueue_answer(turn_id: int) -> None:
         threading.Thread(target=_run_in_thread, args=(turn_id,), daemon=True).start()
     else:
         # A broker outage delays the answer (sent when Redis is back), it does not fail the page.
-        send_or_keep(answer_turn_task, turn_id, queue=_queue())
+        send_or_keep(answer_turn_task, turn_id, queue=endpoint_queue())
 
 
 def send_answer(turn_id: int) -> None:
     """Hand the answer's task to the broker now (the sweeper's way; raises if the broker is down)."""
-    send(answer_turn_task, turn_id, queue=_queue())
+    send(answer_turn_task, turn_id, queue=endpoint_queue())
 
 
-def _queue() -> str | None:
-    # Answers wait on the network for minutes; a deployment can give them their own
-    # threads-pool worker (`-Q $CONDUCT_QUEUE --pool=threads`) so CPU-bound imports
-    # and exports never hold a model's answer back, or vice versa.
+def endpoint_queue() -> str | None:
+    """The queue of every task that waits on a model's endpoint: live answers, probe answers, second-reader windows.
+
+    They wait on the network for seconds or minutes; a deployment gives them their own threads-pool worker
+    (`-Q $CONDUCT_QUEUE --pool=threads`, docker-compose.yml's worker-live) so CPU-bound imports and exports
+    never hold a model's answer back, and a probe asking 16 at once is not run 2 at a time by a prefork worker.
+    """
     return os.environ.get("CONDUCT_QUEUE") or None
 
 

@@ -12,6 +12,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 from django.db import OperationalError, connections
 
+from conduct.tasks import endpoint_queue
 from projects.jobs import send_or_keep
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ def enqueue_answers(answer_ids: list[int]) -> None:
         if app.conf.task_always_eager and getattr(settings, "PROBES_EAGER_IN_THREAD", True):
             _in_process_pool().submit(_run_in_thread, answer_id)
         else:
-            send_or_keep(probe_answer_task, answer_id)
+            send_or_keep(probe_answer_task, answer_id, queue=endpoint_queue())
 
 
 @lru_cache(maxsize=1)
