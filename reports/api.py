@@ -133,7 +133,7 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
         except ExcerptSpecError as e:
             raise ValidationError({"detail": str(e)}) from None
         offset, limit = _int(request, "offset", 0, MAX_OFFSET), _int(request, "limit", 100, MAX_LIMIT)
-        rows = itertools.islice(excerpt_rows(project, spec, options=options), offset, offset + limit)
+        rows = itertools.islice(excerpt_rows(project, spec, options=options, limit=offset + limit), offset, None)
         results = []
         for r in rows:
             item = dict(zip(spec.columns, r.values(spec.columns), strict=True))
