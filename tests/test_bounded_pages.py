@@ -127,3 +127,16 @@ def test_a_long_run_cut_by_the_preview_query_is_read_whole(project, owner):
     (whole,) = excerpt_rows(project, ExcerptSpec(), options=options)
     (first,) = excerpt_rows(project, ExcerptSpec(), options=options, limit=1)
     assert first.quote == whole.quote and whole.quote.startswith("Sentence number 0") and whole.quote.endswith("39 is here.")
+
+
+def test_a_codes_first_excerpts_are_the_head_of_all_its_excerpts(grow, project):
+    """The code page's excerpts come from a LIMITed query; they are the first of the full list, runs whole."""
+    from coding.excerpts import excerpts_for_codes
+
+    state = grow(LARGE)
+    code_ids = [c.pk for c in state["codes"][:3]]
+    everything = excerpts_for_codes(project, code_ids)
+    assert len(everything) > 10
+    for limit in (0, 1, 5, len(everything), len(everything) + 3):
+        first = excerpts_for_codes(project, code_ids, limit=limit)
+        assert [(e.segment_ids, e.text) for e in first] == [(e.segment_ids, e.text) for e in everything[:limit]]
