@@ -72,6 +72,8 @@ def _copy_corpus(template, project, copies: int) -> None:
     with connection.cursor() as cur:
         # Every row below references rows made here or the project's own: the per-row FK checks only double the time.
         cur.execute("SET session_replication_role = replica")
+        # Copying 400,000 segments on a busy machine can outlast the web's statement timeout; RESET restores it.
+        cur.execute("SET statement_timeout = 0")
         cur.execute("DROP TABLE IF EXISTS scale_iv, scale_turn")
         cur.execute("""CREATE TEMP TABLE scale_iv AS
             SELECT i.id AS old_id, c AS copy, gen_random_uuid() AS new_uuid,
@@ -94,6 +96,7 @@ def _copy_corpus(template, project, copies: int) -> None:
                                    "interviews_segment src JOIN scale_turn m ON m.old_id = src.turn_id "
                                    "JOIN interviews_turn nt ON nt.uuid = m.new_uuid"), p)
         cur.execute("SET session_replication_role = DEFAULT")
+        cur.execute("RESET statement_timeout")
         cur.execute("DROP TABLE scale_iv, scale_turn")
 
 
@@ -103,6 +106,7 @@ def _code_everything(project, user, codes) -> None:
 
     with connection.cursor() as cur:
         cur.execute("SET session_replication_role = replica")
+        cur.execute("SET statement_timeout = 0")
         cur.execute("""
             INSERT INTO coding_coding (origin, note, created_at, code_id, coder_id, interview_id, segment_id)
             SELECT 'human', '', now(), (%(codes)s::bigint[])[1 + (s.position / 3) %% %(n)s], %(user)s, s.interview_id, s.id
@@ -110,6 +114,7 @@ def _code_everything(project, user, codes) -> None:
             WHERE i.project_id = %(project)s AND s.speaker = 'participant'""",
                     {"codes": [c.pk for c in codes], "n": len(codes), "user": user.pk, "project": project.pk})
         cur.execute("SET session_replication_role = DEFAULT")
+        cur.execute("RESET statement_timeout")
 
 
 def _talk(project, user, themes, codes, interviews, n_memos: int, n_comments: int) -> None:
@@ -161,7 +166,9 @@ def build(template, scale: int, user) -> Built:
                                     attendees=[user], themes=themes[:6])
     with connection.cursor() as cur:
         # What autovacuum would have done after such a load: plans made on stale statistics are not the app's.
+        cur.execute("SET statement_timeout = 0")
         cur.execute("ANALYZE")
+        cur.execute("RESET statement_timeout")
     heaviest = (Interview.objects.filter(project=project, title__endswith=" · 1").annotate(n=Count("segments"))
                 .order_by("-n").first())
     top_code = Code.objects.filter(pk__in=[c.pk for c in codes]).annotate(n=Count("codings")).order_by("-n").first()
