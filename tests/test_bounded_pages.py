@@ -140,3 +140,10 @@ def test_a_codes_first_excerpts_are_the_head_of_all_its_excerpts(grow, project):
     for limit in (0, 1, 5, len(everything), len(everything) + 3):
         first = excerpts_for_codes(project, code_ids, limit=limit)
         assert [(e.segment_ids, e.text) for e in first] == [(e.segment_ids, e.text) for e in everything[:limit]]
+
+
+def test_connections_run_without_the_jit_compiler():
+    """Compiling a page's query can cost more than running it (bench/phases/scale.py: 600 ms of JIT for 90 ms)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW jit")
+        assert cursor.fetchone()[0] == "off"
