@@ -60,7 +60,9 @@ def interview_list(request: HttpRequest, project_uuid) -> HttpResponse:
     answers = Segment.objects.filter(speaker=Speaker.PARTICIPANT)
     interviews = interviews.with_turn_count().annotate(
         answer_segments=per_interview_count(answers),
-        coded_segments=per_interview_count(answers.filter(codings__isnull=False)),
+        # "Has a coding" per segment (the unique coding index, segment first), not a join the planner may
+        # turn into a scan of every coding of the project for each interview listed.
+        coded_segments=per_interview_count(answers.filter(Exists(Segment.objects.filter(pk=OuterRef("pk"), codings__isnull=False)))),
     ).order_by(F("conducted_at").desc(nulls_last=True), "title", "pk")
     page = paginate(request, interviews, target="#interview-table")
     for row in page:
