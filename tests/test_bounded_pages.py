@@ -147,3 +147,14 @@ def test_connections_run_without_the_jit_compiler():
     with connection.cursor() as cursor:
         cursor.execute("SHOW jit")
         assert cursor.fetchone()[0] == "off"
+
+
+def test_the_interview_lists_count_each_interviews_turns_and_coded_answers(grow, project, owner, client_for):
+    """The counts of the listed rows only (correlated counts) are each interview's own."""
+    grow(SMALL)
+    client = client_for(owner)
+    listed = client.get(f"/api/projects/{project.uuid}/interviews/").json()["results"]
+    assert [row["turn_count"] for row in listed] == [len(TURNS)] * SMALL
+    rows = client.get(reverse("interviews:list", args=[project.uuid])).context["interviews"]
+    # Two codes, each on a run of two answer sentences starting one apart: three of the seven answer sentences coded.
+    assert [(row.turn_count, row.answer_segments, row.coded_segments) for row in rows] == [(4, 7, 3)] * SMALL
