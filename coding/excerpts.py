@@ -47,8 +47,10 @@ class Excerpt:
 
 
 def excerpts_for_codes(project: Project, code_ids: Iterable[int], *, coder_ids: Iterable[int] | None = None,
-                       interview_ids: Iterable[int] | None = None, quote: bool = True) -> list[Excerpt]:
-    """All excerpts of the codes across the project's live interviews, ordered by code, participant, interview, position.
+                       interview_ids: Iterable[int] | None = None, quote: bool = True,
+                       limit: int | None = None) -> list[Excerpt]:
+    """All excerpts (or the first `limit`) of the codes across the project's live interviews, ordered by code,
+    participant, interview, position.
 
     Segments several coders coded are one excerpt (their coders are collected); `coder_ids`
     limits to some coders' codings. Two queries: codings, then the texts of turns whose
@@ -68,6 +70,27 @@ def excerpts_for_codes(project: Project, code_ids: Iterable[int], *, coder_ids: 
         "interview__participant__label", "segment__turn_id", "segment__turn__position", "segment_id",
         "segment__position", "segment__text", "segment__start", "segment__end", "coder_id",
     )
+    if limit is None:
+        excerpts = _join_codings(rows)
+    else:
+        # A LIMITed query sorts only the top of a code used thousands of times. Excerpts join runs of codings,
+        # so a few times `limit` rows are read; the last excerpt read may go on past the cut: it counts once
+        # a further excerpt shows it ended.
+        fetch = 4 * (limit + 1)
+        while True:
+            fetched = list(rows[:fetch])
+            excerpts = _join_codings(fetched)
+            if len(fetched) < fetch or len(excerpts) > limit:
+                break
+            fetch *= 4
+        del excerpts[limit:]
+    if quote:
+        _quote_multi_segment_excerpts(excerpts)
+    return excerpts
+
+
+def _join_codings(rows: Iterable[tuple]) -> list[Excerpt]:
+    """Consecutive codings of one turn under one code become one excerpt (several coders' included once)."""
     excerpts: list[Excerpt] = []
     last: Excerpt | None = None
     for (code_id, iv_id, iv_uuid, title, p_id, p_label, turn_id, turn_pos, seg_id, pos, text, start, end, coder_id) in rows:
@@ -85,8 +108,6 @@ def excerpts_for_codes(project: Project, code_ids: Iterable[int], *, coder_ids: 
                        participant_id=p_id, participant_label=p_label, turn_id=turn_id, turn_position=turn_pos,
                        start=start, end=end, segment_ids=[seg_id], positions=[pos], text=text, coder_ids={coder_id})
         excerpts.append(last)
-    if quote:
-        _quote_multi_segment_excerpts(excerpts)
     return excerpts
 
 

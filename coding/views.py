@@ -160,7 +160,7 @@ def _detail_ctx(membership: Membership, code: Code, **forms) -> dict:
         split_form=forms.get("split_form") or SplitForm(),
         conflict=forms.get("conflict"),
         events=CodeEvent.objects.filter(code=code).select_related("actor")[:50],
-        split_excerpts=[(e, ",".join(map(str, e.segment_ids))) for e in excerpts_for_codes(membership.project, [code.pk])[:60]],
+        split_excerpts=[(e, ",".join(map(str, e.segment_ids))) for e in excerpts_for_codes(membership.project, [code.pk], limit=60)],
         uses=code.codings.count(),
     )
 

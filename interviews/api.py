@@ -7,7 +7,7 @@ get 404, viewers may read but not write (403).
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db.models import Count, Prefetch
+from django.db.models import Prefetch
 from drf_spectacular.utils import extend_schema, extend_schema_field, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.decorators import action
@@ -347,7 +347,7 @@ class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retriev
         return Response(InterviewSerializer(self.get_queryset().get(pk=interview.pk)).data)
 
     def get_queryset(self):
-        qs = Interview.objects.for_project(self.project).annotate(turn_count=Count("turns"))
+        qs = Interview.objects.for_project(self.project).with_turn_count()
         if self.action == "list":
             qs = qs.filter(**query_filters(self.request, InterviewFilter))
         if self.action == "retrieve":

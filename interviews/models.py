@@ -6,6 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from projects.jobs import waiting_long
@@ -103,9 +104,23 @@ class InterviewQuerySet(models.QuerySet):
         """The project's interviews (trash excluded) with their participant."""
         return self.alive().filter(project=project).select_related("participant")
 
+    def with_turn_count(self) -> InterviewQuerySet:
+        """Each interview's number of turns as `turn_count`, counted for the rows fetched only (a page stays a page)."""
+        return self.annotate(turn_count=per_interview_count(Turn.objects.all()))
+
     def rerun_family(self, interview: Interview) -> InterviewQuerySet:
         """The root original of `interview` (rerun_of followed all the way up) and every re-run below it."""
         return self.filter(pk__in=RawSQL(_RERUN_FAMILY_SQL, [interview.pk]))
+
+
+def per_interview_count(queryset: models.QuerySet) -> Coalesce:
+    """A correlated COUNT of `queryset`'s rows of each interview: evaluated for the listed rows only.
+
+    (An aggregate over a join instead counts the rows of every interview of the project before a page is cut.)
+    """
+    counted = (queryset.filter(interview=models.OuterRef("pk")).order_by().values("interview")
+               .annotate(n=models.Count("pk", distinct=True)))
+    return Coalesce(models.Subquery(counted.values("n"), output_field=models.IntegerField()), 0)
 
 
 # One recursive query, however long the chain of re-runs of re-runs. UNION (not UNION ALL)

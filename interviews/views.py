@@ -10,8 +10,7 @@ from urllib.parse import urlencode
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.db.models import Count, Exists, F, IntegerField, OuterRef, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import Count, Exists, F, OuterRef
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,7 +19,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_POST
 
 from interviews.forms import InterviewForm
-from interviews.models import Interview, Participant, Segment, Speaker, Turn
+from interviews.models import Interview, Participant, Segment, Speaker, Turn, per_interview_count
 from interviews.provenance import interview_provenance, turn_provenance
 from interviews.rendering import quote_html, render_turns
 from interviews.services import interview_import_branch, interview_update
@@ -36,12 +35,6 @@ def _wants_fragment(request: HttpRequest) -> bool:
     """An htmx swap asks for the fragment; a boosted link or a history restore needs the whole page."""
     htmx = request.htmx
     return bool(htmx) and not htmx.boosted and not htmx.history_restore_request
-
-
-def _count(queryset) -> Coalesce:
-    """A correlated COUNT subquery: one query for the list however many rows it has."""
-    counted = queryset.filter(interview=OuterRef("pk")).order_by().values("interview").annotate(n=Count("pk", distinct=True))
-    return Coalesce(Subquery(counted.values("n"), output_field=IntegerField()), 0)
 
 
 @login_required
@@ -65,10 +58,11 @@ def interview_list(request: HttpRequest, project_uuid) -> HttpResponse:
     if filters["origin"]:
         interviews = interviews.filter(origin=filters["origin"])
     answers = Segment.objects.filter(speaker=Speaker.PARTICIPANT)
-    interviews = interviews.annotate(
-        turn_count=_count(Turn.objects.all()),
-        answer_segments=_count(answers),
-        coded_segments=_count(answers.filter(codings__isnull=False)),
+    interviews = interviews.with_turn_count().annotate(
+        answer_segments=per_interview_count(answers),
+        # "Has a coding" per segment (the unique coding index, segment first), not a join the planner may
+        # turn into a scan of every coding of the project for each interview listed.
+        coded_segments=per_interview_count(answers.filter(Exists(Segment.objects.filter(pk=OuterRef("pk"), codings__isnull=False)))),
     ).order_by(F("conducted_at").desc(nulls_last=True), "title", "pk")
     page = paginate(request, interviews, target="#interview-table")
     for row in page:

@@ -147,7 +147,7 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
         except ExcerptSpecError as e:
             raise ValidationError({"detail": str(e)}) from None
         offset, limit = _int(request, "offset", 0, MAX_OFFSET), _int(request, "limit", 100, MAX_LIMIT)
-        rows = itertools.islice(excerpt_rows(project, spec, options=options), offset, offset + limit)
+        rows = itertools.islice(excerpt_rows(project, spec, options=options, limit=offset + limit), offset, None)
         columns = excerpt_columns(spec, inline_context=False)
         results = []
         for r in rows:

@@ -91,6 +91,7 @@ DEFAULT_COLUMNS = ("theme", "code", "model", "quote")
 TRIM_MARK = "[...]"
 MIN_TRIM = 20
 CHUNK = 500  # rows fetched per round trip: the most a table ever holds in memory
+FIRST_ROWS_FETCH = 4  # codings fetched per excerpt wanted for a preview (runs of codings join into one excerpt)
 LEAD = 200
 SOURCE_CACHE = 5000
 
@@ -332,10 +333,11 @@ def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = Non
     """Excerpt rows in table order (theme, sub-theme, code, model, interview, position), streamed."""
     if spec.exemplars_only:
         rows = _exemplar_rows(project, spec)
+        rows = rows if limit is None else islice(rows, limit)
+    elif limit is not None:
+        rows = iter(_first_coding_rows(project, spec, options or excerpt_options(project), limit))
     else:
         rows = _coding_rows(project, spec, options or excerpt_options(project))
-    if limit is not None:
-        rows = islice(rows, limit)
     yield from _with_context(rows, spec) if spec.has_context else rows
 
 
@@ -495,6 +497,29 @@ class _Lookups:
 
 
 def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -> Iterator[ExcerptRow]:
+    values, names = _coding_values(project, spec, options)
+    yield from _join_runs(values.iterator(chunk_size=CHUNK), spec, names)
+
+
+def _first_coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions, limit: int) -> list[ExcerptRow]:
+    """The first `limit` excerpts from a LIMITed query: the database sorts the top of the table only.
+
+    (Streamed through a cursor, the whole project's codings were joined and sorted before the first row.)
+    An excerpt joins a run of codings, so a few times `limit` codings are fetched; the last excerpt read
+    may continue past the cut and counts only once more rows show it ended.
+    """
+    values, names = _coding_values(project, spec, options)
+    fetch = FIRST_ROWS_FETCH * (limit + 1)
+    while True:
+        fetched = list(values[:fetch])
+        rows = list(_join_runs(iter(fetched), spec, names))
+        if len(fetched) < fetch or len(rows) > limit:
+            return rows[:limit]
+        fetch *= FIRST_ROWS_FETCH
+
+
+def _coding_values(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -> tuple[QuerySet, _Lookups]:
+    """The codings of the table in table order (as named rows) and the names their ids stand for."""
     qs = _coding_queryset(project, spec, live_themes=[t.pk for t in options.themes])
     # Up to LEAD characters of the turn before each segment: joining a run of segments
     # with the text between them gives the turn's exact text without loading whole turns
@@ -523,7 +548,7 @@ def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -
     if spec.participants:
         interviews = interviews.filter(participant_id__in=spec.participants)
     names.interviews = {iv.id: iv for iv in interviews.values_list(*INTERVIEW_FIELDS, named=True)}
-    yield from _join_runs(values.iterator(chunk_size=CHUNK), spec, names)
+    return values, names
 
 
 def _join_runs(values: Iterator[Any], spec: ExcerptSpec, names: _Lookups) -> Iterator[ExcerptRow]:

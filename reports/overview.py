@@ -6,8 +6,9 @@ from dataclasses import dataclass, field
 
 from django.db.models import Count, Q
 
-from coding.models import Code, Coding
-from interviews.models import Interview, Segment, Speaker
+from coding.models import Code
+from coding.queries import project_progress
+from interviews.models import Interview
 from projects.models import AuditEvent, Project
 from themes.models import Theme
 
@@ -69,9 +70,9 @@ class ProjectOverview:
 
 def project_overview(project: Project) -> ProjectOverview:
     interviews = Interview.objects.for_project(project)
-    segments = Segment.objects.filter(interview__in=interviews, speaker=Speaker.PARTICIPANT)
-    codable = segments.count()
-    coded = Coding.objects.filter(segment__in=segments).values("segment").distinct().count()
+    # The coded share counts every participant sentence of the project: the coding page's cached count
+    # (a minute old at most) keeps the home page from growing with the corpus.
+    coded, codable = project_progress(project)
     themes = dict(
         Theme.objects.for_project(project).values_list("status").annotate(n=Count("id")).values_list("status", "n")
     )

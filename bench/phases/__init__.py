@@ -23,4 +23,5 @@ PHASES: list[str] = [
     "reader",  # AI second reader: suggestions for a 440-segment interview at 800 ms per request; review vs apply
     "probes",  # a probe run against a 500 ms endpoint: wall time vs sequential
     "themes",  # themes board, one drag, map data, theme page, journal, thread poll, presenter
+    "scale",  # the daily pages and API lists at 1×, 10× and 50× the corpus: time, queries, growth
 ]

@@ -21,6 +21,18 @@ from config.postgresql.creation import DatabaseCreation
 class DatabaseWrapper(PostgresDatabaseWrapper):
     creation_class = DatabaseCreation
 
+    def init_connection_state(self) -> None:
+        """Turn PostgreSQL's JIT compiler off for this connection.
+
+        Our statements are short, but a page of a large project can cross jit_above_cost on the planner's
+        estimate, and compiling then costs more than running: 600 ms of JIT for the interview list's 90 ms
+        query at 10× the peer corpus (bench/phases/scale.py). Set on the connection, not in the server's
+        config or a startup option, so it also holds behind a pooler and on a managed PostgreSQL.
+        """
+        super().init_connection_state()
+        with self.connection.cursor() as cursor:
+            cursor.execute("SET jit = off")
+
     def close_if_health_check_failed(self) -> None:
         if (self.connection is not None and self.health_check_enabled and not self.health_check_done
                 and self._socket_is_quiet()):

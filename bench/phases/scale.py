@@ -1,0 +1,298 @@
+"""The scale curve: the daily pages and API lists at 1×, 10× and 50× the peer corpus.
+
+Each size is its own project. The 20 corpus interviews are stored once through the app's own
+segmentation (as the reading phase does), codes, themes, a meeting and the first memo and comment
+through the app's services; the copies that make a project 10× or 50× are made in PostgreSQL
+(INSERT … SELECT over the stored rows, foreign-key triggers off for the copy), so the 50× build
+takes about a minute. Every participant sentence is coded once (runs of three share a code).
+
+Env ``BENCH_SCALES`` (default "1,10,50", "1,10" with ``--quick``) chooses the sizes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+from dataclasses import dataclass
+
+from bench.common import Context, Section, corpus_module
+
+TITLE = "Scale curve: daily pages at 1×, 10× and 50× the peer corpus"
+NEEDS_DJANGO = True
+
+LABELS = ("GPT-4o", "Claude", "Gemini", "DeepSeek", "Llama")
+# At 50×: 100 codes, 30 themes, 2,000 memos and 1,000 comments; smaller sizes scale down, with a floor so a
+# 1× project still has a codebook and a theme board worth the name.
+CODES_AT_50, THEMES_AT_50, MEMOS_AT_50, COMMENTS_AT_50 = 100, 30, 2000, 1000
+BOUNDED, PROJECT_WIDE = "bounded", "project-wide"
+
+
+@dataclass
+class Built:
+    scale: int
+    project: object
+    user: object
+    interview: object  # the heaviest corpus interview's first copy: the same content at every size
+    code: object  # the most used code
+    theme: object
+    review: object
+    interviews: int
+    segments: int
+    codings: int
+    memos: int
+    comments: int
+    seconds: float
+
+
+def _scales(ctx: Context) -> list[int]:
+    default = "1,10" if ctx.quick else "1,10,50"
+    return [int(s) for s in os.environ.get("BENCH_SCALES", default).split(",") if s.strip()]
+
+
+def _columns(model) -> list[str]:
+    return [f.column for f in model._meta.concrete_fields if not f.primary_key]
+
+
+def _insert_select(model, overrides: dict[str, str], source: str) -> str:
+    """INSERT INTO <model> (every column but id) SELECT <override or src.column> … FROM <source>."""
+    cols = _columns(model)
+    exprs = [overrides.get(c, f'src."{c}"') for c in cols]
+    return (f'INSERT INTO {model._meta.db_table} ({", ".join(chr(34) + c + chr(34) for c in cols)}) '
+            f'SELECT {", ".join(exprs)} FROM {source}')
+
+
+def _copy_corpus(template, project, copies: int) -> None:
+    """Copy the template project's interviews, turns and segments ``copies`` times into ``project``."""
+    from django.db import connection
+
+    from interviews.models import Interview, Segment, Turn
+
+    p = {"template": template.pk, "project": project.pk, "copies": copies}
+    with connection.cursor() as cur:
+        # Every row below references rows made here or the project's own: the per-row FK checks only double the time.
+        cur.execute("SET session_replication_role = replica")
+        # Copying 400,000 segments on a busy machine can outlast the web's statement timeout; RESET restores it.
+        cur.execute("SET statement_timeout = 0")
+        cur.execute("DROP TABLE IF EXISTS scale_iv, scale_turn")
+        cur.execute("""CREATE TEMP TABLE scale_iv AS
+            SELECT i.id AS old_id, c AS copy, gen_random_uuid() AS new_uuid,
+                   (SELECT np.id FROM interviews_participant np JOIN interviews_participant op ON op.label = np.label
+                    WHERE op.id = i.participant_id AND np.project_id = %(project)s) AS participant_id
+            FROM interviews_interview i, generate_series(1, %(copies)s) AS c WHERE i.project_id = %(template)s""", p)
+        cur.execute(_insert_select(Interview, {
+            "uuid": "m.new_uuid", "project_id": "%(project)s", "participant_id": "m.participant_id",
+            "title": "src.title || ' · ' || m.copy",
+            "conducted_at": "src.conducted_at - m.copy * interval '1 day'",
+        }, "scale_iv m JOIN interviews_interview src ON src.id = m.old_id"), p)
+        cur.execute("""CREATE TEMP TABLE scale_turn AS
+            SELECT t.id AS old_id, m.copy, gen_random_uuid() AS new_uuid, ni.id AS interview_id
+            FROM interviews_turn t JOIN scale_iv m ON m.old_id = t.interview_id
+            JOIN interviews_interview ni ON ni.uuid = m.new_uuid""")
+        cur.execute("CREATE INDEX ON scale_turn (old_id, copy)")
+        cur.execute(_insert_select(Turn, {"uuid": "m.new_uuid", "interview_id": "m.interview_id"},
+                                   "scale_turn m JOIN interviews_turn src ON src.id = m.old_id"), p)
+        cur.execute(_insert_select(Segment, {"interview_id": "m.interview_id", "turn_id": "nt.id"},
+                                   "interviews_segment src JOIN scale_turn m ON m.old_id = src.turn_id "
+                                   "JOIN interviews_turn nt ON nt.uuid = m.new_uuid"), p)
+        cur.execute("SET session_replication_role = DEFAULT")
+        cur.execute("RESET statement_timeout")
+        cur.execute("DROP TABLE scale_iv, scale_turn")
+
+
+def _code_everything(project, user, codes) -> None:
+    """Every participant sentence coded once; runs of three sentences share a code, as in real coding."""
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute("SET session_replication_role = replica")
+        cur.execute("SET statement_timeout = 0")
+        cur.execute("""
+            INSERT INTO coding_coding (origin, note, created_at, code_id, coder_id, interview_id, segment_id)
+            SELECT 'human', '', now(), (%(codes)s::bigint[])[1 + (s.position / 3) %% %(n)s], %(user)s, s.interview_id, s.id
+            FROM interviews_segment s JOIN interviews_interview i ON i.id = s.interview_id
+            WHERE i.project_id = %(project)s AND s.speaker = 'participant'""",
+                    {"codes": [c.pk for c in codes], "n": len(codes), "user": user.pk, "project": project.pk})
+        cur.execute("SET session_replication_role = DEFAULT")
+        cur.execute("RESET statement_timeout")
+
+
+def _talk(project, user, themes, codes, interviews, n_memos: int, n_comments: int) -> None:
+    """Memos on the project, interviews, codes and themes, and a discussion on every theme."""
+    from themes import services
+    from themes.models import Comment, Memo, MemoRevision
+
+    body = "Some **reflexive** text about what this shows.\n\n- a first thought\n- a second one"
+    services.memo_create(project=project, actor=user, title="Memo 0", body=body, kind="reflexive", theme=themes[0])
+    services.comment_post(theme=themes[0], actor=user, body=f"First point @{user.username}")
+    targets = [{"theme": themes[k % len(themes)]} for k in range(4)] + [{"code": codes[k]} for k in range(3)] + [
+        {"interview": interviews[0]}, {}]
+    memos = Memo.objects.bulk_create(
+        [Memo(project=project, title=f"Memo {m}", body=body, kind="reflexive" if m % 3 else "analytic", author=user,
+              updated_by=user, **targets[m % len(targets)]) for m in range(1, n_memos)], batch_size=2000)
+    MemoRevision.objects.bulk_create([MemoRevision(memo=m, number=1, title=m.title, body=m.body, kind=m.kind, author=user)
+                                      for m in memos], batch_size=2000)
+    Comment.objects.bulk_create([Comment(theme=themes[c % len(themes)], author=user, body=f"Point {c}: what about the excerpts?")
+                                 for c in range(1, n_comments)], batch_size=2000)
+
+
+def build(template, scale: int, user) -> Built:
+    from django.db import connection
+    from django.db.models import Count
+
+    from coding import services as coding_services
+    from coding.models import Code, Coding
+    from interviews.models import Interview, Participant, Segment
+    from projects.models import Membership, Project, Role
+    from themes import services
+
+    started = time.perf_counter()
+    project = Project.objects.create(name=f"bench scale {scale}×", created_by=user)
+    Membership.objects.create(project=project, user=user, role=Role.OWNER)
+    for label in LABELS:
+        Participant.objects.create(project=project, label=label)
+    _copy_corpus(template, project, scale)
+    n_codes = max(10, CODES_AT_50 * scale // 50)
+    n_themes = max(6, THEMES_AT_50 * scale // 50)
+    codes = [coding_services.code_create(project=project, actor=user, name=f"code {i:03d}") for i in range(n_codes)]
+    _code_everything(project, user, codes)
+    themes = [services.theme_create(project=project, actor=user, name=f"Theme {t}") for t in range(n_themes)]
+    for k, code in enumerate(codes):
+        services.theme_add_code(theme=themes[k % n_themes], actor=user, code=code)
+    interviews = list(Interview.objects.filter(project=project).order_by("id")[:1])
+    n_memos, n_comments = max(40, MEMOS_AT_50 * scale // 50), max(20, COMMENTS_AT_50 * scale // 50)
+    _talk(project, user, themes, codes, interviews, n_memos, n_comments)
+    review = services.review_create(project=project, actor=user, title="Weekly review", date=dt.date(2026, 11, 22),
+                                    attendees=[user], themes=themes[:6])
+    with connection.cursor() as cur:
+        # What autovacuum would have done after such a load: plans made on stale statistics are not the app's.
+        cur.execute("SET statement_timeout = 0")
+        cur.execute("ANALYZE")
+        cur.execute("RESET statement_timeout")
+    heaviest = (Interview.objects.filter(project=project, title__endswith=" · 1").annotate(n=Count("segments"))
+                .order_by("-n").first())
+    top_code = Code.objects.filter(pk__in=[c.pk for c in codes]).annotate(n=Count("codings")).order_by("-n").first()
+    return Built(scale=scale, project=project, user=user, interview=heaviest, code=top_code, theme=themes[0], review=review,
+                 interviews=Interview.objects.filter(project=project).count(),
+                 segments=Segment.objects.filter(interview__project=project).count(),
+                 codings=Coding.objects.filter(code__project=project).count(), memos=n_memos, comments=n_comments,
+                 seconds=time.perf_counter() - started)
+
+
+def pages(b: Built) -> list[tuple[str, str, str, str, dict | None]]:
+    """(label, kind, method, url, POST data) for every page and API list a researcher opens daily."""
+    p, i = b.project.uuid, b.interview.uuid
+    api = f"/api/projects/{p}"
+    return [
+        ("project home", BOUNDED, "get", f"/p/{p}/", None),
+        ("interview list (first page)", BOUNDED, "get", f"/p/{p}/interviews/", None),
+        ("an interview, read view", BOUNDED, "get", f"/p/{p}/interviews/{i}/?view=read", None),
+        ("an interview, coding page", BOUNDED, "get", f"/p/{p}/interviews/{i}/code/", None),
+        ("participants", BOUNDED, "get", f"/p/{p}/interviews/participants/", None),
+        ("codebook with counts", PROJECT_WIDE, "get", f"/p/{p}/codebook/", None),
+        ("a code's page", BOUNDED, "get", f"/p/{p}/codebook/{b.code.uuid}/", None),
+        ("a code's excerpts (first page)", BOUNDED, "get", f"/p/{p}/codebook/{b.code.uuid}/excerpts/", None),
+        ("theme board", PROJECT_WIDE, "get", f"/p/{p}/themes/", None),
+        ("a theme page", BOUNDED, "get", f"/p/{p}/themes/t/{b.theme.uuid}/", None),
+        ("a theme's thread", BOUNDED, "get", f"/p/{p}/themes/t/{b.theme.uuid}/thread/", None),
+        ("reflexive journal (first page)", BOUNDED, "get", f"/p/{p}/themes/memos/", None),
+        ("meeting page", BOUNDED, "get", f"/p/{p}/themes/reviews/{b.review.uuid}/", None),
+        ("meetings list", BOUNDED, "get", f"/p/{p}/themes/reviews/", None),
+        ("statistics", PROJECT_WIDE, "get", f"/p/{p}/interviews/statistics/", None),
+        ("frequency table", PROJECT_WIDE, "get", f"/p/{p}/reports/frequency/", None),
+        ("reports home", BOUNDED, "get", f"/p/{p}/reports/", None),
+        ("excerpt table (first page)", BOUNDED, "get", f"/p/{p}/reports/excerpts/", None),
+        ("excerpt export, all codings (CSV or job)", PROJECT_WIDE, "post", f"/p/{p}/reports/excerpts/export/", {"format": "csv"}),
+        ("search, a common word (\"patients\")", PROJECT_WIDE, "get", f"/p/{p}/search/?q=patients", None),
+        ("second-reader queue", BOUNDED, "get", f"/p/{p}/second-reader/", None),
+        ("probes list", BOUNDED, "get", f"/p/{p}/probes/", None),
+        ("API interviews list", BOUNDED, "get", f"{api}/interviews/", None),
+        ("API codes list", BOUNDED, "get", f"{api}/codes/", None),
+        ("API codings list", BOUNDED, "get", f"{api}/codings/", None),
+        ("API memos list", BOUNDED, "get", f"{api}/memos/", None),
+        ("API comments list", BOUNDED, "get", f"{api}/comments/", None),
+        ("API themes list", BOUNDED, "get", f"{api}/themes/", None),
+    ]
+
+
+def measure(client, method: str, url: str, data: dict | None, repeats: int) -> tuple[float, int, int]:
+    """Best server time (ms) of ``repeats`` after one warm-up, the query count and the status."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def once():
+        response = getattr(client, method)(url, data or {})
+        if getattr(response, "streaming", False):
+            for _ in response.streaming_content:
+                pass
+        return response
+
+    with CaptureQueriesContext(connection) as captured:
+        first = once()  # warm-up: caches filled, and the query count of a warm request is taken below
+    assert first.status_code in (200, 302), (url, first.status_code)
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        with CaptureQueriesContext(connection) as captured:
+            once()
+        times.append((time.perf_counter() - started) * 1000)
+    return min(times), len(captured), first.status_code
+
+
+def run(ctx: Context) -> Section:
+    from django.contrib.auth import get_user_model
+    from django.test import Client
+
+    from bench.phases.reading import _store
+    from interviews.models import Participant
+    from projects.models import Membership, Project, Role
+
+    scales = _scales(ctx)
+    corpus = corpus_module()
+    docs = corpus.make_corpus(n_docs=20)
+    user, _ = get_user_model().objects.get_or_create(username="bench-scale")
+    template = Project.objects.create(name="bench scale template", created_by=user)
+    Membership.objects.create(project=template, user=user, role=Role.OWNER)
+    participants = [Participant.objects.create(project=template, label=label) for label in LABELS]
+    for k, d in enumerate(docs):
+        _store(template, participants[k % len(participants)], d["name"], d["turns"])
+
+    client = Client()
+    client.force_login(user)
+    repeats = 2 if ctx.quick else 5
+    built, results = [], {}
+    for scale in scales:
+        b = build(template, scale, user)
+        built.append(b)
+        print(f"bench: scale {scale}× built in {b.seconds:.1f} s ({b.interviews:,} interviews, {b.segments:,} segments, "
+              f"{b.codings:,} codings)", flush=True)
+        for label, _kind, method, url, data in pages(b):
+            ms, queries, status = measure(client, method, url, data, repeats)
+            results[(label, scale)] = (ms, queries, status)
+            print(f"bench:   {scale:>3}× {label}: {ms:.1f} ms, {queries} queries", flush=True)
+
+    first, last = scales[0], scales[-1]
+    columns = ["page", "kind"] + [f"{s}× ms" for s in scales] + [f"{s}× queries" for s in scales] + [f"{last}×/{first}× time"]
+    rows = []
+    for label, kind, *_ in pages(built[0]):
+        times = [results[(label, s)][0] for s in scales]
+        queries = [results[(label, s)][1] for s in scales]
+        ratio = times[-1] / times[0] if times[0] else None
+        flag = ""
+        if kind == BOUNDED and ratio is not None and ratio > 1.5:
+            flag = " ⚠"
+        if kind == PROJECT_WIDE and times[-1] > 300:
+            flag = " ⚠ >300 ms"
+        rows.append([label, kind, *[round(t, 1) for t in times], *queries, f"{ratio:.2f}×{flag}" if ratio else None])
+    sizes = "; ".join(f"{b.scale}×: {b.interviews:,} interviews, {b.segments:,} segments, {b.codings:,} codings, "
+                      f"{b.memos:,} memos, {b.comments:,} comments (built in {b.seconds:.0f} s)" for b in built)
+    return Section(
+        title=TITLE, columns=columns, rows=rows,
+        notes=f"{sizes}. In-process test client (full middleware and templates, DEBUG off, PostgreSQL, sessions and "
+              f"users from Redis as in production); best of {repeats} after one warm-up, so caches are warm. The interview, "
+              "code and theme opened are the same corpus content at every size. Bounded pages show a bounded amount "
+              "and should stay within 1.5× from the smallest to the largest size (⚠ when not); project-wide pages may "
+              "grow, at most linearly, and are flagged when over 300 ms at the largest size. The export row is a "
+              "download when the table is small and a queued worker export (a redirect) when it is large. "
+              "The machine is shared: read the ratios, not the milliseconds.",
+    )
