@@ -11,7 +11,7 @@ from django.db.models.functions import Coalesce
 
 from coding.models import Code
 from projects.models import AuditEvent
-from themes.excerpts import excerpt_counts
+from themes.excerpts import excerpt_counts, recent_excerpt_counts
 from themes.models import Comment, Theme, ThemeCode, ThreadRead
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -88,7 +88,7 @@ def board(project, user, *, q: str = "", show: str = "all", changed: list[Theme]
     shown = themes if changed is None else _same_columns(themes, changed)
     shown_ids = {t.id for t in shown}
     if changed is None:
-        theme_counts, code_counts = excerpt_counts(project)
+        theme_counts, code_counts = recent_excerpt_counts(project, placements)
     else:
         code_ids = {c for t, c in placements if t in shown_ids} | ({moved.id} if moved else set())
         theme_counts, code_counts = excerpt_counts(project, theme_ids=list(shown_ids), code_ids=list(code_ids))

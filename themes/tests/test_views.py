@@ -181,6 +181,24 @@ def test_the_board_escapes_code_and_theme_names_in_chips(world, project, owner, 
     read_only = client_for(viewer).get(u("board", project)).content.decode()
     assert "move-btn" not in read_only and 'draggable="true"' not in read_only
 
+
+def test_the_board_counts_excerpts_once_a_minute_but_shows_a_move_at_once(world, project, owner, analyst, client_for,
+                                                                         code_segment):
+    client = client_for(analyst)
+
+    def column(html: str, theme) -> str:
+        return html.split(f'id="theme-{theme.uuid}"')[1].split("</section>")[0]
+
+    assert "1 code · 1 excerpt" in column(client.get(u("board", project)).content.decode(), world["b"])
+    code_segment(world["y"], world["segments"][1])  # a new coding: counted again within the minute, not per view
+    with CaptureQueriesContext(connection) as queries:
+        html = client.get(u("board", project)).content.decode()
+    assert "1 code · 1 excerpt" in column(html, world["b"])
+    assert not any("WITH coded AS" in q["sql"] for q in queries.captured_queries)
+    services.theme_add_code(theme=world["b"], actor=owner, code=world["x"])  # a move changes the counts' key
+    html = client.get(u("board", project)).content.decode()
+    assert "2 codes · 2 excerpts" in column(html, world["b"])  # x's segment 0 and y's segments 1 and 3: two runs
+
 def test_code_place_explains_a_bad_request(world, project, analyst, client_for):
     response = client_for(analyst).post(u("code_place", project), {"action": "fly", "code": world["x"].uuid}, headers={"X-Fragment": "1"})
     assert response.status_code == 400
