@@ -23,4 +23,6 @@ PHASES: list[str] = [
     "reader",  # AI second reader: suggestions for a 440-segment interview at 800 ms per request; review vs apply
     "probes",  # a probe run against a 500 ms endpoint: wall time vs sequential
     "themes",  # themes board, one drag, map data, theme page, journal, thread poll, presenter
+    "browser_open",  # open the heaviest and the 10× interview in headless Chromium, vs Taguette's and doccano's views
+    "ratios",  # last: the issue-20 target table, each figure from this run over the faster peer's
 ]
