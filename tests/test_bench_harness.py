@@ -38,3 +38,25 @@ def test_a_run_replaces_only_its_phases_inside_the_marked_block(tmp_path) -> Non
     assert text.index("Seg v2") < text.index("Reading v1"), "sections follow the PHASES order"
     assert "## Hand-written\nkept" in text and "## After\nalso kept" in text
     assert text.count(START) == 1 and text.count(END) == 1
+
+
+def test_the_ratio_table_divides_by_the_faster_peer_of_the_same_run() -> None:
+    from bench.phases import ratios
+
+    assert PHASES[-1] == "ratios", "the ratio table runs last, once every phase left its figures"
+    ctx = Context(peers=True)
+    ctx.figures.update({"apply_p50_ms": 3.0, "apply8_rate": 600.0, "floor_p50_ms": 1.0, "browser_open_heavy_ms": 400.0})
+    ctx.peer_results = {
+        "taguette": {"b_highlight_seq": {"p50_ms": 13.0}, "c_highlight_concurrent": {"throughput_per_s": 90.0},
+                     "browser_open": {"heavy_p50_ms": 7000.0}},
+        "doccano": {"b_highlight_seq": {"p50_ms": 9.0}, "c_highlight_concurrent": {"throughput_per_s": 160.0},
+                    "browser_open": {"heavy_p50_ms": 1000.0}},
+    }
+    rows = {row[0]: row for row in ratios.run(ctx).rows}
+    apply = rows["apply a code, 1 client, p50 ms"]
+    assert apply[2:] == ["9.0 (doccano)", "0.33×", "≤ 0.33×", "met"]
+    assert rows["8 clients: throughput /s"][2:] == ["160 (doccano)", "3.75×", "≥ 3×", "met"]
+    assert rows["open the heaviest interview in the browser, navigation → ready, ms"][3:] == ["0.40×", "≤ 0.33×", "**missed**"]
+    assert rows["apply p50 over the floor app's p50 (bench/floor_app.py), ms"][3:] == ["3.00×", "≤ 2.5×", "**missed**"]
+    assert rows["import the peer corpus, s (ours segments it, theirs does not)"][1] == "not measured in this run"
+    assert rows["open the 10× interview in the browser, navigation → ready, ms"][1] == "not measured in this run"

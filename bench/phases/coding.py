@@ -403,6 +403,8 @@ def run(ctx: Context) -> Section:
     finally:
         _stop(proc)
 
+    ctx.figures.update({"apply_p50_ms": seq["p50"], "apply_p95_ms": seq["p95"], "floor_p50_ms": floor["p50"],
+                        "apply8_rate": conc["rate"], "apply8_p95_ms": conc["p95"]})
     tg = ctx.peer_results.get("taguette", {})
     dc = ctx.peer_results.get("doccano", {})
 

@@ -42,6 +42,7 @@ def run(ctx: Context) -> Section:
         repeats = 1 if ctx.quick else 5
         seconds, summary = best_of(repeats, once)
         rate = summary.segments / seconds
+        ctx.figures["import_corpus_s"] = seconds
         taguette = _taguette_import_s(ctx)
         rows.append(["peer corpus: interviews / turns / segments", f"{len(summary.interviews)} / {summary.turns} / "
                      f"{summary.segments}", f"{len(docs)} docs, {n_sentences} sentences"])
