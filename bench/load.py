@@ -185,6 +185,41 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def cpu_seconds(pids: list[int], *, with_reaped_children: bool = False) -> float:
+    """User + system CPU of these processes (and, for a master, of the workers it has reaped), in seconds."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone since it was listed
+        total += int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if with_reaped_children else 0)
+    return total / tick
+
+
+def processes(*, parent: int | None = None, name: str = "") -> list[int]:
+    """Process ids with this parent, or with this command name."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            head, rest = (entry / "stat").read_text().rsplit(")", 1)
+        except OSError:
+            continue
+        if (parent is not None and int(rest.split()[1]) == parent) or (name and head.split("(", 1)[1] == name):
+            found.append(int(entry.name))
+    return found
+
+
+def web_and_database_cpu(web: subprocess.Popen) -> tuple[float, float]:
+    """CPU seconds so far of gunicorn (master, its workers, workers it replaced) and of PostgreSQL (every postgres
+    process, and the backends the postmaster has reaped: a connection per request ends with its request)."""
+    return (cpu_seconds([web.pid], with_reaped_children=True) + cpu_seconds(processes(parent=web.pid)),
+            cpu_seconds(processes(name="postgres"), with_reaped_children=True))
+
+
 # --- the coders ----------------------------------------------------------------------------
 
 def coder(n: int, world: dict, base: str, deadline: float, stats: Stats, think: tuple[float, float]) -> None:
@@ -266,7 +301,8 @@ def percentile(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-def report(stats: Stats, check: dict, args: argparse.Namespace, elapsed: float, world: dict) -> str:
+def report(stats: Stats, check: dict, args: argparse.Namespace, elapsed: float, world: dict, *, alone: Stats,
+           cpu: tuple[float, float]) -> str:
     lines = [
         f"{args.coders} coders for {elapsed:.0f} s (think time {args.think_min}–{args.think_max} s), gunicorn "
         f"{args.workers} workers × {args.threads} threads, {len(world['interviews'])} interviews, "
@@ -283,9 +319,20 @@ def report(stats: Stats, check: dict, args: argparse.Namespace, elapsed: float, 
         total += len(values)
         lines.append(f"| {kind} | {len(values)} | {statistics.median(values) * 1000:.0f} | {percentile(values, 95) * 1000:.0f} | "
                      f"{max(values) * 1000:.0f} |")
+    applies, alone_applies = stats.latencies.get("apply code", []), alone.latencies.get("apply code", [])
+    if applies and alone_applies:
+        lines.append(f"| apply code, one coder alone before the load, no think time | {len(alone_applies)} | "
+                     f"{statistics.median(alone_applies) * 1000:.0f} | {percentile(alone_applies, 95) * 1000:.0f} | "
+                     f"{max(alone_applies) * 1000:.0f} |")
+        ratio = percentile(applies, 95) / percentile(alone_applies, 95)
+        lines += ["", f"Apply p95 under load ÷ one coder alone: {ratio:.1f} (target ≤ 10)."]
+    web_cpu, db_cpu = cpu
     lines += [
         "",
-        f"Requests: {total} ({total / elapsed:.1f}/s); errors: {len(stats.errors)}.",
+        f"CPU per request during the load: web (gunicorn) {web_cpu / total * 1000:.1f} ms, PostgreSQL (every postgres "
+        f"process on the machine) {db_cpu / total * 1000:.1f} ms; {(web_cpu + db_cpu) / elapsed:.2f} of the machine's "
+        f"{os.cpu_count()} cores busy on average.",
+        f"Requests: {total} ({total / elapsed:.1f}/s); errors: {len(stats.errors)} (one coder alone: {len(alone.errors)}).",
         f"Consistency: {check['acknowledged_present']} acknowledged codings present, {check['acknowledged_missing']} missing, "
         f"{check['removed_but_present']} removed-but-present, {check['unacknowledged_rows']} unacknowledged rows, "
         f"{check['duplicates']} duplicates.",
@@ -297,6 +344,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--coders", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=300)
+    parser.add_argument("--alone-seconds", type=float, default=20, help="one coder alone first: the apply p95 reference")
     parser.add_argument("--interviews", type=int, default=20)
     parser.add_argument("--turns", type=int, default=30)
     parser.add_argument("--workers", type=int, default=3)
@@ -314,7 +362,12 @@ def main() -> int:
         setup_django(database_url, args.redis_url)
         world = seed(coders=args.coders, interviews=args.interviews, turns=args.turns, rng=random.Random(42))
         web, base = start_gunicorn(database_url, args.redis_url, args.workers, args.threads)
+        # The reference for the p95 target: one coder alone, no think time, on the same server and data.
+        alone = Stats()
+        coder(0, world, base, time.monotonic() + args.alone_seconds, alone, (0.0, 0.0))
         stats = Stats()
+        stats.acknowledged.update(alone.acknowledged)
+        cpu_before = web_and_database_cpu(web)
         started = time.monotonic()
         deadline = started + args.seconds
         threads = [threading.Thread(target=coder, args=(n, world, base, deadline, stats, (args.think_min, args.think_max)), daemon=True)
@@ -324,17 +377,18 @@ def main() -> int:
         for t in threads:
             t.join(timeout=args.seconds + 120)
         elapsed = time.monotonic() - started
+        cpu = tuple(after - before for after, before in zip(web_and_database_cpu(web), cpu_before, strict=True))
         stop(web)
         web = None
         check = consistency(stats, world)
-        text = report(stats, check, args, elapsed, world)
+        text = report(stats, check, args, elapsed, world, alone=alone, cpu=cpu)
         print(text)
-        if stats.errors:
-            print("\nFirst errors:\n" + "\n".join(stats.errors[:20]))
+        if stats.errors or alone.errors:
+            print("\nFirst errors:\n" + "\n".join((alone.errors + stats.errors)[:20]))
         if args.json:
             args.json.write_text(json.dumps({"latencies": stats.latencies, "errors": stats.errors, "check": check}, default=list))
         consistent = not (check["acknowledged_missing"] or check["removed_but_present"] or check["unacknowledged_rows"] or check["duplicates"])
-        return 0 if consistent and not stats.errors else 1
+        return 0 if consistent and not stats.errors and not alone.errors else 1
     finally:
         if web is not None:
             stop(web)
