@@ -75,7 +75,8 @@ def existing_names(project: Project) -> set[str]:
     return {n.lower() for n in Code.objects.for_project(project).values_list("name", flat=True)}
 
 
-def _is_taken(row: Row, existing: set[str]) -> bool:
+def is_taken(row: Row, existing: set[str]) -> bool:
+    """The codebook (`existing_names`) already has the row's code, by name as the import compares names."""
     return " ".join(row.name.split()).lower() in existing
 
 
@@ -83,7 +84,7 @@ def codebook_template_apply(*, project: Project, actor: Any, template: CodebookT
     """Import the template's codes that the codebook lacks (by name, ignoring case); all of them land or none."""
     existing = existing_names(project)
     rows = template.rows()
-    new = [row for row in rows if not _is_taken(row, existing)]
-    skipped = [row.name for row in rows if _is_taken(row, existing)]
+    new = [row for row in rows if not is_taken(row, existing)]
+    skipped = [row.name for row in rows if is_taken(row, existing)]
     created = codebook_import(project=project, actor=actor, rows=new, source=f"the template “{template.title}”") if new else []
     return TemplateOutcome(created=created, skipped=skipped)

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from coding.codebook_import import CodebookImportError, Row
-from coding.gallery import codebook_template, codebook_template_apply, codebook_templates, existing_names
+from coding.gallery import codebook_template, codebook_template_apply, codebook_templates, existing_names, is_taken
 from projects.permissions import member_or_404, writer_or_403
 
 
@@ -24,7 +24,7 @@ def gallery(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     for template in codebook_templates():
         rows = template.rows(cited=False)
         cards.append({"template": template, "codes": _outline(rows),
-                      "new": sum(" ".join(r.name.split()).lower() not in taken for r in rows)})
+                      "new": sum(not is_taken(r, taken) for r in rows)})
     return render(request, "coding/gallery.html",
                   {"project": membership.project, "membership": membership, "nav": "codebook", "cards": cards})
 

@@ -206,7 +206,8 @@ def logged_in_session(user, web: WebProcess) -> requests.Session:
 
 
 def csrf_headers(session: requests.Session, base_url: str) -> dict[str, str]:
-    session.get(base_url + "/", timeout=10)
+    # The first request builds the URLconf and templates: on a busy machine that can take more than 10 s.
+    session.get(base_url + "/", timeout=60)
     token = session.cookies.get("csrftoken")
     return {"X-CSRFToken": token} if token else {}
 

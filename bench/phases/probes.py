@@ -175,7 +175,7 @@ def _in_a_worker(ctx: Context, services, ItemFilters, project, user, model, serv
             while not finished():
                 time.sleep(0.1)
         finally:
-            _stop_worker(worker)
+            coding._stop(worker)  # noqa: SLF001
         for label, values in (("worker idle", idle), ("worker running the probe", busy)):
             rows.append([f"apply a code, 1 client, {label}: p50 / p95 ms ({len(values)} applies)",
                          f"{statistics.median(values):.1f} / {_p95(values):.1f}"])
@@ -193,7 +193,7 @@ def _in_a_worker(ctx: Context, services, ItemFilters, project, user, model, serv
                 seconds = time.perf_counter() - started
                 peak = _status_mb(worker.pid, "VmHWM")
             finally:
-                _stop_worker(worker)
+                coding._stop(worker)  # noqa: SLF001
             rows.append([f"worker peak RSS MB, {n_items:,} items ({seconds:.0f} s)", round(peak)])
     finally:
         coding._stop(web)  # noqa: SLF001
@@ -211,6 +211,7 @@ def _start_worker(queue: str, settings) -> subprocess.Popen:
     """A Celery worker as compose's worker-live runs it (threads pool), on the bench database and its own queue."""
     from django.db import connection
 
+    from bench.phases import coding
     from config.celery import app
 
     db = connection.settings_dict
@@ -226,15 +227,9 @@ def _start_worker(queue: str, settings) -> subprocess.Popen:
     deadline = time.monotonic() + 120
     while not app.control.ping(destination=[name], timeout=0.5):
         if proc.poll() is not None or time.monotonic() > deadline:
-            _stop_worker(proc)
+            coding._stop(proc)  # noqa: SLF001 - the same TERM, then KILL
             raise RuntimeError("the bench's Celery worker did not start")
     return proc
-
-
-def _stop_worker(proc: subprocess.Popen) -> None:
-    from bench.phases import coding
-
-    coding._stop(proc)  # noqa: SLF001 - the same TERM, then KILL
 
 
 def _status_mb(pid: int, field: str) -> float:
