@@ -50,15 +50,15 @@ def wait_for_status(job, statuses: set[str], seconds: float, *, worker: subproce
     wait_until(reached, f"{job} to leave {job.status!r}", seconds)
 
 
-def wait_for_port(port: int, timeout: float = 120) -> None:
+def wait_for_port(port: int, timeout: float = 120, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on 127.0.0.1:{port} after {timeout} s")
+    raise RuntimeError(f"nothing listens on {host}:{port} after {timeout} s")
 
 
 class TcpProxy:
@@ -163,9 +163,10 @@ class PrivateRedis:
 class WebProcess:
     """gunicorn serving the app on a free loopback port, with the given database and Redis."""
 
-    def __init__(self, *, database_url: str, redis_url: str = "", queue: str = "", workers: int = 1) -> None:
-        self.port = free_port()
-        env = dict(os.environ)
+    def __init__(self, *, database_url: str, redis_url: str = "", queue: str = "", workers: int = 1,
+                 host: str = "127.0.0.1", port: int | None = None, access_log: str = "", **extra_env: str) -> None:
+        self.port = port or free_port()
+        env = dict(os.environ, **extra_env)
         # With Redis, sessions and users are read from it, as in production (config/settings_test.py).
         env.update(DJANGO_SETTINGS_MODULE="config.settings_test", DATABASE_URL=database_url, REDIS_URL=redis_url,
                    CELERY_TASK_ALWAYS_EAGER="false" if redis_url else "true", DEBUG="false",
@@ -175,12 +176,13 @@ class WebProcess:
         if queue:
             env["CELERY_QUEUE"] = queue
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"127.0.0.1:{self.port}",
-             "--workers", str(workers), "--timeout", "60", "--graceful-timeout", "5", "--log-level", "warning"],
+            [sys.executable, "-m", "gunicorn", "config.wsgi:application", "--bind", f"{host}:{self.port}",
+             "--workers", str(workers), "--timeout", "60", "--graceful-timeout", "5", "--log-level", "warning",
+             *(["--access-logfile", access_log] if access_log else [])],
             cwd=ROOT, env=env, start_new_session=True,
         )
-        wait_for_port(self.port)
-        self.url = f"http://127.0.0.1:{self.port}"
+        wait_for_port(self.port, host=host)
+        self.url = f"http://{host}:{self.port}"
 
     def stop(self) -> None:
         if self.proc.poll() is None:

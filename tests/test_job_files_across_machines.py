@@ -1,12 +1,18 @@
-"""Any web process and any worker can serve any request or job (issue #20): a worker that shares no disk with
-the web process (its own MEDIA_ROOT) imports an upload and writes an export that the web process then serves.
-Job files live in PostgreSQL (projects/blobs.py), so neither side ever needs the other's disk."""
+"""Any web process and any worker can serve any request or job (issue #20).
+
+A worker that shares no disk with the web process (its own MEDIA_ROOT) imports an upload and writes an export that
+the web process then serves: job files live in PostgreSQL (projects/blobs.py), so neither side ever needs the
+other's disk. And the compose topology scaled out (`docker compose up --scale web=2 --scale worker=2`): the same
+work through the compose file's own proxy configuration, spread over two web replicas and two workers, none of
+them sharing a disk."""
 
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
+import requests
 from django.db import connection
 
 import refiqda
@@ -14,6 +20,7 @@ from interviews.models import ImportJob, Interview
 from projects.models import StoredBlob
 from refiqda.tests.helpers import SAMPLES
 from reports.models import ExportJob
+from tests.compose_proxy import ComposeProxy, ReplicaDNS, port_free_on
 from tests.faults import PrivateRedis, WebProcess, csrf_headers, kill_worker, logged_in_session, wait_for_status
 from tests.test_worker_faults import _worker
 
@@ -21,54 +28,108 @@ pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transa
 SAMPLE = SAMPLES / "claude" / "claude-history-synthetic-conversations.json"
 
 
+def _database_url() -> str:
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@127.0.0.1:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def _import_then_export(session: requests.Session, base_url: str, project) -> None:
+    """Upload a transcript, import it on a worker, export the project as .qdpx on a worker and download it: every
+    request through `base_url`, every check on what the database and the download hold."""
+    headers = csrf_headers(session, base_url)
+    response = session.post(f"{base_url}/p/{project.uuid}/interviews/import/", data={"format": "auto"},
+                            files={"files": (SAMPLE.name, SAMPLE.read_bytes(), "application/json")},
+                            headers=headers, allow_redirects=False, timeout=60)
+    assert response.status_code == 302, response.text[:500]
+    job = ImportJob.objects.get(project=project)
+    assert job.status == ImportJob.Status.UPLOADED
+    assert StoredBlob.objects.filter(uuid=job.files[0]["blob"]).exists()  # the upload is in the database
+    keys = [c["key"] for f in job.preview["files"] for c in f["conversations"]]
+    response = session.post(f"{base_url}{response.headers['Location']}start/",
+                            data={"conversations": keys, "participant": "auto"},
+                            headers=headers, allow_redirects=False, timeout=60)
+    assert response.status_code == 302, response.text[:500]
+    wait_for_status(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 300)
+    assert job.status == ImportJob.Status.DONE, job.errors
+    assert Interview.objects.filter(project=project).count() == len(keys) > 0
+    assert not StoredBlob.objects.exists()  # the finished import's upload is removed
+
+    response = session.post(f"{base_url}/p/{project.uuid}/reports/exchange/export.qdpx",
+                            data={"positions": "codepoints"}, headers=headers, allow_redirects=False, timeout=60)
+    assert response.status_code == 302, response.text[:500]
+    export = ExportJob.objects.get(project=project)
+    wait_for_status(export, {ExportJob.Status.DONE, ExportJob.Status.FAILED}, 300)
+    assert export.status == ExportJob.Status.DONE, export.error
+    download = session.get(f"{base_url}/p/{project.uuid}/reports/exports/{export.uuid}/download/", timeout=60)
+    assert download.status_code == 200, download.text[:500]
+    assert int(download.headers["Content-Length"]) == len(download.content) == export.blob.size
+    qp = refiqda.read_project(io.BytesIO(download.content))
+    assert sorted(s.name for s in qp.sources) == sorted(Interview.objects.filter(project=project)
+                                                        .values_list("title", flat=True))
+
+
+def _media_roots(tmp_path: Path, *names: str) -> list[Path]:
+    roots = [tmp_path / f"{name}-media" for name in names]
+    for root in roots:
+        root.mkdir()
+    return roots
+
 
 def test_a_worker_with_its_own_disk_imports_and_exports_for_the_web_process(project, analyst, monkeypatch, tmp_path):
-    web_media, worker_media = tmp_path / "web-media", tmp_path / "worker-media"
-    web_media.mkdir()
-    worker_media.mkdir()
+    web_media, worker_media = _media_roots(tmp_path, "web", "worker")
     monkeypatch.setenv("MEDIA_ROOT", str(web_media))
     monkeypatch.setenv("RTA_EXPORT_INLINE_MAX_SEGMENTS", "0")  # every .qdpx export goes to the worker
     redis = PrivateRedis().start()
-    db = connection.settings_dict
-    db_url = f"postgres://{db['USER']}@127.0.0.1:{db['PORT'] or 5432}/{db['NAME']}"
     queue = f"rta-machines-{redis.port}"
-    web = WebProcess(database_url=db_url, redis_url=redis.url, queue=queue)
-    worker = _worker(db_url, redis.url, queue, MEDIA_ROOT=str(worker_media))
+    web = WebProcess(database_url=_database_url(), redis_url=redis.url, queue=queue)
+    worker = _worker(_database_url(), redis.url, queue, MEDIA_ROOT=str(worker_media))
     try:
-        session = logged_in_session(analyst, web)
-        headers = csrf_headers(session, web.url)
-        response = session.post(f"{web.url}/p/{project.uuid}/interviews/import/", data={"format": "auto"},
-                                files={"files": (SAMPLE.name, SAMPLE.read_bytes(), "application/json")},
-                                headers=headers, allow_redirects=False, timeout=60)
-        assert response.status_code == 302, response.text[:500]
-        job = ImportJob.objects.get(project=project)
-        assert job.status == ImportJob.Status.UPLOADED
-        assert StoredBlob.objects.filter(uuid=job.files[0]["blob"]).exists()  # the upload is in the database
-        keys = [c["key"] for f in job.preview["files"] for c in f["conversations"]]
-        response = session.post(f"{web.url}{response.headers['Location']}start/",
-                                data={"conversations": keys, "participant": "auto"},
-                                headers=headers, allow_redirects=False, timeout=60)
-        assert response.status_code == 302, response.text[:500]
-        wait_for_status(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 300)
-        assert job.status == ImportJob.Status.DONE, job.errors
-        assert Interview.objects.filter(project=project).count() == len(keys) > 0
-        assert not StoredBlob.objects.exists()  # the finished import's upload is removed
-
-        response = session.post(f"{web.url}/p/{project.uuid}/reports/exchange/export.qdpx",
-                                data={"positions": "codepoints"}, headers=headers, allow_redirects=False, timeout=60)
-        assert response.status_code == 302, response.text[:500]
-        export = ExportJob.objects.get(project=project)
-        wait_for_status(export, {ExportJob.Status.DONE, ExportJob.Status.FAILED}, 300)
-        assert export.status == ExportJob.Status.DONE, export.error
-        download = session.get(f"{web.url}/p/{project.uuid}/reports/exports/{export.uuid}/download/", timeout=60)
-        assert download.status_code == 200, download.text[:500]
-        assert int(download.headers["Content-Length"]) == len(download.content) == export.blob.size
-        qp = refiqda.read_project(io.BytesIO(download.content))
-        assert sorted(s.name for s in qp.sources) == sorted(Interview.objects.filter(project=project)
-                                                            .values_list("title", flat=True))
+        _import_then_export(logged_in_session(analyst, web), web.url, project)
         # Neither process wrote a job file to its own disk.
         assert not any(web_media.rglob("*")) and not any(worker_media.rglob("*"))
     finally:
         web.stop()
         kill_worker(worker)
+        redis.cleanup()
+
+
+def test_two_web_replicas_and_two_workers_behind_the_compose_proxy(project, analyst, monkeypatch, tmp_path):
+    """Scaled out as `docker compose up --scale web=2 --scale worker=2`: deploy/nginx.conf in front, the service
+    name resolved per request to both replicas, each replica and worker with a disk of its own."""
+    replicas = ["127.0.0.2", "127.0.0.3"]
+    media = _media_roots(tmp_path, "web-1", "web-2", "worker-1", "worker-2")
+    monkeypatch.setenv("RTA_EXPORT_INLINE_MAX_SEGMENTS", "0")
+    redis = PrivateRedis().start()
+    queue = f"rta-scaled-{redis.port}"
+    web_port = port_free_on(*replicas)
+    dns = ReplicaDNS("web", replicas)
+    webs, workers, proxy = [], [], None
+    try:
+        for n, host in enumerate(replicas):
+            webs.append(WebProcess(database_url=_database_url(), redis_url=redis.url, queue=queue, host=host,
+                                   port=web_port, access_log=str(tmp_path / f"web-{n + 1}.log"),
+                                   MEDIA_ROOT=str(media[n])))
+            workers.append(_worker(_database_url(), redis.url, queue, node=f"{queue}-{n + 1}",
+                                   MEDIA_ROOT=str(media[2 + n])))
+        (tmp_path / "proxy").mkdir()
+        proxy = ComposeProxy(tmp_path / "proxy", dns=dns, web_port=web_port)
+        session = logged_in_session(analyst, webs[0])
+        session.headers["Referer"] = proxy.url + "/"
+
+        _import_then_export(session, proxy.url, project)
+        for _ in range(6):  # a few more pages, so both replicas are seen even if the first requests went to one
+            assert session.get(f"{proxy.url}/p/{project.uuid}/interviews/", timeout=60).status_code == 200
+
+        assert "web" in dns.asked  # the proxy found the replicas by name, as on compose's network
+        served = [len((tmp_path / f"web-{n + 1}.log").read_text().splitlines()) for n in range(len(replicas))]
+        assert all(count > 0 for count in served), f"requests per replica: {served}"
+        assert not any(any(root.rglob("*")) for root in media)  # no replica or worker kept a job file on its disk
+    finally:
+        if proxy:
+            proxy.stop()
+        for web in webs:
+            web.stop()
+        for worker in workers:
+            kill_worker(worker)
+        dns.close()
         redis.cleanup()

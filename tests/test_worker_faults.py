@@ -33,10 +33,10 @@ def _env(db_url: str, redis_url: str, queue: str, **extra: str) -> dict[str, str
             "CELERY_VISIBILITY_TIMEOUT": "3", "RTA_IMPORT_CHUNK_TURNS": "200", **extra}
 
 
-def _worker(db_url: str, redis_url: str, queue: str, **extra: str) -> subprocess.Popen:
+def _worker(db_url: str, redis_url: str, queue: str, node: str = "", **extra: str) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--pool=solo", "--loglevel=WARNING", "-Q", queue,
-         "-n", f"{queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
+         "-n", f"{node or queue}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat"],
         cwd=ROOT, env=_env(db_url, redis_url, queue, **extra), start_new_session=True,
     )
 
