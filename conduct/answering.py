@@ -52,6 +52,7 @@ def answer_run(turn_id: int) -> str:
             on_text=lambda text: _save_partial(turn_id, token, text),
             should_stop=lambda: _stop_requested(turn_id, token),
             on_retry=lambda failure, wait, attempt: _note_retry(turn_id, token, failure, wait, attempt),
+            on_slot_wait=lambda limit: _note(turn_id, token, "waiting_for_slot", {"limit": limit} if limit else None),
             interval=float(getattr(settings, "CONDUCT_SAVE_INTERVAL", 0.15)),
             max_attempts=int(getattr(settings, "CONDUCT_MAX_ATTEMPTS", 4)),
             backoff_base=float(getattr(settings, "CONDUCT_BACKOFF_BASE", 1.0)),
@@ -115,11 +116,16 @@ def _save_partial(turn_id: int, token: str, text: str) -> None:
 
 
 def _note_retry(turn_id: int, token: str, failure: Failure, wait: float, attempt: int) -> None:
-    """Show on the page why nothing arrives yet; _finish replaces this note."""
     note = {"message": failure.message, "kind": str(failure.kind), "wait_seconds": wait, "attempt": attempt}
+    _note(turn_id, token, "retrying", note)
+
+
+def _note(turn_id: int, token: str, key: str, note: dict[str, Any] | None) -> None:
+    """Show on the page why nothing arrives yet (None takes the note away); _finish replaces every note."""
     if AnswerJob.objects.filter(turn_id=turn_id, worker_token=token).exists():
-        turn = Turn.objects.get(pk=turn_id)
-        Turn.objects.filter(pk=turn_id).update(metadata={**turn.metadata, "retrying": note})
+        metadata = Turn.objects.get(pk=turn_id).metadata
+        metadata = {**metadata, key: note} if note else {k: v for k, v in metadata.items() if k != key}
+        Turn.objects.filter(pk=turn_id).update(metadata=metadata)
 
 
 def _stop_requested(turn_id: int, token: str) -> bool:

@@ -449,6 +449,7 @@ def stream_answer(
     on_text: Callable[[str], None] | None = None,
     should_stop: Callable[[], bool] | None = None,
     on_retry: Callable[[Failure, float, int], None] | None = None,
+    on_slot_wait: Callable[[int | None], None] | None = None,
     interval: float = 0.15,
     max_attempts: int = 4,
     backoff_base: float = 1.0,
@@ -461,7 +462,8 @@ def stream_answer(
     sent as given and kept in the provenance's request like every other parameter.
 
     on_retry(failure, wait_seconds, next_attempt) is called before each backoff wait,
-    so a person can see why nothing arrives yet.
+    so a person can see why nothing arrives yet. on_slot_wait(limit) is called when every one of the
+    endpoint's `limit` requests at once is taken (conduct.throttle), and on_slot_wait(None) once a slot is free.
 
     Retries timeouts, 429 and 5xx with backoff, but only while no text has
     arrived. A 400 that names a part of the request this endpoint does not take
@@ -481,7 +483,8 @@ def stream_answer(
         counted += 1
         record: dict[str, Any] = {"attempt": len(attempts) + 1, "started_at": _now()}
         attempt_started = time.monotonic()
-        stream, failure = _attempt_in_a_slot(client, endpoint, request, on_text, should_stop, interval, record)
+        stream, failure = _attempt_in_a_slot(client, endpoint, request, on_text, should_stop, interval, record,
+                                             on_slot_wait)
         record["ok"] = failure is None
         attempts.append(record)
         if request.get("stream") and stream.whole is not None:
@@ -584,15 +587,19 @@ def _attempt_in_a_slot(
     should_stop: Callable[[], bool] | None,
     interval: float,
     record: dict[str, Any],
+    on_slot_wait: Callable[[int | None], None] | None,
 ) -> tuple[_Stream, Failure | None]:
     """One attempt, sent once the endpoint has a free slot; the wait is noted in the attempt's record."""
     if not endpoint.max_in_flight or not endpoint.throttle_key:
         return _one_attempt(client, endpoint, request, on_text, should_stop, interval)
+    began_waiting = (lambda: on_slot_wait(endpoint.max_in_flight)) if on_slot_wait else None
     try:
         with throttle.slot(endpoint.throttle_key, endpoint.max_in_flight, should_stop=should_stop,
-                           wait=endpoint.slot_wait) as held:
+                           wait=endpoint.slot_wait, on_wait=began_waiting) as held:
             if held.waited >= 0.001:
                 record["waited_for_slot_seconds"] = round(held.waited, 3)
+            if held.queued and on_slot_wait is not None:
+                on_slot_wait(None)
             return _one_attempt(client, endpoint, request, on_text, should_stop, interval)
     except throttle.SlotUnavailable as busy:
         record["waited_for_slot_seconds"] = round(busy.waited, 3)

@@ -71,11 +71,13 @@ def wait_seconds() -> float:
 
 @dataclass(frozen=True)
 class Slot:
-    """A slot held for one request; `waited` is how long it took to get it, in seconds."""
+    """A slot held for one request; `waited` is how long it took to get it, in seconds; `queued`: every slot was
+    taken when it first asked."""
 
     key: str
     holder: str
     waited: float
+    queued: bool = False
 
 
 class SlotUnavailable(Exception):
@@ -170,10 +172,10 @@ def in_flight(key: str) -> int:
 
 @contextmanager
 def slot(key: str, limit: int, *, should_stop: Callable[[], bool] | None = None, wait: float | None = None,
-         sleep: Callable[[float], None] = time.sleep) -> Iterator[Slot]:
+         sleep: Callable[[float], None] = time.sleep, on_wait: Callable[[], None] | None = None) -> Iterator[Slot]:
     """Hold one of the endpoint's `limit` slots while the block runs; raises SlotUnavailable after `wait` s
-    (default: CONDUCT_THROTTLE_WAIT_SECONDS)."""
-    held = _take(key, limit, should_stop, sleep, wait_seconds() if wait is None else wait)
+    (default: CONDUCT_THROTTLE_WAIT_SECONDS). `on_wait()` is called once if every slot is taken at first."""
+    held = _take(key, limit, should_stop, sleep, wait_seconds() if wait is None else wait, on_wait)
     renewing = threading.Event()
     renewer = threading.Thread(target=_keep_renewing, args=(held, renewing), daemon=True)
     renewer.start()
@@ -186,14 +188,17 @@ def slot(key: str, limit: int, *, should_stop: Callable[[], bool] | None = None,
 
 
 def _take(key: str, limit: int, should_stop: Callable[[], bool] | None, sleep: Callable[[float], None],
-          wait: float) -> Slot:
+          wait: float, on_wait: Callable[[], None] | None) -> Slot:
     holder, started = str(uuid.uuid4()), time.monotonic()
-    pause, last_stop_check = 0.02, started
+    pause, last_stop_check, queued = 0.02, started, False
     while True:
         taken = _safely(counter().try_take, key, holder, max(1, limit), lease_seconds(), default=True)
         waited = time.monotonic() - started
         if taken:
-            return Slot(key, holder, waited)
+            return Slot(key, holder, waited, queued=queued)
+        if not queued and on_wait is not None:
+            on_wait()
+        queued = True
         if waited >= wait:
             raise SlotUnavailable(waited, stopped=False)
         # should_stop may read the database: ask it a few times a second, not on every try.

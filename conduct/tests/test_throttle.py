@@ -80,6 +80,63 @@ def test_a_request_that_finds_every_slot_taken_for_too_long_is_not_sent_and_says
     assert fake_openai.chat_requests() == []
 
 
+def test_a_request_that_waits_for_a_slot_is_told_when_it_waits_and_when_it_has_one(project, live, fake_openai):
+    fake_openai.script("queued", answer="Hi.")
+    participant = live("Queued", "queued")
+    LiveEndpoint.objects.filter(participant=participant).update(max_in_flight=1)
+    endpoint = endpoint_for(participant)
+    told, results = [], []
+    throttle.counter().try_take(endpoint.throttle_key, "other", 1, 30)
+    try:
+        asking = threading.Thread(target=lambda: results.append(stream_answer(endpoint, MESSAGES, on_slot_wait=told.append)))
+        asking.start()
+        wait_until(lambda: told, timeout=30, message="the request to find every slot taken")
+        assert told == [1] and fake_openai.chat_requests() == []
+    finally:
+        throttle.counter().give_back(endpoint.throttle_key, "other")
+    asking.join()
+    assert told == [1, None] and results[0].ok
+    # Free at once: nobody is told anything.
+    assert stream_answer(endpoint, MESSAGES, on_slot_wait=told.append).ok and told == [1, None]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_live_answer_waiting_for_a_free_slot_says_so_until_it_is_sent(
+    settings, project, owner, guide, live, fake_openai, client_for
+):
+    from conduct import services
+    from interviews.models import Turn
+
+    settings.CONDUCT_EAGER_IN_THREAD = True  # the answer runs beside the test, as in a worker
+    settings.CONDUCT_HEARTBEAT_SECONDS = 60
+    fake_openai.script("shared", answer="Fairness is equal treatment.")
+    participant = live("Shared", "shared")
+    LiveEndpoint.objects.filter(participant=participant).update(max_in_flight=1)
+    key = throttle.endpoint_key(participant.pk)
+    client = client_for(owner)
+    assert throttle.counter().try_take(key, "a probe", 1, 30)  # a probe's request holds the only slot
+    try:
+        session = services.session_start(project=project, user=owner, guide_version=guide.versions.get(),
+                                         participants=[participant])
+        answer = session.seats.get().interview.turns.get(position=1)
+        fragment = reverse("conduct:turn", args=[project.uuid, answer.uuid])
+
+        def waiting_note() -> str | None:
+            body = client.get(fragment, HTTP_HX_REQUEST="true").content.decode()
+            return body if "Waiting for a free request slot" in body else None
+
+        body = wait_until(waiting_note, timeout=30, message="the turn to say it waits for a slot")
+        assert "takes 1 request at once" in body and fake_openai.chat_requests() == []
+    finally:
+        throttle.counter().give_back(key, "a probe")
+    wait_until(lambda: Turn.objects.get(pk=answer.pk).status == Turn.Status.COMPLETE, timeout=30,
+               message="the answer once the slot is free")
+    answer.refresh_from_db()
+    assert "waiting_for_slot" not in answer.metadata and answer.metadata["provenance"]["waited_for_slot_ms"] > 0
+    body = client.get(fragment, HTTP_HX_REQUEST="true").content.decode()
+    assert "Fairness is equal treatment." in body and "Waiting for a free request slot" not in body
+
+
 def test_threads_of_one_process_share_the_endpoints_slots(project, live, fake_openai):
     fake_openai.script("pair", answer="Hi.", first_delay=0.2)
     participant = live("Pair", "pair")
