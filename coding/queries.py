@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import uuid4
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from coding.models import Code, Coding, Note, Suggestion
@@ -29,7 +31,7 @@ class CodeNode:
 
 def codebook_tree(project: Project, *, q: str = "", kind: str = "", archived: bool = False,
                   participants: list[Participant] | None = None) -> tuple[list[CodeNode], list[Participant]]:
-    """Codes as a flattened tree (depth-first) with usage counts overall and per participant; three queries.
+    """Codes as a flattened tree (depth-first) with usage counts overall and per participant; four queries (three warm).
 
     A search or kind filter keeps the ancestors of matching codes so the tree still reads.
     `participants` (a page of them; default all) are the ones counted per participant.
@@ -40,10 +42,7 @@ def codebook_tree(project: Project, *, q: str = "", kind: str = "", archived: bo
     shown = {p.pk for p in participants}
     totals: dict[int, int] = defaultdict(int)
     counts: dict[tuple[int, int], int] = {}
-    for code_id, participant_id, n in (
-        Coding.objects.filter(code__project=project, interview__deleted_at__isnull=True)
-        .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()
-    ):
+    for (code_id, participant_id), n in code_participant_counts(project).items():
         totals[code_id] += n
         if participant_id in shown:
             counts[(code_id, participant_id)] = n
@@ -105,6 +104,55 @@ def workspace_codes(project: Project) -> list[dict[str, Any]]:
         Code.objects.for_project(project).order_by("position", "name")
         .values("id", "uuid", "name", "colour", "kind", "archived", "definition", "parent_id")
     )
+
+
+# Project-wide counts (the codebook's, the frequency table's, the codings API's total) are kept a minute
+# in one shared way: under the project's codings version, which every coding write in coding.services
+# changes once it commits (apply, remove, undo, accepted suggestions, merge, split: `codings_changed`),
+# and a digest of whatever else they depend on (which interviews are live and whose they are, the
+# table's options). So one's own write, a trashed interview or a moved code shows on the next request;
+# the minute only bounds writes made outside those services (a database shell).
+COUNTS_SECONDS = 60
+_VERSION_SECONDS = 24 * 3600
+
+
+def _version_key(project_uuid: Any) -> str:
+    return f"coding:codings-version:{project_uuid}"
+
+
+def codings_changed(project_uuid: Any) -> None:
+    """Once the transaction commits, counts cached before it are no longer read (coding.services calls this)."""
+    transaction.on_commit(lambda: cache.set(_version_key(project_uuid), uuid4().hex, _VERSION_SECONDS))
+
+
+def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:
+    """`count()`, kept COUNTS_SECONDS under the project's codings version and a digest of `inputs` (its other inputs)."""
+    version_key = _version_key(project.uuid)
+    version = cache.get(version_key)
+    if version is None:
+        cache.add(version_key, uuid4().hex, _VERSION_SECONDS)
+        version = cache.get(version_key)
+        if version is None:  # no cache (Redis down): count every time
+            return count()
+    digest = hashlib.sha256(repr(inputs).encode()).hexdigest()[:32]
+    key = f"coding:counts:{name}:{project.uuid}:{version}:{digest}"
+    value = cache.get(key)
+    if value is None:
+        value = count()
+        cache.set(key, value, COUNTS_SECONDS)
+    return value
+
+
+def code_participant_counts(project: Project) -> dict[tuple[int, int], int]:
+    """(code id, participant id) → codings of the code in the project's live interviews; one query, two when counted.
+
+    The codebook (page and API) and the codings API's total read this one cached copy.
+    """
+    interviews = list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", "participant_id"))
+    return cached_counts(project, "code-participant", interviews, lambda: {
+        (code_id, participant_id): n for code_id, participant_id, n in
+        Coding.objects.filter(code__project=project, interview__deleted_at__isnull=True)
+        .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()})
 
 
 PROGRESS_TTL = 60
