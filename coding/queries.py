@@ -121,8 +121,17 @@ def _version_key(project_uuid: Any) -> str:
 
 
 def codings_changed(project_uuid: Any) -> None:
-    """Once the transaction commits, counts cached before it are no longer read (coding.services calls this)."""
-    transaction.on_commit(lambda: cache.set(_version_key(project_uuid), uuid4().hex, _VERSION_SECONDS))
+    """Counts cached before this write are no longer read (coding.services calls this after each coding write).
+
+    Changed again once the transaction commits: a colleague's page counting between the change and the
+    commit keeps its counts under the version in between, which nobody reads afterwards.
+    """
+    def change() -> None:
+        cache.set(_version_key(project_uuid), uuid4().hex, _VERSION_SECONDS)
+
+    if connection.in_atomic_block:
+        change()
+    transaction.on_commit(change)
 
 
 def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:

@@ -85,7 +85,7 @@ def test_codes_come_with_their_uses_overall_and_per_participant(client_for, view
 
 
 def test_code_list_queries_do_not_grow(client_for, owner, project, interview, participant_segments, make_code,
-                                       django_assert_num_queries, django_capture_on_commit_callbacks):
+                                       django_assert_num_queries):
     client = client_for(owner)
     make_code("Trust")
     # session, user, membership (+project), count, page of codes (+parent, merged_into),
@@ -95,8 +95,7 @@ def test_code_list_queries_do_not_grow(client_for, owner, project, interview, pa
     for i in range(5):
         code = make_code(f"Code {i}")
         Coding.objects.create(segment=participant_segments[0], code=code, coder=owner, interview=interview)
-    with django_capture_on_commit_callbacks(execute=True):
-        codings_changed(project.uuid)  # as coding.services does after every coding write
+    codings_changed(project.uuid)  # as coding.services does after every coding write
     with django_assert_num_queries(9):
         assert len(client.get(_codes(project)).json()["results"]) == 6
     with django_assert_num_queries(8):  # the counts are kept until the next coding write

@@ -72,7 +72,7 @@ def test_frequency_json_groups_by_any_attribute_with_the_pages_options(world, cl
     assert bad.status_code == 400 and "Nobody" in bad.json()["detail"]
 
 
-def test_api_query_counts_are_flat(world, client_for, owner, django_capture_on_commit_callbacks):
+def test_api_query_counts_are_flat(world, client_for, owner):
     c = client_for(owner)
 
     def count(what: str) -> int:
@@ -83,6 +83,5 @@ def test_api_query_counts_are_flat(world, client_for, owner, django_capture_on_c
     before = {w: count(w) for w in ("excerpts", "frequency", "codebook")}
     for text in ("It grows with time.", "Borders decide a lot."):
         code(world.codes["AI self"], seg(world.interviews["gpt"], text), world.analyst)
-    with django_capture_on_commit_callbacks(execute=True):
-        codings_changed(world.project.uuid)  # as coding.services does after every coding write: counted afresh
+    codings_changed(world.project.uuid)  # as coding.services does after every coding write: counted afresh
     assert {w: count(w) for w in ("excerpts", "frequency", "codebook")} == before
