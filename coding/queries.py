@@ -107,11 +107,12 @@ def workspace_codes(project: Project) -> list[dict[str, Any]]:
 
 
 # Project-wide counts (the codebook's, the frequency table's, the codings API's total) are kept a minute
-# in one shared way: under the project's codings version, which every coding write in coding.services
-# changes once it commits (apply, remove, undo, accepted suggestions, merge, split: `codings_changed`),
-# and a digest of whatever else they depend on (which interviews are live and whose they are, the
-# table's options). So one's own write, a trashed interview or a moved code shows on the next request;
-# the minute only bounds writes made outside those services (a database shell).
+# in one shared way, keyed by
+# - the project's codings version, changed by every coding write in coding.services (apply, remove, undo,
+#   accepted suggestions, merge, split: `codings_changed`) and by a code purged from the trash (coding.apps);
+# - a digest of whatever else they depend on: which interviews are live and whose they are, the table's options.
+# So one's own write, a trashed interview or a moved code shows on the next request; the minute only bounds
+# writes made elsewhere (a database shell, a deleted user account taking its codings along).
 COUNTS_SECONDS = 60
 _VERSION_SECONDS = 24 * 3600
 
@@ -132,6 +133,13 @@ def codings_changed(project_uuid: Any) -> None:
     if connection.in_atomic_block:
         change()
     transaction.on_commit(change)
+
+
+def forget_purged_code(sender: Any, instance: Code, **kwargs: Any) -> None:
+    """post_delete of a Code: its codings went with it."""
+    project_uuid = Project.objects.filter(pk=instance.project_id).values_list("uuid", flat=True).first()
+    if project_uuid is not None:
+        codings_changed(project_uuid)
 
 
 def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:

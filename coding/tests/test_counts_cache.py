@@ -98,3 +98,17 @@ def test_the_codings_list_counts_from_the_shared_counts_unless_filtered(project,
     coding = Coding.objects.filter(coder=owner).first()
     assert client.delete(f"{url}{coding.pk}/").status_code == 204
     assert client.get(url).json()["count"] == everything - 1
+
+
+def test_a_code_purged_from_the_trash_takes_its_codings_out_of_the_count(project, owner, client_for, coded):
+    from projects.trash import trash_move, trash_purge
+
+    codes, _ = coded
+    client = client_for(owner)
+    url = f"/api/projects/{project.uuid}/codings/"
+    assert client.get(url).json()["count"] == 14
+    trash_move(obj=codes[1], actor=owner)
+    assert client.get(url).json()["count"] == 14  # a trashed code's codings stay until it is purged
+    trash_purge(project=project, actor=owner, kind="code", uuid=codes[1].uuid)
+    assert client.get(url).json()["count"] == Coding.objects.filter(interview__project=project).count() == 10
+    assert code_participant_counts(project) == _recount(project)
