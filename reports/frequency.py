@@ -410,9 +410,10 @@ def frequency_table(project: Project, spec: FrequencySpec, population: Populatio
         items, members = _code_items(codes, spec.rollup)
     else:
         items, members = _theme_items(project, codes, spec.rollup)
-    # Kept under the project's codings version (coding.queries.cached_counts) and everything else counted.
-    inputs = (spec.denominator, spec.with_suggestions, sorted((k, sorted(v)) for k, v in members.items()),
-              sorted(column_of.items()))
+    # Kept under the project's codings version (coding.queries.cached_counts) and everything else counted:
+    # the live codes (a trashed one leaves the coded segments), the rows' codes and the interviews' columns.
+    inputs = (spec.denominator, spec.with_suggestions, [c.pk for c in codes],
+              sorted((k, sorted(v)) for k, v in members.items()), sorted(column_of.items()))
     counts, coded = cached_counts(project, "frequency", inputs,
                                   lambda: _count(project, spec, members, column_of, len(columns)))
     totals = _totals(project, spec, population, column_of, coded, len(columns))
@@ -560,7 +561,7 @@ def _count(project: Project, spec: FrequencySpec, members: dict[Any, set[int]], 
                         {**params, "items": [i for i, _ in pairs], "codes": [c for _, c in pairs]})
             for item, col, n in cur.fetchall():
                 counts.setdefault(keys[item], [0] * width)[col] = n
-            return counts, coded
+            return counts, coded  # the coded segments are the segments denominator's only
         cur.execute(_SEGMENT_COUNTS_SQL.format(live=live), params)
         rows = cur.fetchall()
     items_of_code: dict[int, list[Any]] = defaultdict(list)
@@ -581,6 +582,7 @@ def _count(project: Project, spec: FrequencySpec, members: dict[Any, set[int]], 
 
 def _count_in_python(project: Project, spec: FrequencySpec, members: dict[Any, set[int]], column_of: dict[int, int],
                      width: int) -> tuple[dict[Any, list[int]], list[int]]:
+    """`_count` with every distinct (code, interview, segment) of the project read into Python sets (SQLite)."""
     items_of_code: dict[int, list[Any]] = defaultdict(list)
     for key, code_ids in members.items():
         for code_id in code_ids:

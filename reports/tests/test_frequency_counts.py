@@ -101,3 +101,14 @@ def test_the_population_is_counted_once_per_request(world, django_assert_num_que
     frequency_table(world.project, FrequencySpec(), population)
     with django_assert_num_queries(1):  # codes; the counts come from the cache
         frequency_table(world.project, FrequencySpec(), population)
+
+
+def test_a_trashed_code_outside_every_theme_leaves_the_theme_tables_coded_segments(world):
+    from projects.trash import trash_move
+
+    loose = Code.objects.create(project=world.project, name="Loose", position=8)
+    code(loose, seg(world.interviews["gpt"], "Emoji"), world.owner)
+    spec = FrequencySpec(level="theme")
+    assert frequency_table(world.project, spec).totals == [2, 5, 0]
+    trash_move(obj=loose, actor=world.owner)
+    assert frequency_table(world.project, spec).totals == [2, 4, 0]
