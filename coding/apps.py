@@ -12,4 +12,11 @@ class CodingConfig(AppConfig):
         from projects.trash import trash_register
 
         trash_register("code", "coding.Code", title_field="name", unique_field="name")
+        from django.db.models.signals import post_delete
+
+        from coding.models import Code
+        from coding.queries import forget_purged_code
+
+        # A code purged from the trash takes its codings along: the project's cached counts are stale.
+        post_delete.connect(forget_purged_code, sender=Code, dispatch_uid="rta-codings-changed-on-code-purge")
         from coding import tasks  # noqa: F401 - connects the worker_ready handler that resumes reader runs

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
+from uuid import uuid4
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
 from django.core.cache import cache
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 
 from coding.models import Code, Coding, Note, Suggestion
@@ -29,7 +31,7 @@ class CodeNode:
 
 def codebook_tree(project: Project, *, q: str = "", kind: str = "", archived: bool = False,
                   participants: list[Participant] | None = None) -> tuple[list[CodeNode], list[Participant]]:
-    """Codes as a flattened tree (depth-first) with usage counts overall and per participant; three queries.
+    """Codes as a flattened tree (depth-first) with usage counts overall and per participant; four queries (three warm).
 
     A search or kind filter keeps the ancestors of matching codes so the tree still reads.
     `participants` (a page of them; default all) are the ones counted per participant.
@@ -40,10 +42,7 @@ def codebook_tree(project: Project, *, q: str = "", kind: str = "", archived: bo
     shown = {p.pk for p in participants}
     totals: dict[int, int] = defaultdict(int)
     counts: dict[tuple[int, int], int] = {}
-    for code_id, participant_id, n in (
-        Coding.objects.filter(code__project=project, interview__deleted_at__isnull=True)
-        .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()
-    ):
+    for (code_id, participant_id), n in code_participant_counts(project).items():
         totals[code_id] += n
         if participant_id in shown:
             counts[(code_id, participant_id)] = n
@@ -105,6 +104,72 @@ def workspace_codes(project: Project) -> list[dict[str, Any]]:
         Code.objects.for_project(project).order_by("position", "name")
         .values("id", "uuid", "name", "colour", "kind", "archived", "definition", "parent_id")
     )
+
+
+# Project-wide counts (the codebook's, the frequency table's, the codings API's total) are kept a minute
+# in one shared way, keyed by
+# - the project's codings version, changed by every coding write in coding.services (apply, remove, undo,
+#   accepted suggestions, merge, split: `codings_changed`) and by a code purged from the trash (coding.apps);
+# - a digest of whatever else they depend on: which interviews are live and whose they are, the table's options.
+# So one's own write, a trashed interview or a moved code shows on the next request; the minute only bounds
+# writes made elsewhere (a database shell, a deleted user account taking its codings along).
+COUNTS_SECONDS = 60
+_VERSION_SECONDS = 24 * 3600
+
+
+def _version_key(project_uuid: Any) -> str:
+    return f"coding:codings-version:{project_uuid}"
+
+
+def codings_changed(project_uuid: Any) -> None:
+    """Counts cached before this write are no longer read (coding.services calls this after each coding write).
+
+    Changed again once the transaction commits: a colleague's page counting between the change and the
+    commit keeps its counts under the version in between, which nobody reads afterwards.
+    """
+    def change() -> None:
+        cache.set(_version_key(project_uuid), uuid4().hex, _VERSION_SECONDS)
+
+    if connection.in_atomic_block:
+        change()
+    transaction.on_commit(change)
+
+
+def forget_purged_code(sender: Any, instance: Code, **kwargs: Any) -> None:
+    """post_delete of a Code: its codings went with it."""
+    project_uuid = Project.objects.filter(pk=instance.project_id).values_list("uuid", flat=True).first()
+    if project_uuid is not None:
+        codings_changed(project_uuid)
+
+
+def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:
+    """`count()`, kept COUNTS_SECONDS under the project's codings version and a digest of `inputs` (its other inputs)."""
+    version_key = _version_key(project.uuid)
+    version = cache.get(version_key)
+    if version is None:
+        cache.add(version_key, uuid4().hex, _VERSION_SECONDS)
+        version = cache.get(version_key)
+        if version is None:  # no cache (Redis down): count every time
+            return count()
+    digest = hashlib.sha256(repr(inputs).encode()).hexdigest()[:32]
+    key = f"coding:counts:{name}:{project.uuid}:{version}:{digest}"
+    value = cache.get(key)
+    if value is None:
+        value = count()
+        cache.set(key, value, COUNTS_SECONDS)
+    return value
+
+
+def code_participant_counts(project: Project) -> dict[tuple[int, int], int]:
+    """(code id, participant id) → codings of the code in the project's live interviews; one query, two when counted.
+
+    The codebook (page and API) and the codings API's total read this one cached copy.
+    """
+    interviews = list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", "participant_id"))
+    return cached_counts(project, "code-participant", interviews, lambda: {
+        (code_id, participant_id): n for code_id, participant_id, n in
+        Coding.objects.filter(code__project=project, interview__project=project, interview__deleted_at__isnull=True)
+        .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()})
 
 
 PROGRESS_TTL = 60
@@ -269,17 +334,30 @@ def excerpt_context(interview: Interview, first_segment_id: int, last_segment_id
                 .select_related("turn").order_by("position"))
 
 
+# The page's coded segments are read from the codings' (interview, segment) index. As one FILTER (WHERE
+# EXISTS …) over the segments, PostgreSQL hashed every coding of the project first (47 ms at 50× the peer
+# corpus, growing with it).
+_INTERVIEW_PROGRESS_SQL = """
+SELECT s.interview_id, COUNT(*), COUNT(coded.segment_id)
+FROM interviews_segment s
+LEFT JOIN (SELECT DISTINCT segment_id FROM coding_coding WHERE interview_id IN ({ids})) coded ON coded.segment_id = s.id
+WHERE s.speaker = %s AND s.interview_id IN ({ids})
+GROUP BY s.interview_id
+"""
+
+
 def interview_progress(interviews: list[Interview]) -> list[dict[str, Any]]:
     """These interviews (a page of them, participant selected) with (coded, codable) participant segments; one query.
 
     For the codebook's "code an interview" panel; rows keep the order of `interviews`.
     """
-    coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
-    counts = {
-        r["interview_id"]: (r["coded"], r["codable"]) for r in
-        Segment.objects.filter(interview__in=[i.pk for i in interviews], speaker=Speaker.PARTICIPANT)
-        .values("interview_id").annotate(codable=Count("id"), coded=Count("id", filter=Q(coded_exists))).order_by()
-    }
+    ids = [i.pk for i in interviews]
+    counts = {}
+    if ids:
+        marks = ", ".join(["%s"] * len(ids))
+        with connection.cursor() as cur:
+            cur.execute(_INTERVIEW_PROGRESS_SQL.format(ids=marks), [*ids, Speaker.PARTICIPANT, *ids])
+            counts = {pk: (coded, codable) for pk, codable, coded in cur.fetchall()}
     rows = []
     for interview in interviews:
         coded, codable = counts.get(interview.pk, (0, 0))

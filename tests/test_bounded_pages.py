@@ -84,6 +84,10 @@ PAGES = {
     "API comments": lambda p, s: f"/api/projects/{p.uuid}/comments/",
     "API themes": lambda p, s: f"/api/projects/{p.uuid}/themes/",
     "API excerpt table, first 50 rows": lambda p, s: f"/api/projects/{p.uuid}/reports/excerpts/?limit=50",
+    # Project-wide pages: what they count grows with the project, how many queries they take does not.
+    "codebook with counts": lambda p, s: reverse("coding:codebook", args=[p.uuid]),
+    "statistics": lambda p, s: reverse("interviews:statistics", args=[p.uuid]),
+    "frequency table": lambda p, s: reverse("reports:frequency", args=[p.uuid]),
 }
 
 

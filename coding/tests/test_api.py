@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coding.models import Code, CodeEvent, Coding
+from coding.queries import codings_changed
 
 pytestmark = pytest.mark.django_db
 
@@ -88,13 +89,16 @@ def test_code_list_queries_do_not_grow(client_for, owner, project, interview, pa
     client = client_for(owner)
     make_code("Trust")
     # session, user, membership (+project), count, page of codes (+parent, merged_into),
-    # then the codebook's usage counts: codes, participants, counts per code and participant
-    with django_assert_num_queries(8):
+    # then the codebook's usage counts: codes, participants, live interviews, counts per code and participant
+    with django_assert_num_queries(9):
         assert len(client.get(_codes(project)).json()["results"]) == 1
     for i in range(5):
         code = make_code(f"Code {i}")
         Coding.objects.create(segment=participant_segments[0], code=code, coder=owner, interview=interview)
-    with django_assert_num_queries(8):
+    codings_changed(project.uuid)  # as coding.services does after every coding write
+    with django_assert_num_queries(9):
+        assert len(client.get(_codes(project)).json()["results"]) == 6
+    with django_assert_num_queries(8):  # the counts are kept until the next coding write
         assert len(client.get(_codes(project)).json()["results"]) == 6
 
 

@@ -218,6 +218,30 @@ def test_finished_interviews_only_by_default(client_for, viewer, fixture_project
     assert "Bot B" in html and "statistics.csv?unfinished=1" in html and "statistics.tex?unfinished=1" in html
 
 
+def test_the_projects_cached_rows_are_the_rows_counted_afresh(fixture_project, django_assert_num_queries) -> None:
+    from django.core.cache import cache
+
+    first = as_table(project_statistics(fixture_project))
+    with django_assert_num_queries(2):  # interviews, turn fingerprints: the rows are the project's cached ones
+        assert as_table(project_statistics(fixture_project)) == first
+    cache.clear()
+    assert as_table(project_statistics(fixture_project)) == first
+
+
+def test_the_projects_cached_rows_follow_its_interviews_and_participants(fixture_project) -> None:
+    assert [r.label for r in project_statistics(fixture_project)] == ["Assistant A", "Bot B"]
+    fixture_project.participants.filter(label="Bot B").update(label="Bot Beta", model_id="model-b2")
+    assert [(r.label, r.model_id) for r in project_statistics(fixture_project)] == [("Assistant A", "model-a"),
+                                                                                    ("Bot Beta", "model-b2")]
+    Interview.objects.filter(title="A2").update(status=Interview.Status.IN_PROGRESS)
+    (a, _) = project_statistics(fixture_project)
+    assert (a.interviews, project_statistics(fixture_project).unfinished_left_out) == (1, 1)
+    Interview.objects.filter(title="A2").update(status=Interview.Status.READY)
+    Interview.objects.filter(title="B1").update(participant=fixture_project.participants.get(label="Assistant A"))
+    (a,) = project_statistics(fixture_project)
+    assert (a.label, a.interviews, a.questions) == ("Assistant A", 3, 4)
+
+
 def test_counts_are_cached_until_the_turns_change(fixture_project, django_assert_num_queries) -> None:
     project_statistics(fixture_project)
     with django_assert_num_queries(2):  # interviews, turn fingerprints: no transcript is read again

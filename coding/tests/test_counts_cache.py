@@ -1,0 +1,114 @@
+"""The project's code counts are read from one cached copy (coding.queries.code_participant_counts): the codebook,
+the codes API and the codings API's total show what a plain count shows, and a write shows on the next request."""
+
+from __future__ import annotations
+
+import pytest
+from django.db.models import Count
+from django.urls import reverse
+
+from coding.models import Coding
+from coding.queries import code_participant_counts
+from coding.services import code_merge, coding_apply, coding_remove
+from interviews.models import Speaker
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def coded(project, owner, analyst, make_interview, make_code):
+    """Two participants' interviews, three codes, codings by two coders (one segment by both)."""
+    codes = [make_code(name) for name in ("Home", "Trust", "Time")]
+    interviews = [make_interview(title="GPT", label="GPT-4o"), make_interview(title="Claude", label="Claude")]
+    for k, interview in enumerate(interviews):
+        answers = list(interview.segments.filter(speaker=Speaker.PARTICIPANT).order_by("position").values_list("pk", flat=True))
+        for j, code in enumerate(codes[: k + 2]):
+            for user in (owner, analyst)[: 1 + (j == 0)]:
+                coding_apply(project_uuid=project.uuid, interview_uuid=interview.uuid, user_id=user.pk, code_id=code.pk,
+                             segment_ids=answers[j:j + 2])
+    return codes, interviews
+
+
+def _recount(project) -> dict[tuple[int, int], int]:
+    return {(c, p): n for c, p, n in Coding.objects.filter(interview__project=project, interview__deleted_at__isnull=True)
+            .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()}
+
+
+def _uses(client, project) -> dict[str, int]:
+    return {c["name"]: c["uses"] for c in client.get(f"/api/projects/{project.uuid}/codes/").json()["results"]}
+
+
+def _codebook_totals(client, project) -> dict[str, int]:
+    nodes = client.get(reverse("coding:codebook", args=[project.uuid])).context["nodes"]
+    return {node.code.name: node.total for node in nodes}
+
+
+def test_the_shared_counts_are_a_plain_count_and_follow_every_coding_write(project, owner, coded):
+    codes, interviews = coded
+    assert code_participant_counts(project) == _recount(project)
+    answer = interviews[0].segments.filter(speaker=Speaker.PARTICIPANT).order_by("-position").first()
+    coding_apply(project_uuid=project.uuid, interview_uuid=interviews[0].uuid, user_id=owner.pk, code_id=codes[2].pk,
+                 segment_ids=[answer.pk])
+    assert code_participant_counts(project) == _recount(project)
+    coding_remove(project_uuid=project.uuid, interview_uuid=interviews[0].uuid, user_id=owner.pk, code_id=codes[0].pk,
+                  segment_ids=list(interviews[0].segments.values_list("pk", flat=True)))
+    assert code_participant_counts(project) == _recount(project)
+    code_merge(source=codes[1], target=codes[2], actor=owner)
+    assert code_participant_counts(project) == _recount(project)
+
+
+def test_a_code_applied_shows_on_the_codebook_and_in_the_api_on_the_next_request(project, owner, client_for, coded):
+    codes, interviews = coded
+    client = client_for(owner)
+    before = _uses(client, project)
+    assert before == _codebook_totals(client, project) == {"Home": 8, "Trust": 4, "Time": 2}
+    answer = interviews[1].segments.filter(speaker=Speaker.PARTICIPANT).order_by("-position").first()
+    response = client.post(f"/api/projects/{project.uuid}/codings/", {
+        "interview": str(interviews[1].uuid), "code": str(codes[2].uuid), "segments": [answer.pk]},
+        content_type="application/json")
+    assert response.status_code == 201
+    assert _uses(client, project) == _codebook_totals(client, project) == {**before, "Time": 3}
+
+
+def test_a_trashed_interview_leaves_the_counts_on_the_next_request(project, owner, client_for, coded):
+    from projects.trash import trash_move
+
+    _, interviews = coded
+    client = client_for(owner)
+    assert _codebook_totals(client, project) == {"Home": 8, "Trust": 4, "Time": 2}
+    trash_move(obj=interviews[1], actor=owner)
+    assert _codebook_totals(client, project) == {"Home": 4, "Trust": 2, "Time": 0}
+    assert code_participant_counts(project) == _recount(project)
+
+
+def test_the_codings_list_counts_from_the_shared_counts_unless_filtered(project, owner, client_for, coded,
+                                                                      django_assert_num_queries):
+    codes, interviews = coded
+    client = client_for(owner)
+    url = f"/api/projects/{project.uuid}/codings/"
+    everything = Coding.objects.filter(interview__project=project).count()
+    assert client.get(url).json()["count"] == everything == 14
+    with django_assert_num_queries(5):  # session, user, membership (+project), live interviews, a page of codings
+        assert client.get(url).json()["count"] == everything
+    assert client.get(url, {"page": 2}).status_code == 404  # 14 codings are one page: the count decides
+    filtered = client.get(url, {"interview": str(interviews[0].uuid)}).json()
+    assert filtered["count"] == Coding.objects.filter(interview=interviews[0]).count() == len(filtered["results"]) == 6
+    mine = client.get(url, {"code": str(codes[0].uuid)}).json()
+    assert mine["count"] == Coding.objects.filter(code=codes[0]).count() == 8
+    coding = Coding.objects.filter(coder=owner).first()
+    assert client.delete(f"{url}{coding.pk}/").status_code == 204
+    assert client.get(url).json()["count"] == everything - 1
+
+
+def test_a_code_purged_from_the_trash_takes_its_codings_out_of_the_count(project, owner, client_for, coded):
+    from projects.trash import trash_move, trash_purge
+
+    codes, _ = coded
+    client = client_for(owner)
+    url = f"/api/projects/{project.uuid}/codings/"
+    assert client.get(url).json()["count"] == 14
+    trash_move(obj=codes[1], actor=owner)
+    assert client.get(url).json()["count"] == 14  # a trashed code's codings stay until it is purged
+    trash_purge(project=project, actor=owner, kind="code", uuid=codes[1].uuid)
+    assert client.get(url).json()["count"] == Coding.objects.filter(interview__project=project).count() == 10
+    assert code_participant_counts(project) == _recount(project)
