@@ -12,7 +12,6 @@ from __future__ import annotations
 import io
 import re
 import zipfile
-from functools import lru_cache
 from typing import BinaryIO
 from xml.sax.saxutils import escape
 
@@ -160,15 +159,8 @@ def _styled_run(text: str, styles: frozenset[str]) -> str:
     plain = _runs(text)
     if not styles or not plain:
         return plain
-    properties = _properties(styles)
-    if not properties:
-        return plain
-    return plain.replace("<w:r>", f"<w:r><w:rPr>{properties}</w:rPr>", 1)
-
-
-@lru_cache(maxsize=64)
-def _properties(styles: frozenset[str]) -> str:
-    return "".join(xml for style, xml in _RUN_PROPERTIES.items() if style in styles)
+    properties = "".join(xml for style, xml in _RUN_PROPERTIES.items() if style in styles)
+    return plain.replace("<w:r>", f"<w:r><w:rPr>{properties}</w:rPr>", 1) if properties else plain
 
 
 class _CellWriter:
@@ -176,9 +168,7 @@ class _CellWriter:
     interview down a sorted table) reuses that cell's XML instead of building it again."""
 
     def __init__(self, cell_props: list[str], numeric: frozenset[int]) -> None:
-        self.opening = [f"<w:tc>{cell_props[i] if i < len(cell_props) else ''}<w:p>"
-                        f"{'<w:pPr><w:jc w:val=\"right\"/></w:pPr>' if i in numeric else ''}"
-                        for i in range(max([len(cell_props), *numeric]) + 1)]
+        self.cell_props, self.numeric = cell_props, numeric
         self.above: dict[int, tuple[object, str]] = {}
 
     def row_xml(self, row) -> str:
@@ -189,13 +179,10 @@ class _CellWriter:
             if above is not None and above[0].__class__ is kind and above[0] == value:
                 cells.append(above[1])
                 continue
-            xml = self._opening(i) + _runs(value) + "</w:p></w:tc>"
+            props = self.cell_props[i] if i < len(self.cell_props) else ""
+            align = '<w:pPr><w:jc w:val="right"/></w:pPr>' if i in self.numeric else ""
+            xml = f"<w:tc>{props}<w:p>{align}{_runs(value)}</w:p></w:tc>"
             if kind is str or kind is int:
                 self.above[i] = (value, xml)
             cells.append(xml)
         return "<w:tr><w:trPr><w:cantSplit/></w:trPr>" + "".join(cells) + "</w:tr>"
-
-    def _opening(self, i: int) -> str:
-        if i >= len(self.opening):  # a row longer than the header: cells without properties, as before
-            return "<w:tc><w:p>"
-        return self.opening[i]
