@@ -483,7 +483,8 @@ class _Lookups:
     participants: dict[int, Participant]
     placements: dict[int, tuple[str, str]]  # theme id -> (theme, sub-theme)
     interviews: dict[int, Any] = field(default_factory=dict)  # id -> the interview's columns (one query)
-    sources: dict[int, str] = field(default_factory=dict)  # turn id -> provenance of its quotes
+    turns: dict[int, tuple[str, str]] = field(default_factory=dict)  # turn id -> (its uuid, provenance of its quotes)
+    interview_ids: dict[int, str] = field(default_factory=dict)  # interview id -> its uuid as text
 
     @classmethod
     def of(cls, options: ExcerptOptions) -> _Lookups:
@@ -603,25 +604,28 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
     theme, subtheme = names.placements.get(getattr(v, "placement_id", None), (NO_THEME if spec.themed else "", ""))
     iv = names.interviews.get(v.interview_id) or _late_interview(names, v.interview_id)
     p = names.participants.get(iv.participant_id) or _late_participant(names, iv.participant_id)
-    provenance = ""
-    if "provenance" in spec.columns:
-        # The source part repeats for every row of a turn: build it once per turn.
-        source = names.sources.get(v.segment__turn_id)
-        if source is None:
-            if len(names.sources) >= SOURCE_CACHE:
-                names.sources.clear()  # bounded, so memory stays flat on any corpus
-            source = names.sources[v.segment__turn_id] = _source(
-                live=v.live_record, model_slug=v.segment__turn__model_slug or p.model_id,
-                timestamp=v.segment__turn__timestamp or iv.conducted_at, via=_via(p.provider, p.interface),
-                source_format=iv.source_format, source_filename=iv.source_filename, source_sha256=iv.source_sha256,
-                turn_position=v.segment__turn__position)
-        provenance = _coded_by(source, run["coders"], "suggestion" in run["origins"])
+    interview_id = names.interview_ids.get(iv.id)
+    if interview_id is None:
+        interview_id = names.interview_ids[iv.id] = str(iv.uuid)
+    # The turn's uuid and the source part of the provenance repeat for every row of a turn: built once per turn.
+    turn = names.turns.get(v.segment__turn_id)
+    if turn is None:
+        if len(names.turns) >= SOURCE_CACHE:
+            names.turns.clear()  # bounded, so memory stays flat on any corpus
+        source = _source(
+            live=v.live_record, model_slug=v.segment__turn__model_slug or p.model_id,
+            timestamp=v.segment__turn__timestamp or iv.conducted_at, via=_via(p.provider, p.interface),
+            source_format=iv.source_format, source_filename=iv.source_filename, source_sha256=iv.source_sha256,
+            turn_position=v.segment__turn__position) if "provenance" in spec.columns else ""
+        turn = names.turns[v.segment__turn_id] = (str(v.segment__turn__uuid), source)
+    turn_id, source = turn
+    provenance = _coded_by(source, run["coders"], "suggestion" in run["origins"]) if "provenance" in spec.columns else ""
     return ExcerptRow(
         theme=theme, subtheme=subtheme, code=names.codes.get(v.code_id, ""), model=p.label,
-        interview=iv.title, interview_uuid=str(iv.uuid), turn=turn_number(v.segment__turn__position),
+        interview=iv.title, interview_uuid=interview_id, turn=turn_number(v.segment__turn__position),
         quote=excerpt_quote("".join(run["parts"]), spec), provenance=provenance,
         coders=list(run["coders"]), segment_positions=(run["first_position"], run["last_position"]),
-        offsets=f"{run['start']}–{run['last_end']}", interview_id=str(iv.uuid), turn_id=str(v.segment__turn__uuid),
+        offsets=f"{run['start']}–{run['last_end']}", interview_id=interview_id, turn_id=turn_id,
         response_id=_response_text(getattr(v, "response_id", None)), turn_pk=v.segment__turn_id,
         span=(run["start"], run["last_end"]),
     )

@@ -13,6 +13,7 @@ import docx
 import openpyxl
 import pytest
 
+from interviews.rendering import BOLD, RichText, Run
 from reports.tests.tables_world import NASTY
 from reports.writers import FORMULA_START, Table, iter_table, write_table
 from reports.writers.csv import BOM
@@ -52,6 +53,23 @@ def test_docx_is_a_word_table_with_caption_and_exact_text():
 def test_docx_strips_characters_xml_forbids():
     document = docx.Document(io.BytesIO(render("docx", table([["a\x00b", "c\x0bd", "e", "f"]]))))
     assert [c.text for c in document.tables[0].rows[1].cells] == ["ab", "cd", "e", "f"]
+
+
+def test_repeated_cells_keep_their_own_content_down_the_table():
+    """Cells equal to the one above reuse its XML: a styled quote with the same text as a plain one above it
+    stays styled, a number stays a number, a formula start stays guarded, and an emptied cell stays empty."""
+    styled = RichText([Run("Home", frozenset({BOLD})), Run(" is a feeling.")])
+    rows = [["=A1", "Home is a feeling.", 3, "x"], ["=A1", styled, 3, ""], ["=A1", "Home is a feeling.", 3.0, "x"]]
+    t = Table(caption="c", headers=["a", "b", "c", "d"], rows=iter(rows))
+    ws = openpyxl.load_workbook(io.BytesIO(render("xlsx", t))).active
+    assert [[c.value for c in row] for row in ws.iter_rows(min_row=2)] == [
+        ["'=A1", "Home is a feeling.", 3, "x"], ["'=A1", "Home is a feeling.", 3, None], ["'=A1", "Home is a feeling.", 3, "x"]]
+    t = Table(caption="c", headers=["a", "b", "c", "d"], rows=iter(rows))
+    cells = [r.cells for r in docx.Document(io.BytesIO(render("docx", t))).tables[0].rows[1:]]
+    assert [[c.text for c in row] for row in cells] == [
+        ["=A1", "Home is a feeling.", "3", "x"], ["=A1", "Home is a feeling.", "3", ""], ["=A1", "Home is a feeling.", "3.00", "x"]]
+    assert [(r.text, bool(r.bold)) for r in cells[1][1].paragraphs[0].runs] == [("Home", True), (" is a feeling.", False)]
+    assert [bool(r.bold) for r in cells[2][1].paragraphs[0].runs] == [False]
 
 
 def test_xlsx_reads_back_with_text_never_turned_into_formulas():

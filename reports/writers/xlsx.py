@@ -21,7 +21,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
-from reports.writers import Table, safe_cell, safe_row
+from reports.writers import ZIP_LEVEL, Table, safe_cell
 
 MAX_CELL = 32767  # Excel's limit on the characters in one cell
 SHEET_TITLE = "Table"
@@ -37,7 +37,7 @@ _DIMENSION = re.compile(r"<dimension [^>]*/>")
 def write_xlsx(table: Table, out: BinaryIO) -> None:
     skeleton = _skeleton(table)
     letters = [get_column_letter(i) for i in range(1, len(table.headers) + 1)]
-    with zipfile.ZipFile(io.BytesIO(skeleton)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+    with zipfile.ZipFile(io.BytesIO(skeleton)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=ZIP_LEVEL) as dst:
         for item in src.infolist():
             if item.filename != SHEET:
                 dst.writestr(item, src.read(item.filename))
@@ -49,8 +49,9 @@ def write_xlsx(table: Table, out: BinaryIO) -> None:
             with dst.open(SHEET, "w", force_zip64=True) as f:
                 f.write(xml[:start].encode("utf-8"))
                 buffer: list[str] = []
+                cells = _CellWriter(letters, styles)
                 for n, row in enumerate(table.iter_rows(), start=2):
-                    buffer.append(_row_xml(n, row, letters, styles))
+                    buffer.append(cells.row_xml(n, row))
                     if n % FLUSH_ROWS == 0:
                         f.write("".join(buffer).encode("utf-8"))
                         buffer = []
@@ -80,16 +81,34 @@ def _text(value: object) -> str:
     return str(safe_cell(_INVALID_XML.sub("", str(value))))[:MAX_CELL]
 
 
-def _row_xml(n: int, row, letters: list[str], styles: list[str]) -> str:
-    cells = []
-    for i, value in enumerate(safe_row(row)):
-        ref = f"{letters[i]}{n}"
-        style = styles[i] if i < len(styles) else ""
-        if value is None or value == "" or value != value:  # NaN: Excel has none, and a file holding one does not open
-            continue
-        if isinstance(value, str):
-            text = escape(_text(value))
-            cells.append(f'<c r="{ref}"{style} t="inlineStr"><is><t xml:space="preserve">{text}</t></is></c>')
-        else:
-            cells.append(f'<c r="{ref}"><v>{value!r}</v></c>')
-    return f'<row r="{n}">' + "".join(cells) + "</row>"
+class _CellWriter:
+    """Rows as <row> XML. A text cell equal to the one above it (the same theme, code or interview down a
+    sorted table) reuses that cell's checked and escaped content instead of checking it again."""
+
+    def __init__(self, letters: list[str], styles: list[str]) -> None:
+        self.letters, self.styles = letters, styles
+        self.above: dict[int, tuple[str, str]] = {}
+
+    def row_xml(self, n: int, row) -> str:
+        cells = []
+        for i, value in enumerate(row):
+            style = self.styles[i] if i < len(self.styles) else ""
+            if value.__class__ is str:
+                above = self.above.get(i)
+                if above is None or above[0] != value:
+                    above = self.above[i] = (value, _cell_xml(safe_cell(value), style))
+                xml = above[1]
+            else:
+                xml = _cell_xml(safe_cell(value), style)
+            if xml:
+                cells.append(f'<c r="{self.letters[i]}{n}"{xml}')
+        return f'<row r="{n}">' + "".join(cells) + "</row>"
+
+
+def _cell_xml(value, style: str) -> str:
+    """A cell's XML after its reference: empty for a cell left empty."""
+    if value is None or value == "" or value != value:  # NaN: Excel has none, and a file holding one does not open
+        return ""
+    if isinstance(value, str):
+        return f'{style} t="inlineStr"><is><t xml:space="preserve">{escape(_text(value))}</t></is></c>'
+    return f"><v>{value!r}</v></c>"
