@@ -41,6 +41,66 @@ def thread_counts(themes: list[Theme], user) -> dict[int, dict]:
     return {r["theme_id"]: r for r in rows}
 
 
+@dataclass
+class ThreadWindow:
+    """The comments of a theme's threads active since comment id `since`, and what the window leaves out.
+
+    A thread (a top-level comment and its replies) is as recent as its newest comment, so a reply to an old
+    thread brings it back into view. The counts are the whole thread's, shown or not.
+    """
+
+    comments: list[Comment]
+    since: int
+    older: int  # threads last active before `since`
+    older_since: int  # the `since` that also shows the next `latest` of them
+    token: str  # changes whenever a comment is posted, resolved or reopened
+    open: int
+    unread: int
+
+
+# One pass over the theme's comments (a few hundred at most, by the theme index): each thread's newest
+# comment id ranks the threads. The unread rule is thread_context's: not by `user`, posted after they last
+# read the thread or after the newest comment the polling page had shown.
+_THREAD_WINDOW_SQL = """
+WITH threads AS (
+    SELECT COALESCE(parent_id, id) AS thread, MAX(id) AS last FROM themes_comment WHERE theme_id = %(theme)s GROUP BY 1
+), ranked AS (
+    SELECT last, ROW_NUMBER() OVER (ORDER BY last DESC) AS n FROM threads
+), cut AS (
+    SELECT LEAST(COALESCE((SELECT last FROM ranked WHERE n = %(latest)s), 0), COALESCE(%(since)s, 9223372036854775807)) AS since
+)
+SELECT cut.since,
+       (SELECT COUNT(*) FROM ranked WHERE last < cut.since),
+       COALESCE((SELECT last FROM ranked WHERE last < cut.since ORDER BY last DESC OFFSET %(latest)s - 1 LIMIT 1), 0),
+       c.last, c.n, c.resolved, c.open, c.unread
+FROM cut, (
+    SELECT COALESCE(MAX(id), 0) AS last, COUNT(*) AS n, COUNT(*) FILTER (WHERE resolved_at IS NOT NULL) AS resolved,
+           COUNT(*) FILTER (WHERE parent_id IS NULL AND resolved_at IS NULL) AS open,
+           COUNT(*) FILTER (WHERE author_id IS DISTINCT FROM %(user)s
+                            AND (%(read)s::timestamptz IS NULL OR created_at > %(read)s OR id > %(shown)s)) AS unread
+    FROM themes_comment WHERE theme_id = %(theme)s
+) c
+"""
+
+
+def thread_token(last: int, n: int, resolved: int) -> str:
+    return f"{last}-{n}-{resolved}"
+
+
+def thread_window(theme: Theme, user, *, latest: int, since: int | None = None,
+                  read_at: datetime.datetime | None = None, shown_up_to: int | None = None) -> ThreadWindow:
+    """The `latest` most recently active threads of `theme`, and every thread active since comment id `since` (2 queries)."""
+    params = {"theme": theme.pk, "latest": latest, "since": since, "user": user.pk, "read": read_at, "shown": shown_up_to}
+    with connection.cursor() as cursor:
+        cursor.execute(_THREAD_WINDOW_SQL, params)
+        cut, older, older_since, last, n, resolved, open_count, unread = cursor.fetchone()
+    active = Comment.objects.filter(theme=theme, id__gte=cut).annotate(thread=Coalesce("parent_id", "id")).values("thread")
+    comments = list(Comment.objects.filter(theme=theme).filter(Q(id__in=active) | Q(parent_id__in=active))
+                    .select_related("author", "resolved_by"))
+    return ThreadWindow(comments=comments, since=cut, older=older, older_since=older_since,
+                        token=thread_token(last, n, resolved), open=open_count, unread=unread)
+
+
 def seen_in_thread(user) -> Exists:
     """For a comment queryset: `user` has opened the comment's thread since it was posted."""
     return Exists(ThreadRead.objects.filter(theme=OuterRef("theme_id"), user=user, last_read_at__gte=OuterRef("created_at")))

@@ -42,7 +42,7 @@ def u(name, project, *args, **query):
 
 READ_PAGES = [
     ("board", lambda w: []), ("map", lambda w: []), ("map_data", lambda w: []), ("mentions", lambda w: []),
-    ("detail", lambda w: [w["a"].uuid]), ("thread", lambda w: [w["a"].uuid]),
+    ("detail", lambda w: [w["a"].uuid]), ("excerpt_counts", lambda w: [w["a"].uuid]), ("thread", lambda w: [w["a"].uuid]),
     ("journal", lambda w: []), ("memo", lambda w: [w["memo"].uuid]), ("memo_revision", lambda w: [w["memo"].uuid, 1]),
     ("reviews", lambda w: []), ("review", lambda w: [w["review"].uuid]), ("present", lambda w: [w["review"].uuid, 0]),
     ("snapshots", lambda w: []),
@@ -250,7 +250,10 @@ def test_board_code_filter_works_without_javascript_and_keeps_the_parents_of_wha
 def test_theme_page_shows_excerpts_by_model_exemplars_memos_and_thread(world, project, viewer, client_for):
     html = client_for(viewer).get(u("detail", project, world["a"].uuid)).content.decode()
     assert "GPT-4o" in html and "I try to be honest" in html
-    assert "1 of 1" in html
+    counts_url = u("excerpt_counts", project, world["a"].uuid)
+    assert f'hx-get="{counts_url}" hx-trigger="load"' in html  # the counts by model come once the page is shown
+    counts = client_for(viewer).get(counts_url).content.decode()
+    assert "1 of 1" in counts and '<span class="badge" id="excerpt-total" hx-swap-oob="true">1</span>' in counts
     assert "“I try to be honest about what I do not know.”" in html  # the exemplar
     assert "Reading GPT" in html
     assert '<span class="mention">@arjun</span>' in html
@@ -514,7 +517,7 @@ def test_meeting_agenda_and_attendees_can_change(world, project, analyst, client
 
 def test_theme_page_shows_models_that_never_express_the_theme(world, project, viewer, client_for, make_interview):
     make_interview("Gemini")
-    html = client_for(viewer).get(u("detail", project, world["a"].uuid)).content.decode()
+    html = client_for(viewer).get(u("excerpt_counts", project, world["a"].uuid)).content.decode()
     row = html.split("<td>Gemini</td>")[1].split("</tr>")[0]
     assert '<td class="num">0</td>' in row and "0 of 1" in row
 
