@@ -138,7 +138,8 @@ def board(project, user, *, q: str = "", show: str = "all", changed: list[Theme]
     The codes come once, as the codebook's tree (parents before their children, each with its `depth`
     and `theme_count`); `q` and `show` mark the ones the code filter hides (`hidden`).
     With `changed` (the themes one move of the code `moved` touched), `columns` holds only the top-level columns
-    around them, and counts are taken for those columns and `moved` only: what a move's answer re-renders.
+    around them, and counts are read for those columns and `moved` only: what a move's answer re-renders. The
+    counts are recent_excerpt_counts' copies, so a move counts afresh only the themes whose codes it changed.
     """
     themes = list(Theme.objects.for_project(project).order_by("position", "name"))
     codes = list(Code.objects.for_project(project).filter(archived=False).order_by("position", "name"))
@@ -148,10 +149,11 @@ def board(project, user, *, q: str = "", show: str = "all", changed: list[Theme]
     shown = themes if changed is None else _same_columns(themes, changed)
     shown_ids = {t.id for t in shown}
     if changed is None:
-        theme_counts, code_counts = recent_excerpt_counts(project, placements)
+        theme_counts, code_counts = recent_excerpt_counts(project, placements, list(code_by_id))
     else:
         code_ids = {c for t, c in placements if t in shown_ids} | ({moved.id} if moved else set())
-        theme_counts, code_counts = excerpt_counts(project, theme_ids=list(shown_ids), code_ids=list(code_ids))
+        theme_counts, code_counts = recent_excerpt_counts(project, placements, list(code_by_id), themes=list(shown_ids),
+                                                          codes=list(code_ids))
     for code in codes:
         code.segment_count = code_counts.get(code.id, 0)
     nodes = {t.id: BoardTheme(theme=t, excerpts=theme_counts.get(t.id, 0)) for t in shown}

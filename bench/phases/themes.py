@@ -83,6 +83,7 @@ def run(ctx: Context) -> Section:  # noqa: PLR0915 - one linear setup
         ("board (12 themes + 12 sub-themes, 60 codes)", f"{base}/"),
         ("map data JSON", f"{base}/map/data/"),
         ("theme page (largest theme)", f"{base}/t/{themes[0].uuid}/"),
+        ("its excerpt counts by model (loaded after the page)", f"{base}/t/{themes[0].uuid}/excerpt-counts/"),
         ("thread poll, nothing new (204)", None),
         ("reflexive journal (300 memos)", f"{base}/memos/"),
         ("presenter mode, one theme", f"{base}/reviews/{review.uuid}/present/0/"),

@@ -160,15 +160,52 @@ def test_a_move_answers_in_the_same_queries_on_a_small_and_a_large_board(world, 
         return client.post(u("code_place", project), {"action": "move", "code": code.uuid, "source": source.uuid, "theme": target.uuid},
                            headers={"X-Fragment": "changes"})
 
+    # Each measured move leaves both themes with codes they never held, so both are counted afresh
+    # (recent_excerpt_counts keeps a theme's count by the codes it holds).
+    spare = [make_code(f"spare {i}") for i in range(2)]
+    for code in spare:
+        services.theme_add_code(theme=world["a"], actor=owner, code=code)
     move(world["x"], world["a"], world["b"])
     with CaptureQueriesContext(connection) as small:
-        assert move(world["x"], world["b"], world["a"]).status_code == 200
+        assert move(spare[1], world["a"], world["b"]).status_code == 200  # the last in its theme: no renumbering
     for i in range(8):
         theme = services.theme_create(project=project, actor=owner, name=f"More {i}")
         services.theme_add_code(theme=theme, actor=owner, code=make_code(f"more {i}"))
         services.comment_post(theme=theme, actor=owner, body="a point")
     with django_assert_num_queries(len(small)):
-        assert move(world["x"], world["a"], world["b"]).status_code == 200
+        assert move(spare[0], world["a"], world["b"]).status_code == 200
+
+
+def test_a_move_counts_afresh_only_the_themes_it_changed_and_the_board_keeps_them(world, project, owner, analyst, client_for,
+                                                                                 code_segment):
+    client = client_for(analyst)
+
+    def counted(response) -> list[str]:
+        return [q["sql"] for q in response if "WITH coded AS" in q["sql"] or "COUNT(DISTINCT c.segment_id)" in q["sql"]]
+
+    def column(html: str, theme) -> str:
+        return html.split(f'id="theme-{theme.uuid}"')[1].split("</section>")[0]
+
+    client.get(u("board", project))
+    with CaptureQueriesContext(connection) as moving:
+        html = client.post(u("code_place", project), {"action": "move", "code": world["x"].uuid, "source": world["a"].uuid,
+                                                      "theme": world["b"].uuid}, headers={"X-Fragment": "changes"}).content.decode()
+    (themes_counted,) = counted(moving.captured_queries)  # the codes' counts are the board's copy: a move does not change them
+    assert "WITH coded AS" in themes_counted and "2 codes · 2 excerpts" in column(html, world["b"])
+    with CaptureQueriesContext(connection) as board:
+        html = client.get(u("board", project)).content.decode()
+    assert counted(board.captured_queries) == []
+    assert "0 codes · 0 excerpts" in column(html, world["a"]) and "2 codes · 2 excerpts" in column(html, world["b"])
+
+
+def test_a_new_code_shows_its_count_on_the_board_at_once(world, project, owner, analyst, client_for, make_code, code_segment):
+    client = client_for(analyst)
+    client.get(u("board", project))
+    fresh = make_code("fresh")
+    code_segment(fresh, world["segments"][2])
+    html = client.get(u("board", project)).content.decode()
+    chip = html.split(f'id="code-{fresh.uuid}"')[1].split("</li>")[0]
+    assert '<span class="count" title="coded segments">1</span>' in chip
 
 
 def test_the_board_escapes_code_and_theme_names_in_chips(world, project, owner, analyst, viewer, client_for, make_code):
