@@ -102,14 +102,15 @@ def theme_excerpt_sample(theme: Theme, *, interviews_per_model: int = 5) -> list
     return groups
 
 
-def theme_excerpts(theme: Theme, *, interview_ids: list[int] | None = None) -> list[ModelGroup]:
+def theme_excerpts(theme: Theme, *, interview_ids: list[int] | None = None, code_ids: list[int] | None = None) -> list[ModelGroup]:
     """Every excerpt coded with one of the theme's codes (in these interviews), grouped by participant model (4 queries).
 
     Built on coding.excerpts.excerpts_for_codes (per-code excerpts); here runs of different codes
     that touch or overlap in one turn become one excerpt, and the text is cut from the turn itself
     so an exemplar pinned from it can be verified against the source character for character.
     """
-    code_ids = list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
+    if code_ids is None:  # the theme's live codes, unless the caller has them
+        code_ids = list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
     if not code_ids:
         return []
     segments: dict[int, dict] = {}

@@ -494,7 +494,9 @@ def comment_resolve(*, comment: Comment, actor, resolved: bool = True) -> Commen
 
 def thread_mark_read(*, theme: Theme, user) -> None:
     """Remember that `user` has seen the thread up to now (unread markers)."""
-    ThreadRead.objects.update_or_create(theme=theme, user=user, defaults={"last_read_at": timezone.now()})
+    # One upsert rather than update_or_create's transaction, locked read and write: every theme page view runs it.
+    ThreadRead.objects.bulk_create([ThreadRead(theme=theme, user=user, last_read_at=timezone.now())],
+                                   update_conflicts=True, unique_fields=["theme", "user"], update_fields=["last_read_at"])
 
 
 def mentions_mark_read(*, project: Project, user) -> datetime.datetime | None:

@@ -261,11 +261,11 @@ def _latest_memos(memos) -> list[Memo]:
 
 
 def theme_excerpt_page(request: HttpRequest, theme: Theme) -> dict:
-    """The theme's codes and one page of its excerpts, by model (6 queries)."""
+    """The theme's codes and one page of its excerpts, by model (5 queries)."""
     codes = list(Code.objects.filter(theme_codes__theme=theme, deleted_at__isnull=True).order_by("theme_codes__position"))
     code_names = {c.id: c for c in codes}
     interviews = paginate(request, theme_interviews(theme), per_page=THEME_EXCERPT_INTERVIEWS, counted=False, target="#excerpt-pages")
-    groups = theme_excerpts(theme, interview_ids=[i.pk for i in interviews]) if interviews else []
+    groups = theme_excerpts(theme, interview_ids=[i.pk for i in interviews], code_ids=list(code_names)) if interviews else []
     for group in groups:
         for excerpt in group.excerpts:
             excerpt.codes = [code_names[i] for i in sorted(excerpt.code_ids) if i in code_names]
