@@ -58,9 +58,9 @@ class ThreadWindow:
     unread: int
 
 
-# One pass over the theme's comments (a few hundred at most, by the theme index): each thread's newest
-# comment id ranks the threads. The unread rule is thread_context's: not by `user`, posted after they last
-# read the thread or after the newest comment the polling page had shown.
+# Counts over the theme's comments (by the theme index), none of them rendered: each thread's newest comment
+# id ranks the threads. The unread rule is thread_context's: not by `user`, posted after they last read the
+# thread or after the newest comment the polling page had shown.
 _THREAD_WINDOW_SQL = """
 WITH threads AS (
     SELECT COALESCE(parent_id, id) AS thread, MAX(id) AS last FROM themes_comment WHERE theme_id = %(theme)s GROUP BY 1

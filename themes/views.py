@@ -369,7 +369,7 @@ def thread_context(request: HttpRequest, membership: Membership, theme: Theme, s
     tops, by_id = [], {}
     for c in window.comments:
         c.html = render_markdown(c.body, mentionable=usernames)
-        # The rule queries.thread_window counts the whole thread's unread comments by.
+        # The same rule as queries.thread_window's count of unread comments, shown or not.
         c.unread = (read is None or c.created_at > read or (shown_up_to is not None and c.id > shown_up_to)) \
             and c.author_id != request.user.id
         c.thread_replies = []
