@@ -275,7 +275,7 @@ def theme_excerpt_page(request: HttpRequest, theme: Theme) -> dict:
 @login_required
 @require_GET
 def theme_excerpt_counts(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
-    """Excerpts and interviews per model over the whole project; the theme page loads them once it is shown (4 queries).
+    """Excerpts and interviews per model over the whole project; the theme page loads them once it is shown (3 queries).
 
     Every model of the project is listed, so one that never expresses the theme shows as 0 rather than vanishing.
     Each model links to the page of excerpts where its first interview is (the pages list the interviews by model).
