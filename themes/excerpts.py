@@ -102,14 +102,15 @@ def theme_excerpt_sample(theme: Theme, *, interviews_per_model: int = 5) -> list
     return groups
 
 
-def theme_excerpts(theme: Theme, *, interview_ids: list[int] | None = None) -> list[ModelGroup]:
+def theme_excerpts(theme: Theme, *, interview_ids: list[int] | None = None, code_ids: list[int] | None = None) -> list[ModelGroup]:
     """Every excerpt coded with one of the theme's codes (in these interviews), grouped by participant model (4 queries).
 
     Built on coding.excerpts.excerpts_for_codes (per-code excerpts); here runs of different codes
     that touch or overlap in one turn become one excerpt, and the text is cut from the turn itself
     so an exemplar pinned from it can be verified against the source character for character.
     """
-    code_ids = list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
+    if code_ids is None:  # the theme's live codes, unless the caller has them
+        code_ids = list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
     if not code_ids:
         return []
     segments: dict[int, dict] = {}
@@ -177,30 +178,57 @@ SELECT theme_id, COUNT(*) FILTER (WHERE starts_run) FROM runs GROUP BY theme_id
 def excerpt_counts(project, *, theme_ids: list[int] | None = None, code_ids: list[int] | None = None,
                    ) -> tuple[dict[int, int], dict[int, int]]:
     """(excerpts per theme id, coded segments per code id) for a whole project, or only these themes and codes; 2 queries."""
-    params = {"project": project.pk, "themes": theme_ids, "codes": code_ids}
+    return _theme_excerpts(project, theme_ids), _code_segments(project, code_ids)
+
+
+def _theme_excerpts(project, theme_ids: list[int] | None) -> dict[int, int]:
     with connection.cursor() as cur:
-        cur.execute(_THEME_COUNTS_SQL.format(themes="" if theme_ids is None else "AND tc.theme_id = ANY(%(themes)s)"), params)
-        theme_counts = dict(cur.fetchall())
-        cur.execute(_CODE_COUNTS_SQL.format(codes="" if code_ids is None else "AND c.code_id = ANY(%(codes)s)"), params)
-        code_counts = dict(cur.fetchall())
-    return theme_counts, code_counts
+        cur.execute(_THEME_COUNTS_SQL.format(themes="" if theme_ids is None else "AND tc.theme_id = ANY(%(themes)s)"),
+                    {"project": project.pk, "themes": theme_ids})
+        return dict(cur.fetchall())
+
+
+def _code_segments(project, code_ids: list[int] | None) -> dict[int, int]:
+    with connection.cursor() as cur:
+        cur.execute(_CODE_COUNTS_SQL.format(codes="" if code_ids is None else "AND c.code_id = ANY(%(codes)s)"),
+                    {"project": project.pk, "codes": code_ids})
+        return dict(cur.fetchall())
 
 
 RECENT_COUNTS_SECONDS = 60
 
 
-def recent_excerpt_counts(project, placements: list[tuple[int, int]]) -> tuple[dict[int, int], dict[int, int]]:
-    """`excerpt_counts` of the whole project as of at most a minute ago (the themes board's).
+def _digest(ids) -> str:
+    return hashlib.sha256(repr(sorted(ids)).encode()).hexdigest()[:32]
+
+
+def recent_excerpt_counts(project, placements: list[tuple[int, int]], code_ids: list[int], *,
+                          themes: list[int] | None = None, codes: list[int] | None = None) -> tuple[dict[int, int], dict[int, int]]:
+    """`excerpt_counts` as of at most a minute ago (the themes board's), counting only what changed since.
 
     Counting every coding grows with the project (the board took 765 ms at 50× the peer corpus), so the
-    board reads a copy kept a minute, as the project's coding progress is. `placements`, every (theme id,
-    code id) the board shows, are part of the key: a code moved, added or taken out shows in the counts at
-    once; a new coding within the minute.
+    board reads copies kept a minute, as the project's coding progress is: each theme's count keyed by the
+    codes it holds (`placements`, every (theme id, code id) the board shows), the codes' counts keyed by the
+    codes shown (`code_ids`). A code moved, added or taken out is counted at once, in the themes it changed
+    only; a new code at once; a new coding within the minute.
+    `themes` and `codes`: only these (a drag's answer); codes not kept are then counted alone and not kept.
     """
-    digest = hashlib.sha256(repr(sorted(placements)).encode()).hexdigest()[:32]
-    key = f"themes:excerpt-counts:{project.uuid}:{digest}"
-    counts = cache.get(key)
-    if counts is None:
-        counts = excerpt_counts(project)
-        cache.set(key, counts, RECENT_COUNTS_SECONDS)
-    return counts
+    held: dict[int, list[int]] = defaultdict(list)
+    for theme_id, code_id in placements:
+        held[theme_id].append(code_id)
+    theme_keys = {t: f"themes:theme-excerpts:{project.uuid}:{t}:{_digest(held[t])}" for t in (held if themes is None else themes)}
+    codes_key = f"themes:code-segments:{project.uuid}:{_digest(code_ids)}"
+    kept = cache.get_many([*theme_keys.values(), codes_key])
+    theme_counts = {t: kept[key] for t, key in theme_keys.items() if key in kept}
+    missing = [t for t in theme_keys if t not in theme_counts]
+    if missing:
+        fresh = _theme_excerpts(project, missing)
+        theme_counts |= {t: fresh.get(t, 0) for t in missing}
+        cache.set_many({theme_keys[t]: theme_counts[t] for t in missing}, RECENT_COUNTS_SECONDS)
+    code_counts = kept.get(codes_key)
+    if code_counts is None and codes is not None:
+        code_counts = _code_segments(project, codes)
+    elif code_counts is None:
+        code_counts = _code_segments(project, None)
+        cache.set(codes_key, code_counts, RECENT_COUNTS_SECONDS)
+    return theme_counts, code_counts

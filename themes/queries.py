@@ -41,6 +41,66 @@ def thread_counts(themes: list[Theme], user) -> dict[int, dict]:
     return {r["theme_id"]: r for r in rows}
 
 
+@dataclass
+class ThreadWindow:
+    """The comments of a theme's threads active since comment id `since`, and what the window leaves out.
+
+    A thread (a top-level comment and its replies) is as recent as its newest comment, so a reply to an old
+    thread brings it back into view. The counts are the whole thread's, shown or not.
+    """
+
+    comments: list[Comment]
+    since: int
+    older: int  # threads last active before `since`
+    older_since: int  # the `since` that also shows the next `latest` of them
+    token: str  # changes whenever a comment is posted, resolved or reopened
+    open: int
+    unread: int
+
+
+# Counts over the theme's comments (by the theme index), none of them rendered: each thread's newest comment
+# id ranks the threads. The unread rule is thread_context's: not by `user`, posted after they last read the
+# thread or after the newest comment the polling page had shown.
+_THREAD_WINDOW_SQL = """
+WITH threads AS (
+    SELECT COALESCE(parent_id, id) AS thread, MAX(id) AS last FROM themes_comment WHERE theme_id = %(theme)s GROUP BY 1
+), ranked AS (
+    SELECT last, ROW_NUMBER() OVER (ORDER BY last DESC) AS n FROM threads
+), cut AS (
+    SELECT LEAST(COALESCE((SELECT last FROM ranked WHERE n = %(latest)s), 0), COALESCE(%(since)s, 9223372036854775807)) AS since
+)
+SELECT cut.since,
+       (SELECT COUNT(*) FROM ranked WHERE last < cut.since),
+       COALESCE((SELECT last FROM ranked WHERE last < cut.since ORDER BY last DESC OFFSET %(latest)s - 1 LIMIT 1), 0),
+       c.last, c.n, c.resolved, c.open, c.unread
+FROM cut, (
+    SELECT COALESCE(MAX(id), 0) AS last, COUNT(*) AS n, COUNT(*) FILTER (WHERE resolved_at IS NOT NULL) AS resolved,
+           COUNT(*) FILTER (WHERE parent_id IS NULL AND resolved_at IS NULL) AS open,
+           COUNT(*) FILTER (WHERE author_id IS DISTINCT FROM %(user)s
+                            AND (%(read)s::timestamptz IS NULL OR created_at > %(read)s OR id > %(shown)s)) AS unread
+    FROM themes_comment WHERE theme_id = %(theme)s
+) c
+"""
+
+
+def thread_token(last: int, n: int, resolved: int) -> str:
+    return f"{last}-{n}-{resolved}"
+
+
+def thread_window(theme: Theme, user, *, latest: int, since: int | None = None,
+                  read_at: datetime.datetime | None = None, shown_up_to: int | None = None) -> ThreadWindow:
+    """The `latest` most recently active threads of `theme`, and every thread active since comment id `since` (2 queries)."""
+    params = {"theme": theme.pk, "latest": latest, "since": since, "user": user.pk, "read": read_at, "shown": shown_up_to}
+    with connection.cursor() as cursor:
+        cursor.execute(_THREAD_WINDOW_SQL, params)
+        cut, older, older_since, last, n, resolved, open_count, unread = cursor.fetchone()
+    active = Comment.objects.filter(theme=theme, id__gte=cut).annotate(thread=Coalesce("parent_id", "id")).values("thread")
+    comments = list(Comment.objects.filter(theme=theme).filter(Q(id__in=active) | Q(parent_id__in=active))
+                    .select_related("author", "resolved_by"))
+    return ThreadWindow(comments=comments, since=cut, older=older, older_since=older_since,
+                        token=thread_token(last, n, resolved), open=open_count, unread=unread)
+
+
 def seen_in_thread(user) -> Exists:
     """For a comment queryset: `user` has opened the comment's thread since it was posted."""
     return Exists(ThreadRead.objects.filter(theme=OuterRef("theme_id"), user=user, last_read_at__gte=OuterRef("created_at")))
@@ -78,7 +138,8 @@ def board(project, user, *, q: str = "", show: str = "all", changed: list[Theme]
     The codes come once, as the codebook's tree (parents before their children, each with its `depth`
     and `theme_count`); `q` and `show` mark the ones the code filter hides (`hidden`).
     With `changed` (the themes one move of the code `moved` touched), `columns` holds only the top-level columns
-    around them, and counts are taken for those columns and `moved` only: what a move's answer re-renders.
+    around them, and counts are read for those columns and `moved` only: what a move's answer re-renders. The
+    counts are recent_excerpt_counts' copies, so a move counts afresh only the themes whose codes it changed.
     """
     themes = list(Theme.objects.for_project(project).order_by("position", "name"))
     codes = list(Code.objects.for_project(project).filter(archived=False).order_by("position", "name"))
@@ -88,10 +149,11 @@ def board(project, user, *, q: str = "", show: str = "all", changed: list[Theme]
     shown = themes if changed is None else _same_columns(themes, changed)
     shown_ids = {t.id for t in shown}
     if changed is None:
-        theme_counts, code_counts = recent_excerpt_counts(project, placements)
+        theme_counts, code_counts = recent_excerpt_counts(project, placements, list(code_by_id))
     else:
         code_ids = {c for t, c in placements if t in shown_ids} | ({moved.id} if moved else set())
-        theme_counts, code_counts = excerpt_counts(project, theme_ids=list(shown_ids), code_ids=list(code_ids))
+        theme_counts, code_counts = recent_excerpt_counts(project, placements, list(code_by_id), themes=list(shown_ids),
+                                                          codes=list(code_ids))
     for code in codes:
         code.segment_count = code_counts.get(code.id, 0)
     nodes = {t.id: BoardTheme(theme=t, excerpts=theme_counts.get(t.id, 0)) for t in shown}

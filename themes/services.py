@@ -166,10 +166,14 @@ def theme_place_before(*, theme: Theme, actor, before: Theme) -> Theme:
 
 
 def _renumber(rows: Sequence) -> None:
+    """Positions 0, 1, 2… in the order of `rows` (rows of one model), in one UPDATE."""
+    changed = []
     for i, row in enumerate(rows):
         if row.position != i:
             row.position = i
-            row.save(update_fields=["position"])
+            changed.append(row)
+    if changed:
+        type(changed[0]).objects.bulk_update(changed, ["position"])
 
 
 @transaction.atomic
@@ -194,18 +198,27 @@ def _descendant_ids(theme: Theme) -> list[int]:
 
 # ---------------------------------------------------------------- codes in themes
 
-def _placements(theme: Theme) -> list[ThemeCode]:
-    """The theme's code rows in order, with the theme row locked so two drags into one theme queue up."""
-    Theme.objects.select_for_update().filter(pk=theme.pk).first()
-    return list(ThemeCode.objects.filter(theme=theme).select_for_update().order_by("position", "id"))
+def _placements(*themes: Theme) -> dict[int, list[ThemeCode]]:
+    """Each theme's code rows in order (by theme id), the theme rows locked first so two drags into one theme queue up.
+
+    Locked in id order: two moves between the same themes in opposite directions wait for each other rather
+    than deadlock.
+    """
+    ids = sorted({t.pk for t in themes})
+    list(Theme.objects.select_for_update().filter(pk__in=ids).order_by("pk").values_list("pk", flat=True))
+    rows: dict[int, list[ThemeCode]] = {pk: [] for pk in ids}
+    for row in ThemeCode.objects.filter(theme_id__in=ids).select_for_update().order_by("position", "id"):
+        rows[row.theme_id].append(row)
+    return rows
 
 
-@transaction.atomic
-def theme_add_code(*, theme: Theme, actor, code: Code, before: Code | None = None) -> ThemeCode:
-    """Place a code in a theme (kept elsewhere too), before `before` or at the end; re-placing reorders."""
+def _check_placeable(theme: Theme, code: Code) -> None:
     if code.project_id != theme.project_id or code.deleted_at is not None:
         raise ValidationError({"code": "This code is not in the theme's project."})
-    rows = _placements(theme)
+
+
+def _place(theme: Theme, rows: list[ThemeCode], *, actor, code: Code, before: Code | None) -> ThemeCode:
+    """Put `code` among the theme's locked `rows`, before `before` or at the end."""
     existing = next((r for r in rows if r.code_id == code.id), None)
     if existing is None:
         existing = ThemeCode.objects.create(theme=theme, code=code, position=len(rows))
@@ -219,14 +232,29 @@ def theme_add_code(*, theme: Theme, actor, code: Code, before: Code | None = Non
     return existing
 
 
+def _take_out(theme: Theme, rows: list[ThemeCode], *, actor, code: Code) -> None:
+    """Take `code` out of the theme's locked `rows`, if it is there."""
+    row = next((r for r in rows if r.code_id == code.id), None)
+    if row is None:
+        return
+    ThemeCode.objects.filter(pk=row.pk).delete()
+    rows.remove(row)
+    _renumber(rows)
+    audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
+                 summary=f"Code “{code.name}” taken out of theme “{theme.name}”")
+
+
+@transaction.atomic
+def theme_add_code(*, theme: Theme, actor, code: Code, before: Code | None = None) -> ThemeCode:
+    """Place a code in a theme (kept elsewhere too), before `before` or at the end; re-placing reorders."""
+    _check_placeable(theme, code)
+    return _place(theme, _placements(theme)[theme.pk], actor=actor, code=code, before=before)
+
+
 @transaction.atomic
 def theme_remove_code(*, theme: Theme, actor, code: Code) -> None:
     """Take a code out of a theme (it stays in the codebook and in other themes)."""
-    deleted, _ = ThemeCode.objects.filter(theme=theme, code=code).delete()
-    if deleted:
-        _renumber(_placements(theme))
-        audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
-                     summary=f"Code “{code.name}” taken out of theme “{theme.name}”")
+    _take_out(theme, _placements(theme)[theme.pk], actor=actor, code=code)
 
 
 @transaction.atomic
@@ -234,15 +262,17 @@ def theme_move_code(*, code: Code, source: Theme, target: Theme, actor, before: 
     """Move a code from one theme to another (one step: out of `source`, into `target`)."""
     if source.pk == target.pk:
         return theme_add_code(theme=target, actor=actor, code=code, before=before)
-    placed = theme_add_code(theme=target, actor=actor, code=code, before=before)
-    theme_remove_code(theme=source, actor=actor, code=code)
+    _check_placeable(target, code)
+    rows = _placements(source, target)
+    placed = _place(target, rows[target.pk], actor=actor, code=code, before=before)
+    _take_out(source, rows[source.pk], actor=actor, code=code)
     return placed
 
 
 @transaction.atomic
 def theme_shift_code(*, theme: Theme, actor, code: Code, offset: int) -> None:
     """Move a code up/down (offset -1/+1) inside its theme (keyboard reordering)."""
-    rows = _placements(theme)
+    rows = _placements(theme)[theme.pk]
     index = next((i for i, r in enumerate(rows) if r.code_id == code.id), None)
     if index is None:
         raise ValidationError({"code": f"“{code.name}” is not in theme “{theme.name}”."})
@@ -464,7 +494,9 @@ def comment_resolve(*, comment: Comment, actor, resolved: bool = True) -> Commen
 
 def thread_mark_read(*, theme: Theme, user) -> None:
     """Remember that `user` has seen the thread up to now (unread markers)."""
-    ThreadRead.objects.update_or_create(theme=theme, user=user, defaults={"last_read_at": timezone.now()})
+    # One upsert rather than update_or_create's transaction, locked read and write: every theme page view runs it.
+    ThreadRead.objects.bulk_create([ThreadRead(theme=theme, user=user, last_read_at=timezone.now())],
+                                   update_conflicts=True, unique_fields=["theme", "user"], update_fields=["last_read_at"])
 
 
 def mentions_mark_read(*, project: Project, user) -> datetime.datetime | None:

@@ -14,6 +14,7 @@ urlpatterns = [
     path("map/data/", views.map_data, name="map_data"),
     path("mentions/", views.mentions, name="mentions"),
     path("t/<uuid:theme_uuid>/", views.theme_detail, name="detail"),
+    path("t/<uuid:theme_uuid>/excerpt-counts/", views.theme_excerpt_counts, name="excerpt_counts"),
     path("t/<uuid:theme_uuid>/edit/", views.theme_edit, name="edit"),
     path("t/<uuid:theme_uuid>/status/", views.theme_status, name="status"),
     path("t/<uuid:theme_uuid>/reorder/", views.theme_reorder, name="reorder"),

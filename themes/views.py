@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Q, Window
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -220,48 +220,78 @@ def theme_detail(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
         messages.info(request, f"That theme was merged into “{destination.name}”.")
         return redirect("themes:detail", project_uuid=membership.project.uuid, theme_uuid=destination.uuid)
     theme = _theme(membership, theme_uuid)
+    if request.htmx and request.htmx.target == "excerpt-pages" and not request.htmx.history_restore_request:
+        context = {"project": membership.project, "membership": membership, "theme": theme, **theme_excerpt_page(request, theme)}
+        return render(request, "themes/theme_detail.html#excerpt-pages", context)
     context = theme_page_context(request, membership, theme)
     # Markers were computed above; from now on these comments count as read.
     services.thread_mark_read(theme=theme, user=request.user)
     return render(request, "themes/theme_detail.html", context)
 
 
-# The theme page shows the excerpts of this many interviews at a time (an excerpt never splits across pages).
-THEME_EXCERPT_INTERVIEWS = 20
+# The theme page shows the excerpts of this many interviews at a time (an excerpt never splits across pages),
+# and the latest memos on the theme and on its codes, the rest being in the journal.
+THEME_EXCERPT_INTERVIEWS = 5
+THEME_MEMOS = 10
 
 
 def theme_page_context(request: HttpRequest, membership: Membership, theme: Theme) -> dict:
-    """Definition, codes, excerpts by model, exemplars, memos, thread: a fixed number of queries."""
+    """Definition, codes, a page of excerpts, exemplars, the latest memos and threads: a fixed number of queries.
+
+    What grows with the whole project, the excerpt counts by model, the page loads afterwards (theme_excerpt_counts).
+    """
     project = membership.project
+    excerpts = theme_excerpt_page(request, theme)
+    exemplars = list(Exemplar.objects.filter(theme=theme, turn__interview__deleted_at__isnull=True).select_related("turn__interview__participant").defer("turn__metadata"))
+    memos = _latest_memos(Memo.objects.for_project(project).filter(theme=theme))
+    code_memos = _latest_memos(Memo.objects.for_project(project).filter(code__in=excerpts["codes"])) if excerpts["codes"] else []
+    return {
+        "project": project, "membership": membership, "nav": "themes", "theme": theme, **excerpts,
+        "exemplars": exemplars, "memos": memos, "memo_total": memos[0].total if memos else 0,
+        "code_memos": code_memos, "code_memo_total": code_memos[0].total if code_memos else 0,
+        "subthemes": list(Theme.objects.for_project(project).filter(parent=theme)),
+        "history": list(theme.status_changes.select_related("actor")[:20]),
+        "statuses": Theme.Status.choices, **thread_context(request, membership, theme, since=_comment_id(request.GET.get("since"))),
+    }
+
+
+def _latest_memos(memos) -> list[Memo]:
+    """The latest THEME_MEMOS of `memos`, each with the `total` of them all (one query)."""
+    return list(memos.annotate(total=Window(Count("id"))).order_by("-created_at", "-id")[:THEME_MEMOS])
+
+
+def theme_excerpt_page(request: HttpRequest, theme: Theme) -> dict:
+    """The theme's codes and one page of its excerpts, by model (5 queries)."""
     codes = list(Code.objects.filter(theme_codes__theme=theme, deleted_at__isnull=True).order_by("theme_codes__position"))
     code_names = {c.id: c for c in codes}
-    # The excerpts come a page of interviews at a time; the counts per model are the whole project's.
-    interviews = paginate(request, theme_interviews(theme), per_page=THEME_EXCERPT_INTERVIEWS, counted=False)
-    groups = theme_excerpts(theme, interview_ids=[i.pk for i in interviews]) if interviews else []
+    interviews = paginate(request, theme_interviews(theme), per_page=THEME_EXCERPT_INTERVIEWS, counted=False, target="#excerpt-pages")
+    groups = theme_excerpts(theme, interview_ids=[i.pk for i in interviews], code_ids=list(code_names)) if interviews else []
     for group in groups:
         for excerpt in group.excerpts:
             excerpt.codes = [code_names[i] for i in sorted(excerpt.code_ids) if i in code_names]
-    summary = theme_excerpt_summary(theme) if interviews else {}
-    # Every model of the project, so a model that never expresses the theme shows as 0 rather than vanishing.
-    on_page = {g.label for g in groups}
-    model_rows = [
-        {"label": p.label, "excerpts": summary.get(p.pk, (0, 0))[0], "interviews": summary.get(p.pk, (0, 0))[1],
-         "total": p.n, "anchor": p.label in on_page}
-        for p in Participant.objects.filter(project=project)
-        .annotate(n=Count("interviews", filter=Q(interviews__deleted_at__isnull=True))).filter(n__gt=0).order_by("label")
-    ]
-    exemplars = list(Exemplar.objects.filter(theme=theme, turn__interview__deleted_at__isnull=True).select_related("turn__interview__participant").defer("turn__metadata"))
-    memos = list(Memo.objects.for_project(project).filter(theme=theme))
-    code_memos = list(Memo.objects.for_project(project).filter(code__in=codes)) if codes else []
-    return {
-        "project": project, "membership": membership, "nav": "themes", "theme": theme, "codes": codes,
-        "groups": groups, "model_rows": model_rows, "total_excerpts": sum(n for n, _ in summary.values()),
-        "interviews": interviews,
-        "exemplars": exemplars, "memos": memos, "code_memos": code_memos,
-        "subthemes": list(Theme.objects.for_project(project).filter(parent=theme)),
-        "history": list(theme.status_changes.select_related("actor")[:20]),
-        "statuses": Theme.Status.choices, **thread_context(request, membership, theme),
-    }
+    return {"codes": codes, "groups": groups, "interviews": interviews}
+
+
+@login_required
+@require_GET
+def theme_excerpt_counts(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    """Excerpts and interviews per model over the whole project; the theme page loads them once it is shown (3 queries).
+
+    Every model of the project is listed, so one that never expresses the theme shows as 0 rather than vanishing.
+    Each model links to the page of excerpts where its first interview is (the pages list the interviews by model).
+    """
+    membership = member_or_404(request, project_uuid)
+    theme = _theme(membership, theme_uuid)
+    summary = theme_excerpt_summary(theme)
+    rows, before = [], 0
+    for p in (Participant.objects.filter(project=membership.project)
+              .annotate(n=Count("interviews", filter=Q(interviews__deleted_at__isnull=True))).filter(n__gt=0).order_by("label")):
+        excerpts, interviews = summary.get(p.pk, (0, 0))
+        rows.append({"label": p.label, "excerpts": excerpts, "interviews": interviews, "total": p.n,
+                     "page": before // THEME_EXCERPT_INTERVIEWS + 1 if interviews else None})
+        before += interviews
+    return render(request, "themes/_excerpt_counts.html", {"project": membership.project, "theme": theme, "model_rows": rows,
+                                                           "total_excerpts": sum(n for n, _ in summary.values())})
 
 
 # ---------------------------------------------------------------- exemplars
@@ -319,33 +349,47 @@ def exemplar_change(request: HttpRequest, project_uuid, exemplar_uuid) -> HttpRe
 
 # ---------------------------------------------------------------- discussion
 
-def thread_context(request: HttpRequest, membership: Membership, theme: Theme, shown_up_to: int | None = None) -> dict:
-    """The theme's comments (top-level with replies), unread markers, and the poll token (4 queries).
+# The theme page opens on this many of the most recently active threads; older ones come on request.
+THREAD_LATEST = 10
 
+
+def thread_context(request: HttpRequest, membership: Membership, theme: Theme, shown_up_to: int | None = None,
+                   since: int | None = None) -> dict:
+    """The latest threads (top-level comments with replies), unread markers, and the poll token (4 queries).
+
+    `since`: a comment id; every thread active since it is shown too ("Show older threads", a link to
+    one comment), and the page's polling keeps it, so what the page shows only grows.
     `shown_up_to`: the newest comment id the refreshing page already showed. Comments after it are new
     to that page even if another render (the theme page in another tab, a concurrent refresh) has
     meanwhile marked the thread read.
     """
     read = ThreadRead.objects.filter(theme=theme, user=request.user).values_list("last_read_at", flat=True).first()
     usernames = list(Membership.objects.filter(project=membership.project).values_list("user__username", flat=True))
-    comments = list(Comment.objects.filter(theme=theme).select_related("author", "resolved_by"))
+    window = queries.thread_window(theme, request.user, latest=THREAD_LATEST, since=since, read_at=read, shown_up_to=shown_up_to)
     tops, by_id = [], {}
-    for c in comments:
+    for c in window.comments:
         c.html = render_markdown(c.body, mentionable=usernames)
+        # The same rule as queries.thread_window's count of unread comments, shown or not.
         c.unread = (read is None or c.created_at > read or (shown_up_to is not None and c.id > shown_up_to)) \
             and c.author_id != request.user.id
         c.thread_replies = []
         by_id[c.id] = c
-    for c in comments:
+    for c in window.comments:
         (by_id[c.parent_id].thread_replies if c.parent_id in by_id else tops).append(c)
-    return {"thread": tops, "thread_token": thread_token(theme), "unread_count": sum(c.unread for c in comments),
-            "open_count": sum(1 for c in tops if not c.resolved_at), "members": usernames}
+    return {"thread": tops, "thread_token": window.token, "thread_since": window.since, "older_threads": window.older,
+            "older_since": window.older_since, "unread_count": window.unread, "open_count": window.open, "members": usernames}
 
 
 def thread_token(theme: Theme) -> str:
     """Changes whenever a comment is posted, resolved or reopened (one aggregate query)."""
     agg = Comment.objects.filter(theme=theme).aggregate(last=Max("id"), n=Count("id"), resolved=Count("id", filter=Q(resolved_at__isnull=False)))
-    return f"{agg['last'] or 0}-{agg['n']}-{agg['resolved']}"
+    return queries.thread_token(agg["last"] or 0, agg["n"], agg["resolved"])
+
+
+def _comment_id(value: str | None) -> int | None:
+    """A comment id from a query string or form (the `since` of a thread, the newest comment a page showed)."""
+    value = value or ""
+    return int(value) if value.isascii() and value.isdigit() and len(value) <= 18 else None
 
 
 @login_required
@@ -353,7 +397,8 @@ def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     """GET: the thread fragment (polled; 204 when nothing changed). POST: a new comment or reply."""
     membership = member_or_404(request, project_uuid)
     theme = _theme(membership, theme_uuid)
-    if request.method == "GET" and request.GET.get("token") == thread_token(theme):
+    token = request.GET.get("token")
+    if request.method == "GET" and token and token == thread_token(theme):
         return HttpResponse(status=204)  # the poll found nothing new: no rendering at all
     error = ""
     if request.method == "POST":
@@ -367,10 +412,10 @@ def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
             if error:
                 messages.error(request, error)
             return redirect(reverse("themes:detail", args=[membership.project.uuid, theme.uuid]) + "#thread")
-    shown = request.GET.get("token", "").partition("-")[0]  # the token starts with the newest id the page showed
-    shown_up_to = int(shown) if shown.isascii() and shown.isdigit() and len(shown) <= 18 else None
+    shown_up_to = _comment_id((token or "").partition("-")[0])  # the token starts with the newest id the page showed
+    since = _comment_id(request.POST.get("since") if request.method == "POST" else request.GET.get("since"))
     context = {"project": membership.project, "membership": membership, "theme": theme, "thread_error": error,
-               **thread_context(request, membership, theme, shown_up_to)}
+               **thread_context(request, membership, theme, shown_up_to, since)}
     services.thread_mark_read(theme=theme, user=request.user)
     # htmx swaps only 2xx answers, so an htmx post shows its error inside the fragment with 200.
     return render(request, "themes/_thread.html", context, status=400 if error and not request.htmx else 200)
@@ -386,7 +431,7 @@ def comment_resolve(request: HttpRequest, project_uuid, comment_uuid) -> HttpRes
     if request.htmx:
         theme = comment.theme
         return render(request, "themes/_thread.html", {"project": membership.project, "membership": membership, "theme": theme,
-                                                       **thread_context(request, membership, theme)})
+                                                       **thread_context(request, membership, theme, since=_comment_id(request.POST.get("since")))})
     return redirect(reverse("themes:detail", args=[membership.project.uuid, comment.theme.uuid]) + "#thread")
 
 

@@ -194,6 +194,8 @@ def pages(b: Built) -> list[tuple[str, str, str, str, dict | None]]:
         ("a code's excerpts (first page)", BOUNDED, "get", f"/p/{p}/codebook/{b.code.uuid}/excerpts/", None),
         ("theme board", PROJECT_WIDE, "get", f"/p/{p}/themes/", None),
         ("a theme page", BOUNDED, "get", f"/p/{p}/themes/t/{b.theme.uuid}/", None),
+        ("a theme's excerpt counts by model (loaded after the theme page)", PROJECT_WIDE, "get",
+         f"/p/{p}/themes/t/{b.theme.uuid}/excerpt-counts/", None),
         ("a theme's thread", BOUNDED, "get", f"/p/{p}/themes/t/{b.theme.uuid}/thread/", None),
         ("reflexive journal (first page)", BOUNDED, "get", f"/p/{p}/themes/memos/", None),
         ("meeting page", BOUNDED, "get", f"/p/{p}/themes/reviews/{b.review.uuid}/", None),

@@ -1,5 +1,6 @@
 // Theme discussion: reply targeting, clearing the composer after posting.
-// New comments arrive by htmx polling (hx-trigger="every 4s" on #thread).
+// New comments arrive by htmx polling (hx-trigger="every 4s" on #thread); #thread's data-since says
+// which older threads the page has loaded, and a post keeps them in the answer.
 (function () {
   "use strict";
 
@@ -16,6 +17,13 @@
     if (event.target.closest && event.target.closest(".cancel-reply")) {
       composer.querySelector("[name=parent]").value = "";
       composer.querySelector(".replying").hidden = true;
+    }
+  });
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var thread = document.getElementById("thread");
+    if (thread && event.detail.elt.id === "composer") {
+      event.detail.parameters.since = thread.getAttribute("data-since");
     }
   });
 

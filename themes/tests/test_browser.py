@@ -235,6 +235,35 @@ def test_a_comment_mentions_a_member_from_the_at_list_and_posts_with_ctrl_enter(
     assert comment.body == "Could @arjun look at this?" and list(comment.mentions.all()) == [analyst]
 
 
+@pytest.mark.django_db(transaction=True)
+def test_older_threads_load_on_request_and_stay_when_posting(page, login, live_server, project, owner, analyst, make_code,
+                                                             make_interview, code_segment):
+    from themes.views import THREAD_LATEST
+
+    theme = services.theme_create(project=project, actor=owner, name="Belonging")
+    code = make_code("admits uncertainty")
+    services.theme_add_code(theme=theme, actor=owner, code=code)
+    _, segments = make_interview("GPT-4o")
+    code_segment(code, segments[0])
+    for k in range(THREAD_LATEST + 2):
+        services.comment_post(theme=theme, actor=analyst, body=f"Thread number {k}")
+    login(page, owner)
+    page.goto(f"{live_server.url}/p/{project.uuid}/themes/t/{theme.uuid}/")
+    # The counts by model arrive after the page.
+    expect(page.locator("#excerpt-counts")).to_contain_text("1 of 1")
+    expect(page.locator("#excerpt-total")).to_have_text("1")
+    thread = page.locator("#thread")
+    expect(thread).not_to_contain_text("Thread number 0")
+    page.get_by_role("link", name="Show older threads").click()
+    expect(thread).to_contain_text("Thread number 0")
+    box = page.locator("#comment-body")
+    box.fill("A new point")
+    page.get_by_role("button", name="Post").click()
+    expect(thread).to_contain_text("A new point")
+    expect(thread).to_contain_text("Thread number 0")  # the older threads stay after posting
+    assert page.url.endswith(f"/t/{theme.uuid}/")  # swapped in place, no page load
+
+
 def test_board_code_list_is_one_tree_with_a_filter_and_drops_both_ways(page, login, live_server, project, owner, make_code):
     parent = make_code("Belonging framed as personal choice")
     child = make_code("Choice without papers")

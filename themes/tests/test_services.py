@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.core.exceptions import ValidationError
+from django.db import connection
 from django.utils import timezone
 
 from coding.models import Code
@@ -57,6 +60,41 @@ def test_a_code_may_sit_in_several_themes_and_moves_keep_order(project, owner, m
     assert codes_of(a) == ["z", "x"] and codes_of(b) == ["y", "x"]
     services.theme_remove_code(theme=b, actor=owner, code=x)
     assert codes_of(b) == ["y"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_opposite_moves_between_two_themes_at_once_both_land(project, owner, make_code):
+    """Both moves lock the two themes in the same order, so they queue up rather than deadlock."""
+    a = services.theme_create(project=project, actor=owner, name="A")
+    b = services.theme_create(project=project, actor=owner, name="B")
+    placed = {a.pk: [], b.pk: []}
+    for k in range(6):
+        theme = a if k % 2 else b
+        placed[theme.pk].append(make_code(f"code {k}"))
+        services.theme_add_code(theme=theme, actor=owner, code=placed[theme.pk][-1])
+    events = AuditEvent.objects.count()
+    for round_ in range(3):
+        barrier, errors = threading.Barrier(2), []
+
+        def move(code, source, target, barrier=barrier, errors=errors):
+            try:
+                barrier.wait()
+                services.theme_move_code(code=code, source=source, target=target, actor=owner)
+            except Exception as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+            finally:
+                connection.close()
+
+        threads = [threading.Thread(target=move, args=(placed[a.pk][round_], a, b)),
+                   threading.Thread(target=move, args=(placed[b.pk][round_], b, a))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert errors == []
+    for theme in (a, b):
+        assert sorted(ThemeCode.objects.filter(theme=theme).values_list("position", flat=True)) == [0, 1, 2]
+    assert AuditEvent.objects.count() == events + 3 * 2 * 2  # each move: placed in one theme, taken out of the other
 
 
 def test_codes_from_another_project_are_refused(project, owner, make_code):

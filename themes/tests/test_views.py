@@ -42,7 +42,7 @@ def u(name, project, *args, **query):
 
 READ_PAGES = [
     ("board", lambda w: []), ("map", lambda w: []), ("map_data", lambda w: []), ("mentions", lambda w: []),
-    ("detail", lambda w: [w["a"].uuid]), ("thread", lambda w: [w["a"].uuid]),
+    ("detail", lambda w: [w["a"].uuid]), ("excerpt_counts", lambda w: [w["a"].uuid]), ("thread", lambda w: [w["a"].uuid]),
     ("journal", lambda w: []), ("memo", lambda w: [w["memo"].uuid]), ("memo_revision", lambda w: [w["memo"].uuid, 1]),
     ("reviews", lambda w: []), ("review", lambda w: [w["review"].uuid]), ("present", lambda w: [w["review"].uuid, 0]),
     ("snapshots", lambda w: []),
@@ -160,15 +160,52 @@ def test_a_move_answers_in_the_same_queries_on_a_small_and_a_large_board(world, 
         return client.post(u("code_place", project), {"action": "move", "code": code.uuid, "source": source.uuid, "theme": target.uuid},
                            headers={"X-Fragment": "changes"})
 
+    # Each measured move leaves both themes with codes they never held, so both are counted afresh
+    # (recent_excerpt_counts keeps a theme's count by the codes it holds).
+    spare = [make_code(f"spare {i}") for i in range(2)]
+    for code in spare:
+        services.theme_add_code(theme=world["a"], actor=owner, code=code)
     move(world["x"], world["a"], world["b"])
     with CaptureQueriesContext(connection) as small:
-        assert move(world["x"], world["b"], world["a"]).status_code == 200
+        assert move(spare[1], world["a"], world["b"]).status_code == 200  # the last in its theme: no renumbering
     for i in range(8):
         theme = services.theme_create(project=project, actor=owner, name=f"More {i}")
         services.theme_add_code(theme=theme, actor=owner, code=make_code(f"more {i}"))
         services.comment_post(theme=theme, actor=owner, body="a point")
     with django_assert_num_queries(len(small)):
-        assert move(world["x"], world["a"], world["b"]).status_code == 200
+        assert move(spare[0], world["a"], world["b"]).status_code == 200
+
+
+def test_a_move_counts_afresh_only_the_themes_it_changed_and_the_board_keeps_them(world, project, owner, analyst, client_for,
+                                                                                 code_segment):
+    client = client_for(analyst)
+
+    def counted(response) -> list[str]:
+        return [q["sql"] for q in response if "WITH coded AS" in q["sql"] or "COUNT(DISTINCT c.segment_id)" in q["sql"]]
+
+    def column(html: str, theme) -> str:
+        return html.split(f'id="theme-{theme.uuid}"')[1].split("</section>")[0]
+
+    client.get(u("board", project))
+    with CaptureQueriesContext(connection) as moving:
+        html = client.post(u("code_place", project), {"action": "move", "code": world["x"].uuid, "source": world["a"].uuid,
+                                                      "theme": world["b"].uuid}, headers={"X-Fragment": "changes"}).content.decode()
+    (themes_counted,) = counted(moving.captured_queries)  # the codes' counts are the board's copy: a move does not change them
+    assert "WITH coded AS" in themes_counted and "2 codes · 2 excerpts" in column(html, world["b"])
+    with CaptureQueriesContext(connection) as board:
+        html = client.get(u("board", project)).content.decode()
+    assert counted(board.captured_queries) == []
+    assert "0 codes · 0 excerpts" in column(html, world["a"]) and "2 codes · 2 excerpts" in column(html, world["b"])
+
+
+def test_a_new_code_shows_its_count_on_the_board_at_once(world, project, owner, analyst, client_for, make_code, code_segment):
+    client = client_for(analyst)
+    client.get(u("board", project))
+    fresh = make_code("fresh")
+    code_segment(fresh, world["segments"][2])
+    html = client.get(u("board", project)).content.decode()
+    chip = html.split(f'id="code-{fresh.uuid}"')[1].split("</li>")[0]
+    assert '<span class="count" title="coded segments">1</span>' in chip
 
 
 def test_the_board_escapes_code_and_theme_names_in_chips(world, project, owner, analyst, viewer, client_for, make_code):
@@ -250,7 +287,10 @@ def test_board_code_filter_works_without_javascript_and_keeps_the_parents_of_wha
 def test_theme_page_shows_excerpts_by_model_exemplars_memos_and_thread(world, project, viewer, client_for):
     html = client_for(viewer).get(u("detail", project, world["a"].uuid)).content.decode()
     assert "GPT-4o" in html and "I try to be honest" in html
-    assert "1 of 1" in html
+    counts_url = u("excerpt_counts", project, world["a"].uuid)
+    assert f'hx-get="{counts_url}" hx-trigger="load"' in html  # the counts by model come once the page is shown
+    counts = client_for(viewer).get(counts_url).content.decode()
+    assert "1 of 1" in counts and '<span class="badge" id="excerpt-total" hx-swap-oob="true">1</span>' in counts
     assert "“I try to be honest about what I do not know.”" in html  # the exemplar
     assert "Reading GPT" in html
     assert '<span class="mention">@arjun</span>' in html
@@ -514,7 +554,7 @@ def test_meeting_agenda_and_attendees_can_change(world, project, analyst, client
 
 def test_theme_page_shows_models_that_never_express_the_theme(world, project, viewer, client_for, make_interview):
     make_interview("Gemini")
-    html = client_for(viewer).get(u("detail", project, world["a"].uuid)).content.decode()
+    html = client_for(viewer).get(u("excerpt_counts", project, world["a"].uuid)).content.decode()
     row = html.split("<td>Gemini</td>")[1].split("</tr>")[0]
     assert '<td class="num">0</td>' in row and "0 of 1" in row
 
