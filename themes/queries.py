@@ -67,7 +67,12 @@ WITH threads AS (
 ), ranked AS (
     SELECT last, ROW_NUMBER() OVER (ORDER BY last DESC) AS n FROM threads
 ), cut AS (
-    SELECT LEAST(COALESCE((SELECT last FROM ranked WHERE n = %(latest)s), 0), COALESCE(%(since)s, 9223372036854775807)) AS since
+    SELECT LEAST(COALESCE((SELECT last FROM ranked WHERE n = %(latest)s), 0), COALESCE(%(since)s, 9223372036854775807),
+                 -- A returning reader sees every thread with a comment new to them: opening the page marks the
+                 -- thread read, so one left out of view would never show as new.
+                 COALESCE((SELECT MIN(id) FROM themes_comment WHERE theme_id = %(theme)s AND %(read)s::timestamptz IS NOT NULL
+                           AND author_id IS DISTINCT FROM %(user)s AND (created_at > %(read)s OR id > %(shown)s)),
+                          9223372036854775807)) AS since
 )
 SELECT cut.since,
        (SELECT COUNT(*) FROM ranked WHERE last < cut.since),
@@ -89,7 +94,8 @@ def thread_token(last: int, n: int, resolved: int) -> str:
 
 def thread_window(theme: Theme, user, *, latest: int, since: int | None = None,
                   read_at: datetime.datetime | None = None, shown_up_to: int | None = None) -> ThreadWindow:
-    """The `latest` most recently active threads of `theme`, and every thread active since comment id `since` (2 queries)."""
+    """The `latest` most recently active threads of `theme`, every thread active since comment id `since`, and, for a
+    reader who read the thread before (`read_at`), every thread with a comment new to them (2 queries)."""
     params = {"theme": theme.pk, "latest": latest, "since": since, "user": user.pk, "read": read_at, "shown": shown_up_to}
     with connection.cursor() as cursor:
         cursor.execute(_THREAD_WINDOW_SQL, params)

@@ -57,6 +57,20 @@ def test_the_page_opens_on_the_latest_threads_and_shows_the_older_ones_on_reques
     assert shown_threads(whole) == list(range(THREAD_LATEST + OLDER))
 
 
+def test_every_thread_with_a_comment_new_to_a_returning_reader_is_in_view(project, theme, threads, owner, analyst,
+                                                                           client_for):
+    client = client_for(analyst)
+    client.get(url("detail", project, theme.uuid))  # read once
+    for thread in threads:  # then a colleague replies to every thread, more than a screen's worth
+        services.comment_post(theme=theme, actor=owner, body=f"Reply to {thread.body}", parent=thread)
+    page = client.get(url("detail", project, theme.uuid)).content.decode()
+    assert shown_threads(page) == list(range(THREAD_LATEST + OLDER)) and "not shown" not in page
+    assert page.count('class="badge unread">new') == THREAD_LATEST + OLDER
+    # Read now: the next visit opens on the latest threads again.
+    assert shown_threads(client.get(url("detail", project, theme.uuid)).content.decode()) == list(
+        range(OLDER, THREAD_LATEST + OLDER))
+
+
 def test_a_reply_brings_an_old_thread_back_into_view(project, theme, threads, owner, analyst, client_for):
     services.comment_post(theme=theme, actor=owner, body="A late reply", parent=threads[0])
     page = client_for(analyst).get(url("detail", project, theme.uuid)).content.decode()
