@@ -92,6 +92,7 @@ TRIM_MARK = "[...]"
 MIN_TRIM = 20
 CHUNK = 500  # rows fetched per round trip: the most a table ever holds in memory
 FIRST_ROWS_FETCH = 4  # codings fetched per excerpt wanted for a preview (runs of codings join into one excerpt)
+SORTED_WHOLE = 10_000  # codings: a preview of a table this small sorts all of them in one query (tens of ms)
 LEAD = 200
 SOURCE_CACHE = 5000
 
@@ -329,13 +330,16 @@ def excerpt_count(project: Project, spec: ExcerptSpec) -> int:
 
 
 def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = None,
-                 options: ExcerptOptions | None = None) -> Iterator[ExcerptRow]:
-    """Excerpt rows in table order (theme, sub-theme, code, model, interview, position), streamed."""
+                 options: ExcerptOptions | None = None, codings: int | None = None) -> Iterator[ExcerptRow]:
+    """Excerpt rows in table order (theme, sub-theme, code, model, interview, position), streamed.
+
+    `codings`: the table's `excerpt_count` when the caller has it, so a small table's first rows take one query.
+    """
     if spec.exemplars_only:
         rows = _exemplar_rows(project, spec)
         rows = rows if limit is None else islice(rows, limit)
     elif limit is not None:
-        rows = iter(_first_coding_rows(project, spec, options or excerpt_options(project), limit))
+        rows = iter(_first_coding_rows(project, spec, options or excerpt_options(project), limit, codings=codings))
     else:
         rows = _coding_rows(project, spec, options or excerpt_options(project))
     yield from _with_context(rows, spec) if spec.has_context else rows
@@ -501,21 +505,47 @@ def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -
     yield from _join_runs(values.iterator(chunk_size=CHUNK), spec, names)
 
 
-def _first_coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions, limit: int) -> list[ExcerptRow]:
-    """The first `limit` excerpts from a LIMITed query: the database sorts the top of the table only.
+def _first_coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions, limit: int, *,
+                       codings: int | None) -> list[ExcerptRow]:
+    """The first `limit` excerpts from LIMITed queries over the first groups of the table (`_table_prefix`).
 
-    (Streamed through a cursor, the whole project's codings were joined and sorted before the first row.)
-    An excerpt joins a run of codings, so a few times `limit` codings are fetched; the last excerpt read
-    may continue past the cut and counts only once more rows show it ended.
+    In a large table the database sorts the codings of the first themes (or codes) only, not every coding
+    of the project; when those hold too few codings, more groups are taken, up to the whole table. A table
+    of at most SORTED_WHOLE `codings` is sorted whole at once. An excerpt joins a run of codings, so a few
+    times `limit` codings are fetched; the last excerpt read may continue past the cut and counts only once
+    more rows show it ended.
     """
     values, names = _coding_values(project, spec, options)
     fetch = FIRST_ROWS_FETCH * (limit + 1)
+    groups = len(options.themes) + len(options.codes) if codings is not None and codings <= SORTED_WHOLE else 1
     while True:
-        fetched = list(values[:fetch])
+        prefix = _table_prefix(spec, options, groups)
+        fetched = list((values if prefix is None else values.filter(prefix))[:fetch])
+        if len(fetched) < fetch and prefix is not None:
+            groups *= FIRST_ROWS_FETCH
+            continue
         rows = list(_join_runs(iter(fetched), spec, names))
         if len(fetched) < fetch or len(rows) > limit:
             return rows[:limit]
         fetch *= FIRST_ROWS_FETCH
+
+
+def _table_prefix(spec: ExcerptSpec, options: ExcerptOptions, groups: int) -> Q | None:
+    """The codings of the table's first `groups` groups, or None when that is all of them.
+
+    The groups follow the table's leading sort keys (`_coding_values`): each theme in order, then each code
+    placed in no theme (a themed table); each code in order (any other table). The rows of the first groups
+    are therefore the first rows of the whole table. (Themes are matched on the `placement_id` annotation: a
+    new filter on `place__…` would join the code's placements a second time.)
+    """
+    themes = [t.pk for t in options.themes if not spec.themes or t.pk in spec.themes] if spec.themed else []
+    codes = [] if spec.themes else [c.pk for c in options.codes if not spec.codes or c.pk in spec.codes]
+    if groups >= len(themes) + len(codes):
+        return None
+    if groups <= len(themes):
+        return Q(placement_id__in=themes[:groups])
+    loose = Q(code_id__in=codes[:groups - len(themes)])
+    return Q(placement_id__in=themes) | Q(loose, placement_id__isnull=True) if spec.themed else loose
 
 
 def _coding_values(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -> tuple[QuerySet, _Lookups]:
