@@ -56,7 +56,7 @@ TABLES = [
 
 def _spec(w, table: str):
     options = excerpt_options(w.project)
-    uuids = {"other": w.themes["other"].uuid, "feeling": w.codes["Feeling"].uuid, "claude": w.claude.uuid,
+    uuids = {"other": w.themes["other"].uuid, "feeling": w.codes["Feeling"].uuid, "claude": w.claude.uuid, "gpt": w.gpt.uuid,
              "loose": Code.objects.get(project=w.project, name="Loose").uuid}
     query = table.format(**uuids).replace("analyst_user", w.analyst.username)
     return spec_from_query(options, QueryDict(query)), options
@@ -82,10 +82,10 @@ def _queries(w, table: str) -> int:
     return len(captured)
 
 
-def test_a_large_table_takes_one_row_query_when_its_first_theme_holds_the_page_and_one_more_per_step(bigger):
-    # The interviews' columns, the empty first theme's codings (none), then the first four themes' (enough).
+def test_a_large_table_reads_the_first_code_when_it_holds_the_page_and_four_times_more_codes_each_step(bigger):
+    # The interviews' columns, the themes' codes in order, the first placed code's codings (AI self: enough).
     assert _queries(bigger, "") == 3
-    Theme.objects.filter(name="Absent").delete()
-    assert _queries(bigger, "") == 2
-    # A table without themes walks the codes: the first code holds the page.
+    # A table without themes walks the codes in order, with no query for the themes' codes.
     assert _queries(bigger, "columns=code&columns=quote") == 2
+    # GPT's interview has no AI self codings: the first code's query comes back short, the next four codes hold the page.
+    assert _queries(bigger, "participants={gpt}") == 4
