@@ -536,8 +536,9 @@ def _first_coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOpti
 def _table_groups(spec: ExcerptSpec, options: ExcerptOptions) -> list[tuple[int | None, int]]:
     """The table's leading sort keys (`_coding_values`) as (theme, code) groups in table order, in one query.
 
-    A themed table lists each theme's codes in their places, then the codes in no theme (theme None); any
-    other table lists each code (theme None). The codings of the first groups are the first rows of the table.
+    A themed table lists each theme's codes in their places, then each code with no theme (theme None: only
+    codes in no theme have such rows); any other table lists each code (theme None). The codings of the
+    first groups are the first rows of the table.
     """
     code_rank = {c.pk: i for i, c in enumerate(options.codes)}
     codes = [c.pk for c in options.codes if not spec.codes or c.pk in spec.codes]
