@@ -1,6 +1,6 @@
 # The `world` fixture is imported from tables_world; pytest injects it by argument name.
 # ruff: noqa: F811
-"""The excerpt table's first rows (the builder's preview, the API's pages) read the first themes or codes of a
+"""The excerpt table's first rows (the builder's preview, the API's pages) read the first codes (in their themes) of a
 large table, not every coding: they must still be exactly the head of the full table, in every table shape."""
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def test_the_first_rows_are_the_head_of_the_full_table_however_few_codings_each_
     spec, options = _spec(bigger, table)
     everything = [r.values(spec.columns) for r in excerpt_rows(bigger.project, spec, options=options)]
     assert len(everything) > 5
-    # The smallest fetch walks the table a theme or a code at a time, growing the groups read and the rows fetched.
+    # A small fetch walks the table a few codes at a time, growing the codes read and the rows fetched.
     monkeypatch.setattr(excerpts, "FIRST_ROWS_FETCH", 2)
     for codings in (None, 1, 10**6):  # not counted or a large table: walked; a small table: sorted whole
         for limit in range(len(everything) + 2):
