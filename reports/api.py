@@ -147,7 +147,9 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
         except ExcerptSpecError as e:
             raise ValidationError({"detail": str(e)}) from None
         offset, limit = _int(request, "offset", 0, MAX_OFFSET), _int(request, "limit", 100, MAX_LIMIT)
-        rows = itertools.islice(excerpt_rows(project, spec, options=options, limit=offset + limit), offset, None)
+        matching = excerpt_count(project, spec)
+        rows = itertools.islice(excerpt_rows(project, spec, options=options, limit=offset + limit, codings=matching),
+                                offset, None)
         columns = excerpt_columns(spec, inline_context=False)
         results = []
         for r in rows:
@@ -155,7 +157,7 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
             item.update(interview_uuid=r.interview_uuid, coders=r.coders)
             results.append(item)
         return Response({"columns": list(columns), "headers": excerpt_headers(columns),
-                         "matching_segments": excerpt_count(project, spec), "offset": offset, "limit": limit,
+                         "matching_segments": matching, "offset": offset, "limit": limit,
                          "results": results})
 
 

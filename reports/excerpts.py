@@ -33,7 +33,9 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import reduce
 from itertools import islice
+from operator import or_
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -61,7 +63,7 @@ from interviews.models import Interview, Participant, Speaker, Turn, turn_number
 from interviews.provenance import CITED_LIVE_KEYS, REQUEST_PARAMS, turn_citation
 from interviews.rendering import MUTED, RichText, Run, quote_text
 from projects.models import Project
-from themes.models import Exemplar, Theme
+from themes.models import Exemplar, Theme, ThemeCode
 
 COLUMNS: dict[str, str] = {
     "theme": "Theme",
@@ -92,6 +94,7 @@ TRIM_MARK = "[...]"
 MIN_TRIM = 20
 CHUNK = 500  # rows fetched per round trip: the most a table ever holds in memory
 FIRST_ROWS_FETCH = 4  # codings fetched per excerpt wanted for a preview (runs of codings join into one excerpt)
+SORTED_WHOLE = 10_000  # codings: a preview of a table this small sorts all of them in one query (tens of ms)
 LEAD = 200
 SOURCE_CACHE = 5000
 
@@ -329,13 +332,16 @@ def excerpt_count(project: Project, spec: ExcerptSpec) -> int:
 
 
 def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = None,
-                 options: ExcerptOptions | None = None) -> Iterator[ExcerptRow]:
-    """Excerpt rows in table order (theme, sub-theme, code, model, interview, position), streamed."""
+                 options: ExcerptOptions | None = None, codings: int | None = None) -> Iterator[ExcerptRow]:
+    """Excerpt rows in table order (theme, sub-theme, code, model, interview, position), streamed.
+
+    `codings`: the table's `excerpt_count` when the caller has it, so a small table's first rows take one query.
+    """
     if spec.exemplars_only:
         rows = _exemplar_rows(project, spec)
         rows = rows if limit is None else islice(rows, limit)
     elif limit is not None:
-        rows = iter(_first_coding_rows(project, spec, options or excerpt_options(project), limit))
+        rows = iter(_first_coding_rows(project, spec, options or excerpt_options(project), limit, codings=codings))
     else:
         rows = _coding_rows(project, spec, options or excerpt_options(project))
     yield from _with_context(rows, spec) if spec.has_context else rows
@@ -502,21 +508,63 @@ def _coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -
     yield from _join_runs(values.iterator(chunk_size=CHUNK), spec, names)
 
 
-def _first_coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions, limit: int) -> list[ExcerptRow]:
-    """The first `limit` excerpts from a LIMITed query: the database sorts the top of the table only.
+def _first_coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOptions, limit: int, *,
+                       codings: int | None) -> list[ExcerptRow]:
+    """The first `limit` excerpts from LIMITed queries over the table's first groups (`_table_groups`).
 
-    (Streamed through a cursor, the whole project's codings were joined and sorted before the first row.)
-    An excerpt joins a run of codings, so a few times `limit` codings are fetched; the last excerpt read
-    may continue past the cut and counts only once more rows show it ended.
+    In a large table the database reads and sorts the codings of the first codes only, not every coding of
+    the project; when those hold too few codings, four times as many groups are taken, up to the whole
+    table. A table of at most SORTED_WHOLE `codings` is sorted whole at once. An excerpt joins a run of
+    codings, so a few times `limit` codings are fetched; the last excerpt read may continue past the cut
+    and counts only once more rows show it ended.
     """
     values, names = _coding_values(project, spec, options)
     fetch = FIRST_ROWS_FETCH * (limit + 1)
+    groups = [] if codings is not None and codings <= SORTED_WHOLE else _table_groups(spec, options)
+    taken = 1
     while True:
-        fetched = list(values[:fetch])
+        prefix = groups[:taken] if taken < len(groups) else None
+        fetched = list((values if prefix is None else values.filter(_in_groups(prefix, spec)))[:fetch])
+        if len(fetched) < fetch and prefix is not None:
+            taken *= FIRST_ROWS_FETCH
+            continue
         rows = list(_join_runs(iter(fetched), spec, names))
         if len(fetched) < fetch or len(rows) > limit:
             return rows[:limit]
         fetch *= FIRST_ROWS_FETCH
+
+
+def _table_groups(spec: ExcerptSpec, options: ExcerptOptions) -> list[tuple[int | None, int]]:
+    """The table's leading sort keys (`_coding_values`) as (theme, code) groups in table order, in one query.
+
+    A themed table lists each theme's codes in their places, then each code with no theme (theme None: only
+    codes in no theme have such rows); any other table lists each code (theme None). The codings of the
+    first groups are the first rows of the table.
+    """
+    code_rank = {c.pk: i for i, c in enumerate(options.codes)}
+    codes = [c.pk for c in options.codes if not spec.codes or c.pk in spec.codes]
+    if not spec.themed:
+        return [(None, c) for c in codes]
+    theme_rank = {t.pk: i for i, t in enumerate(options.themes) if not spec.themes or t.pk in spec.themes}
+    placements = ThemeCode.objects.filter(theme_id__in=theme_rank).values_list("theme_id", "position", "code_id")
+    placed = sorted(placements, key=lambda p: (theme_rank[p[0]], p[1], code_rank.get(p[2], len(code_rank)), p[2]))
+    groups = [(theme, code) for theme, _, code in placed if not spec.codes or code in spec.codes]
+    return groups if spec.themes else groups + [(None, c) for c in codes]
+
+
+def _in_groups(groups: list[tuple[int | None, int]], spec: ExcerptSpec) -> Q:
+    """The codings of these (theme, code) groups; by code first, so the database reads them from its index.
+
+    Themes are matched on the `placement_id` annotation: a new filter on `place__…` would join the code's
+    places a second time.
+    """
+    by_code = Q(code_id__in={code for _, code in groups})
+    if not spec.themed:
+        return by_code
+    by_theme: dict[int | None, list[int]] = {}
+    for theme, code in groups:
+        by_theme.setdefault(theme, []).append(code)
+    return by_code & reduce(or_, (Q(placement_id=theme, code_id__in=codes) for theme, codes in by_theme.items()))
 
 
 def _coding_values(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -> tuple[QuerySet, _Lookups]:

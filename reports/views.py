@@ -92,7 +92,7 @@ def excerpts(request: HttpRequest, project_uuid) -> HttpResponse:
     columns = excerpt_columns(spec, inline_context=True)  # the preview sets context lighter, as Word does
     if not error:
         total = excerpt_count(project, spec)
-        rows = [r.values(columns) for r in excerpt_rows(project, spec, limit=PREVIEW_ROWS, options=options)]
+        rows = [r.values(columns) for r in excerpt_rows(project, spec, limit=PREVIEW_ROWS, options=options, codings=total)]
     context = _context(
         membership, options=options, spec=spec, error=error, rows=rows, total=total, preview_rows=PREVIEW_ROWS,
         headers=excerpt_headers(columns), context_choices=range(MAX_CONTEXT + 1),
