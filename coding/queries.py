@@ -143,15 +143,21 @@ def forget_purged_code(sender: Any, instance: Code, **kwargs: Any) -> None:
         codings_changed(project_uuid)
 
 
-def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:
-    """`count()`, kept COUNTS_SECONDS under the project's codings version and a digest of `inputs` (its other inputs)."""
+def codings_version(project: Project) -> str | None:
+    """The project's codings version, which `codings_changed` changes; None when there is no cache (Redis down)."""
     version_key = _version_key(project.uuid)
     version = cache.get(version_key)
     if version is None:
         cache.add(version_key, uuid4().hex, _VERSION_SECONDS)
         version = cache.get(version_key)
-        if version is None:  # no cache (Redis down): count every time
-            return count()
+    return version
+
+
+def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:
+    """`count()`, kept COUNTS_SECONDS under the project's codings version and a digest of `inputs` (its other inputs)."""
+    version = codings_version(project)
+    if version is None:  # no cache: count every time
+        return count()
     digest = hashlib.sha256(repr(inputs).encode()).hexdigest()[:32]
     key = f"coding:counts:{name}:{project.uuid}:{version}:{digest}"
     value = cache.get(key)
