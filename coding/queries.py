@@ -179,22 +179,14 @@ def code_participant_counts(project: Project) -> dict[tuple[int, int], int]:
         .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()})
 
 
-PROGRESS_TTL = 60
-
-
 def project_progress(project: Project) -> tuple[int, int]:
-    """(coded, codable) participant segments across the project's live interviews; one query, cached a minute.
+    """(coded, codable) participant segments across the project's live interviews; one query, kept as `cached_counts`.
 
-    Counting grows with the project, so the coding page reads it from the cache: the
-    interview's own progress is exact and live, the project's may lag by up to a minute.
+    Counting grows with the project, so the project home and the coding page read a kept copy: a coding
+    shows at once, an interview imported or trashed within a minute.
     """
-    key = f"coding:progress:{project.uuid}"
-    cached = cache.get(key)
-    if cached is not None:
-        return tuple(cached)  # type: ignore[return-value]
-    value = _coded_and_codable(Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True))
-    cache.set(key, value, PROGRESS_TTL)
-    return value
+    return tuple(cached_counts(project, "progress", (), lambda: _coded_and_codable(
+        Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True))))
 
 
 def interview_segment_progress(interview_id: int) -> tuple[int, int]:
