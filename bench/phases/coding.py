@@ -333,6 +333,10 @@ def run(ctx: Context) -> Section:
             for i, seg in enumerate(big_segments)
             for code in _tags_for(i, codes)
         ], batch_size=5000)
+        # Planner statistics for the codings just added, as the exports and scale phases do after building: one
+        # full run timed the 10× page at 2.5 s (not reproduced alone, 41 ms) while autovacuum had not yet analysed.
+        with connection.cursor() as cursor:
+            cursor.execute("ANALYZE coding_coding")
 
         def server_get(url: str, n: int) -> tuple[float, int, int]:
             """Median ms in-process (all middleware, DB, render; no HTTP), queries and bytes of one page."""
