@@ -21,7 +21,7 @@ from projects.models import StoredBlob
 from refiqda.tests.helpers import SAMPLES
 from reports.models import ExportJob
 from tests.compose_proxy import ComposeProxy, ReplicaDNS, port_free_on
-from tests.faults import PrivateRedis, WebProcess, csrf_headers, kill_worker, logged_in_session, wait_for_status
+from tests.faults import PrivateRedis, WebProcess, csrf_headers, kill_worker, logged_in_session, wait_for_status, wait_until
 from tests.test_worker_faults import _worker
 
 pytestmark = [pytest.mark.worker, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -52,7 +52,8 @@ def _import_then_export(session: requests.Session, base_url: str, project) -> No
     wait_for_status(job, {ImportJob.Status.DONE, ImportJob.Status.FAILED}, 300)
     assert job.status == ImportJob.Status.DONE, job.errors
     assert Interview.objects.filter(project=project).count() == len(keys) > 0
-    assert not StoredBlob.objects.exists()  # the finished import's upload is removed
+    # The finished import's upload is removed once its last transaction commits, just after the status.
+    wait_until(lambda: not StoredBlob.objects.exists(), "the finished import's upload to be removed", 60)
 
     response = session.post(f"{base_url}/p/{project.uuid}/reports/exchange/export.qdpx",
                             data={"positions": "codepoints"}, headers=headers, allow_redirects=False, timeout=60)
