@@ -143,21 +143,15 @@ def forget_purged_code(sender: Any, instance: Code, **kwargs: Any) -> None:
         codings_changed(project_uuid)
 
 
-def codings_version(project: Project) -> str | None:
-    """The project's codings version, which `codings_changed` changes; None when there is no cache (Redis down)."""
+def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:
+    """`count()`, kept COUNTS_SECONDS under the project's codings version and a digest of `inputs` (its other inputs)."""
     version_key = _version_key(project.uuid)
     version = cache.get(version_key)
     if version is None:
         cache.add(version_key, uuid4().hex, _VERSION_SECONDS)
         version = cache.get(version_key)
-    return version
-
-
-def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:
-    """`count()`, kept COUNTS_SECONDS under the project's codings version and a digest of `inputs` (its other inputs)."""
-    version = codings_version(project)
-    if version is None:  # no cache: count every time
-        return count()
+        if version is None:  # no cache (Redis down): count every time
+            return count()
     digest = hashlib.sha256(repr(inputs).encode()).hexdigest()[:32]
     key = f"coding:counts:{name}:{project.uuid}:{version}:{digest}"
     value = cache.get(key)
@@ -179,14 +173,22 @@ def code_participant_counts(project: Project) -> dict[tuple[int, int], int]:
         .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()})
 
 
-def project_progress(project: Project) -> tuple[int, int]:
-    """(coded, codable) participant segments across the project's live interviews; one query, kept as `cached_counts`.
+PROGRESS_TTL = 60
 
-    Counting grows with the project, so the project home and the coding page read a kept copy: a coding
-    shows at once, an interview imported or trashed within a minute.
+
+def project_progress(project: Project) -> tuple[int, int]:
+    """(coded, codable) participant segments across the project's live interviews; one query, cached a minute.
+
+    Counting grows with the project, so the coding page reads it from the cache: the
+    interview's own progress is exact and live, the project's may lag by up to a minute.
     """
-    return tuple(cached_counts(project, "progress", (), lambda: _coded_and_codable(
-        Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True))))
+    key = f"coding:progress:{project.uuid}"
+    cached = cache.get(key)
+    if cached is not None:
+        return tuple(cached)  # type: ignore[return-value]
+    value = _coded_and_codable(Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True))
+    cache.set(key, value, PROGRESS_TTL)
+    return value
 
 
 def interview_segment_progress(interview_id: int) -> tuple[int, int]:

@@ -17,7 +17,6 @@ from django.db.models.functions import RowNumber
 
 from coding.excerpts import excerpts_for_codes
 from coding.models import Coding
-from coding.queries import codings_version
 from interviews.models import Interview, Participant, Segment, Turn
 from themes.models import Theme, ThemeCode
 
@@ -208,20 +207,17 @@ def recent_excerpt_counts(project, placements: list[tuple[int, int]], code_ids: 
     """`excerpt_counts` as of at most a minute ago (the themes board's), counting only what changed since.
 
     Counting every coding grows with the project (the board took 765 ms at 50× the peer corpus), so the
-    board reads copies kept a minute under the project's codings version (coding.queries.codings_version, as
-    the codebook's and the frequency table's counts): each theme's count keyed by the codes it holds
-    (`placements`, every (theme id, code id) the board shows), the codes' counts keyed by the codes shown
-    (`code_ids`). A code moved, added or taken out is counted at once, in the themes it changed only; a new
-    code or coding at once; an interview trashed or restored within the minute.
+    board reads copies kept a minute, as the project's coding progress is: each theme's count keyed by the
+    codes it holds (`placements`, every (theme id, code id) the board shows), the codes' counts keyed by the
+    codes shown (`code_ids`). A code moved, added or taken out is counted at once, in the themes it changed
+    only; a new code at once; a new coding within the minute.
     `themes` and `codes`: only these (a drag's answer); codes not kept are then counted alone and not kept.
     """
     held: dict[int, list[int]] = defaultdict(list)
     for theme_id, code_id in placements:
         held[theme_id].append(code_id)
-    version = codings_version(project)
-    theme_keys = {t: f"themes:theme-excerpts:{project.uuid}:{version}:{t}:{_digest(held[t])}"
-                  for t in (held if themes is None else themes)}
-    codes_key = f"themes:code-segments:{project.uuid}:{version}:{_digest(code_ids)}"
+    theme_keys = {t: f"themes:theme-excerpts:{project.uuid}:{t}:{_digest(held[t])}" for t in (held if themes is None else themes)}
+    codes_key = f"themes:code-segments:{project.uuid}:{_digest(code_ids)}"
     kept = cache.get_many([*theme_keys.values(), codes_key])
     theme_counts = {t: kept[key] for t, key in theme_keys.items() if key in kept}
     missing = [t for t in theme_keys if t not in theme_counts]

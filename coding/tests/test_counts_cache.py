@@ -112,17 +112,3 @@ def test_a_code_purged_from_the_trash_takes_its_codings_out_of_the_count(project
     trash_purge(project=project, actor=owner, kind="code", uuid=codes[1].uuid)
     assert client.get(url).json()["count"] == Coding.objects.filter(interview__project=project).count() == 10
     assert code_participant_counts(project) == _recount(project)
-
-
-def test_the_projects_coding_progress_shows_a_coding_at_once(project, owner, coded):
-    from coding.queries import project_progress
-
-    codes, interviews = coded
-    coded_before, codable = project_progress(project)
-    answer = interviews[1].segments.filter(speaker=Speaker.PARTICIPANT, codings__isnull=True).first()
-    coding_apply(project_uuid=project.uuid, interview_uuid=interviews[1].uuid, user_id=owner.pk, code_id=codes[0].pk,
-                 segment_ids=[answer.pk])
-    assert project_progress(project) == (coded_before + 1, codable)
-    coding_remove(project_uuid=project.uuid, interview_uuid=interviews[1].uuid, user_id=owner.pk, code_id=codes[0].pk,
-                  segment_ids=[answer.pk])
-    assert project_progress(project) == (coded_before, codable)

@@ -236,21 +236,6 @@ def test_the_board_counts_excerpts_once_a_minute_but_shows_a_move_at_once(world,
     html = client.get(u("board", project)).content.decode()
     assert "2 codes · 2 excerpts" in column(html, world["b"])  # x's segment 0 and y's segments 1 and 3: two runs
 
-
-def test_a_code_applied_in_the_workspace_shows_in_the_boards_counts_at_once(world, project, analyst, client_for):
-    from coding.services import coding_apply
-
-    client = client_for(analyst)
-
-    def column(html: str, theme) -> str:
-        return html.split(f'id="theme-{theme.uuid}"')[1].split("</section>")[0]
-
-    assert "1 code · 1 excerpt" in column(client.get(u("board", project)).content.decode(), world["b"])
-    segment = world["segments"][1]  # apart from y's segment 3: a run of its own
-    coding_apply(project_uuid=project.uuid, interview_uuid=segment.interview.uuid, user_id=analyst.pk,
-                 code_id=world["y"].pk, segment_ids=[segment.pk], any_speaker=True)
-    assert "1 code · 2 excerpts" in column(client.get(u("board", project)).content.decode(), world["b"])
-
 def test_code_place_explains_a_bad_request(world, project, analyst, client_for):
     response = client_for(analyst).post(u("code_place", project), {"action": "fly", "code": world["x"].uuid}, headers={"X-Fragment": "1"})
     assert response.status_code == 400
