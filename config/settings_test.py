@@ -33,9 +33,13 @@ if not env_bool("RTA_TEST_CACHED_AUTH", default=False):  # noqa: F405
     SESSION_ENGINE = "django.contrib.sessions.backends.db"
     AUTHENTICATION_BACKENDS = ["django.contrib.auth.backends.ModelBackend"]
 # Cached values must not outlive a run nor cross xdist workers: their test databases reuse ids.
-# Exported so web and worker processes started by tests share the prefix.
-CACHES["default"]["KEY_PREFIX"] = os.environ.setdefault(  # noqa: F405
-    "RTA_TEST_CACHE_PREFIX", f"test-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}-{os.getpid()}")
+# Exported so web and worker processes started by tests share the prefix. An xdist worker inherits the
+# controller's environment, prefix included: it makes its own (a user cached by one worker was read or
+# dropped by the other, whose user has the same id).
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+if not os.environ.get("RTA_TEST_CACHE_PREFIX", "").startswith(f"test-{_XDIST_WORKER}-"):
+    os.environ["RTA_TEST_CACHE_PREFIX"] = f"test-{_XDIST_WORKER}-{os.getpid()}"
+CACHES["default"]["KEY_PREFIX"] = os.environ["RTA_TEST_CACHE_PREFIX"]  # noqa: F405
 # Browser tests open live streams faster than closed ones are noticed (at the next keepalive): a larger
 # cap and a shorter keepalive keep a stream from being refused because of an earlier test's pages.
 LIVE_STREAMS_PER_PROCESS = env_int("RTA_LIVE_STREAMS_PER_PROCESS", 200)  # noqa: F405
