@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import signal
 import socket
 import struct
 import subprocess
 import threading
 from pathlib import Path
 
-from tests.faults import free_port, wait_for_port
+from tests.faults import free_port, stop_group, wait_for_port
 
 ROOT = Path(__file__).resolve().parent.parent
 _A, _IN = 1, 1
@@ -112,10 +111,4 @@ class ComposeProxy:
         self.url = f"http://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc)

@@ -185,13 +185,18 @@ class WebProcess:
         self.url = f"http://{host}:{self.port}"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc)
+
+
+def stop_group(proc: subprocess.Popen) -> None:
+    """TERM a process started in a session of its own, with its children; KILL them if they linger 10 s."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
 
 
 def logged_in_session(user, web: WebProcess) -> requests.Session:
