@@ -89,5 +89,23 @@ class ResilientRedisCache(RedisCache):
         # Without Redis there is no counter: 0 tells callers nothing was counted.
         return self._safe("incr", 0, key, delta, version)
 
-    def clear(self):
-        return self._safe("clear", False)
+    def clear(self) -> bool:
+        """Drop this cache's keys only (those under its KEY_PREFIX): the Redis database may hold keys that are not
+        the cache's, such as Celery's queue on the same REDIS_URL, or another test worker's cache."""
+        if not self.key_prefix:
+            return self._safe("clear", False)
+        pattern = "".join("\\" + c if c in "*?[]\\" else c for c in self.key_prefix) + ":*"
+        try:
+            client = self._cache.get_client(write=True)
+            batch: list[bytes] = []
+            for key in client.scan_iter(match=pattern, count=5000):
+                batch.append(key)
+                if len(batch) == 5000:
+                    client.unlink(*batch)
+                    batch = []
+            if batch:
+                client.unlink(*batch)
+        except DOWN as exc:
+            _warn(exc)
+            return False
+        return True
