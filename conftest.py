@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -140,13 +139,9 @@ def celery_worker(transactional_db) -> Iterator[subprocess.Popen]:
     )
     _wait_for_worker(settings.CELERY_TASK_DEFAULT_QUEUE)
     yield proc
-    if proc.poll() is None:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    from tests.faults import stop_group
+
+    stop_group(proc)
 
 
 def _wait_for_worker(queue: str, timeout: float = 120) -> None:

@@ -78,7 +78,6 @@ def start_worker(transactional_db):
     Returns a function that starts one and returns its Popen; all are stopped at teardown.
     """
     import os
-    import signal
     import subprocess
     import sys
 
@@ -110,14 +109,10 @@ def start_worker(transactional_db):
         return proc
 
     yield start
+    from tests.faults import stop_group
+
     for proc in procs:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        stop_group(proc)
 
 
 def wait_until(predicate, timeout: float = 60, interval: float = 0.1, message: str = "condition"):
