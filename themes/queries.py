@@ -6,7 +6,7 @@ import datetime
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import Count, Exists, OuterRef, Q, Subquery, Value
+from django.db.models import Count, Exists, Max, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from coding.models import Code
@@ -88,8 +88,15 @@ FROM cut, (
 """
 
 
-def thread_token(last: int, n: int, resolved: int) -> str:
+def _token(last: int, n: int, resolved: int) -> str:
+    """Changes whenever a comment is posted, resolved or reopened; starts with the newest comment id."""
     return f"{last}-{n}-{resolved}"
+
+
+def thread_token(theme: Theme) -> str:
+    """The theme's thread token, as thread_window gives it (one aggregate query): a poll compares it first."""
+    agg = Comment.objects.filter(theme=theme).aggregate(last=Max("id"), n=Count("id"), resolved=Count("id", filter=Q(resolved_at__isnull=False)))
+    return _token(agg["last"] or 0, agg["n"], agg["resolved"])
 
 
 def thread_window(theme: Theme, user, *, latest: int, since: int | None = None,
@@ -104,7 +111,7 @@ def thread_window(theme: Theme, user, *, latest: int, since: int | None = None,
     comments = list(Comment.objects.filter(theme=theme).filter(Q(id__in=active) | Q(parent_id__in=active))
                     .select_related("author", "resolved_by"))
     return ThreadWindow(comments=comments, since=cut, older=older, older_since=older_since,
-                        token=thread_token(last, n, resolved), open=open_count, unread=unread)
+                        token=_token(last, n, resolved), open=open_count, unread=unread)
 
 
 def seen_in_thread(user) -> Exists:

@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import Count, Max, Q, Window
+from django.db.models import Count, Q, Window
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -380,12 +380,6 @@ def thread_context(request: HttpRequest, membership: Membership, theme: Theme, s
             "older_since": window.older_since, "unread_count": window.unread, "open_count": window.open, "members": usernames}
 
 
-def thread_token(theme: Theme) -> str:
-    """Changes whenever a comment is posted, resolved or reopened (one aggregate query)."""
-    agg = Comment.objects.filter(theme=theme).aggregate(last=Max("id"), n=Count("id"), resolved=Count("id", filter=Q(resolved_at__isnull=False)))
-    return queries.thread_token(agg["last"] or 0, agg["n"], agg["resolved"])
-
-
 def _comment_id(value: str | None) -> int | None:
     """A comment id from a query string or form (the `since` of a thread, the newest comment a page showed)."""
     value = value or ""
@@ -398,7 +392,7 @@ def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     theme = _theme(membership, theme_uuid)
     token = request.GET.get("token")
-    if request.method == "GET" and token and token == thread_token(theme):
+    if request.method == "GET" and token and token == queries.thread_token(theme):
         return HttpResponse(status=204)  # the poll found nothing new: no rendering at all
     error = ""
     if request.method == "POST":
