@@ -288,7 +288,7 @@ class CodingPagination(PageNumberPagination):
     """
 
     def paginate_queryset(self, queryset, request, view=None):
-        self.known_count = view.known_count() if isinstance(view, CodingViewSet) else None
+        self.known_count = view.known_count()  # the pagination of CodingViewSet only
         return super().paginate_queryset(queryset, request, view)
 
     def django_paginator_class(self, object_list, per_page) -> Paginator:
