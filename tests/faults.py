@@ -188,15 +188,19 @@ class WebProcess:
         stop_group(self.proc)
 
 
-def stop_group(proc: subprocess.Popen) -> None:
-    """TERM a process started in a session of its own, with its children; KILL them if they linger 10 s."""
-    if proc.poll() is None:
+def stop_group(proc: subprocess.Popen, timeout: float = 10) -> None:
+    """TERM a process started in a session of its own and its children (also when it has exited itself and they
+    have not); KILL them if it lingers `timeout` s."""
+    try:
         os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+    except ProcessLookupError:  # nothing of the group is left
+        proc.wait()
+        return
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def logged_in_session(user, web: WebProcess) -> requests.Session:

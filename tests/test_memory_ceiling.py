@@ -4,7 +4,6 @@ past it gets a clear 503 (issue 21)."""
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -17,7 +16,7 @@ from django.http import HttpResponse
 from django.test import RequestFactory
 
 from projects.middleware import MemoryLimitMiddleware
-from tests.faults import wait_until
+from tests.faults import stop_group, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 CEILING_MB = 900
@@ -52,12 +51,7 @@ def started(command: list[str], env: dict[str, str]) -> Iterator[subprocess.Pope
     try:
         yield proc
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        stop_group(proc, timeout=20)
 
 
 def _env() -> dict[str, str]:
