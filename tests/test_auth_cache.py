@@ -85,3 +85,55 @@ def test_a_session_cookie_is_worthless_after_logout(project, analyst):
     replay = Client()
     replay.cookies[django_settings.SESSION_COOKIE_NAME] = stolen
     assert replay.get(url).status_code == 302
+
+
+@pytest.fixture
+def redis_commands(monkeypatch):
+    """The Redis commands this test sends, by name, in order."""
+    import redis
+
+    sent: list[str] = []
+    real = redis.Redis.execute_command
+
+    def spy(self, *args, **options):
+        sent.append(str(args[0]).upper())
+        return real(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", spy)
+    return sent
+
+
+def test_a_warm_request_reads_its_session_and_user_in_one_round_trip(project, analyst, redis_commands):
+    client = _signed_in(analyst)
+    url = reverse("projects:members", args=[project.uuid])
+    assert client.get(url).status_code == 200  # this process learns whose session it is
+    redis_commands.clear()
+    response = client.get(url)
+    assert response.status_code == 200 and response.wsgi_request.user == analyst
+    reads = [c for c in redis_commands if c in ("GET", "MGET")]
+    assert reads[:1] == ["MGET"] and reads.count("GET") == 0, redis_commands
+
+
+def test_a_wrong_guess_of_whose_session_it_is_never_serves_that_user(project, analyst, owner):
+    from projects import auth_cache
+
+    client = _signed_in(analyst)
+    url = reverse("projects:members", args=[project.uuid])
+    assert client.get(url).status_code == 200
+    assert client.get(url).status_code == 200  # the owner's copy is cached too, under its own key
+    _signed_in(owner).get(url)
+    session_key = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+    auth_cache._USER_OF_SESSION[session_key] = str(owner.pk)  # as if the process had it wrong
+    response = client.get(url)
+    assert response.wsgi_request.user == analyst
+    assert auth_cache._USER_OF_SESSION[session_key] == str(analyst.pk)
+
+
+def test_signing_in_as_someone_else_in_the_same_browser_gives_their_user(project, analyst, owner):
+    client = _signed_in(analyst)
+    url = reverse("projects:members", args=[project.uuid])
+    assert client.get(url).wsgi_request.user == analyst
+    client.force_login(owner)
+    assert client.get(url).wsgi_request.user == owner
+    client.post(reverse("logout"))
+    assert client.get(url).status_code == 302
