@@ -7,17 +7,17 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from uuid import uuid4
 
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVectorField
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import BooleanField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.expressions import RawSQL
 
 from coding.models import Code, Coding, Note, Suggestion
 from coding.render import CodeInfo, CoderInfo, initials
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
+from projects import live
 from projects.models import Membership, Project
 
 
@@ -109,49 +109,29 @@ def workspace_codes(project: Project) -> list[dict[str, Any]]:
 
 # Project-wide counts (the codebook's, the frequency table's, the codings API's total) are kept a minute
 # in one shared way, keyed by
-# - the project's codings version, changed by every coding write in coding.services (apply, remove, undo,
-#   accepted suggestions, merge, split: `codings_changed`) and by a code purged from the trash (coding.apps);
+# - the version of the project's "coding" and "codebook" live events (projects.live.version): every coding write
+#   in coding.services (apply, remove, undo, accepted suggestions) and every codebook change (merge, split, a code
+#   purged from the trash) publishes one, so it changes with them, at no extra round trip;
 # - a digest of whatever else they depend on: which interviews are live and whose they are, the table's options.
 # So one's own write, a trashed interview or a moved code shows on the next request; the minute only bounds
 # writes made elsewhere (a database shell, a deleted user account taking its codings along).
 COUNTS_SECONDS = 60
-_VERSION_SECONDS = 24 * 3600
-
-
-def _version_key(project_uuid: Any) -> str:
-    return f"coding:codings-version:{project_uuid}"
-
-
-def codings_changed(project_uuid: Any) -> None:
-    """Counts cached before this write are no longer read (coding.services calls this after each coding write).
-
-    Changed again once the transaction commits: a colleague's page counting between the change and the
-    commit keeps its counts under the version in between, which nobody reads afterwards.
-    """
-    def change() -> None:
-        cache.set(_version_key(project_uuid), uuid4().hex, _VERSION_SECONDS)
-
-    if connection.in_atomic_block:
-        change()
-    transaction.on_commit(change)
+COUNTED_KINDS = ("coding", "codebook")
 
 
 def forget_purged_code(sender: Any, instance: Code, **kwargs: Any) -> None:
     """post_delete of a Code: its codings went with it."""
     project_uuid = Project.objects.filter(pk=instance.project_id).values_list("uuid", flat=True).first()
     if project_uuid is not None:
-        codings_changed(project_uuid)
+        live.publish(project_uuid, "codebook")
 
 
 def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:
-    """`count()`, kept COUNTS_SECONDS under the project's codings version and a digest of `inputs` (its other inputs)."""
-    version_key = _version_key(project.uuid)
-    version = cache.get(version_key)
-    if version is None:
-        cache.add(version_key, uuid4().hex, _VERSION_SECONDS)
-        version = cache.get(version_key)
-        if version is None:  # no cache (Redis down): count every time
-            return count()
+    """`count()`, kept COUNTS_SECONDS under the version of the project's coding events and a digest of `inputs` (its
+    other inputs)."""
+    version = live.version(project.uuid, *COUNTED_KINDS)
+    if version is None:  # the broker (Redis) is down: count every time
+        return count()
     digest = hashlib.sha256(repr(inputs).encode()).hexdigest()[:32]
     key = f"coding:counts:{name}:{project.uuid}:{version}:{digest}"
     value = cache.get(key)

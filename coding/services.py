@@ -18,7 +18,6 @@ from django.db.models import F
 from django.utils import timezone
 
 from coding.models import CaseCoding, Code, CodeEvent, Coding, Note, Suggestion, SuggestionRun
-from coding.queries import codings_changed
 from interviews.models import Interview, Turn
 from projects import live
 from projects.audit import audit_record
@@ -47,8 +46,8 @@ def _event(code: Code | None, *, project: Project, actor: Any, action: str, reas
     event = CodeEvent.objects.create(project=project, code=code, actor=actor, action=action, reason=reason, data=data or {})
     audit_record(project=project, actor=actor, action=audit_action, target=code, target_type="code",
                  summary=summary, data={"code_event": event.pk, "reason": reason, **(data or {})})
-    live.publish(project.uuid, "codebook")  # open coding pages refresh their codes and chips
-    codings_changed(project.uuid)  # a merge or split moves codings: the project's cached counts are stale
+    # Open coding pages refresh their codes and chips; a merge or split moves codings, so cached counts go too.
+    live.publish(project.uuid, "codebook")
     return event
 
 
@@ -459,7 +458,6 @@ def _announce(result: CodingResult, *, project_uuid: Any, interview_uuid: Any) -
     # Only a change by a member is news; the ids were checked by the statement that made it.
     if result.changed:
         live.publish(project_uuid, "coding", interview=interview_uuid)
-        codings_changed(project_uuid)
     return result
 
 
@@ -770,7 +768,6 @@ def suggestion_decide(*, project_uuid: Any, suggestion_uuid: Any, user_id: int, 
             "reason": "" if accept else reason.strip()[:2000]}), status)
         if decision.coded:
             live.publish(project_uuid, "coding", interview=decision.interview_uuid)
-            codings_changed(project_uuid)
     return decision
 
 

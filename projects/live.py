@@ -38,6 +38,7 @@ _WHERE = re.compile(r"^(theme|interview|review):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]
 _CLIENT = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 PRESENCE_SECONDS = 45  # a page not heard from for this long has gone (streams touch it every keepalive)
 STREAM_LENGTH = 1000  # events kept per project for pages that reconnect
+DAY = 24 * 3600  # a project's events and versions go a day after its last event
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,29 @@ def clean_client(value: str) -> str:
 
 
 def publish(project_uuid, kind: str, **ids) -> None:
-    """Tell the project's open pages that something changed, once the transaction that changed it commits."""
+    """Tell the project's open pages that something changed, once the transaction that changed it commits.
+
+    The kind's version (`version`) changes with the event, and inside a transaction also at once: the
+    transaction's own reads then see their change, and what a colleague cached between the change and the
+    commit is kept under the version in between, which nobody reads afterwards.
+    """
     if kind not in KINDS or not ids.keys() <= ID_KEYS:
         raise ValueError(f"live event {kind!r} with {sorted(ids)} is not a known kind with ids only")
     event = {"kind": kind, **{k: (v if isinstance(v, int) else str(v)) for k, v in ids.items()}}
     project = str(project_uuid)
+    if transaction.get_connection().in_atomic_block:
+        _change_version_now(project, kind)
     transaction.on_commit(lambda: _publish_now(project, event))
+
+
+def version(project_uuid, *kinds: str) -> str | None:
+    """A token that changes with every event of these kinds in the project: caches of what those events change are
+    keyed by it. None while the broker is unreachable (then nothing can be cached safely)."""
+    try:
+        return broker().versions(str(project_uuid), kinds)
+    except Exception:  # noqa: BLE001 - callers compute afresh
+        log.warning("live version for project %s unavailable", project_uuid, exc_info=True)
+        return None
 
 
 def _publish_now(project: str, event: dict) -> None:
@@ -74,6 +92,18 @@ def _publish_now(project: str, event: dict) -> None:
         broker().publish(project, event)
     except Exception:  # noqa: BLE001 - liveness is best effort; the change itself is saved
         log.warning("live event %s for project %s not published", event.get("kind"), project, exc_info=True)
+
+
+def _change_version_now(project: str, kind: str) -> None:
+    try:
+        broker().change_version(project, kind)
+    except Exception:  # noqa: BLE001 - the event at commit changes it again
+        log.warning("live version %s for project %s not changed", kind, project, exc_info=True)
+
+
+def _versions_token(values: list) -> str:
+    """One token from the kinds' versions; a kind without one yet (no event in a day) counts as "-"."""
+    return ".".join(v.decode() if isinstance(v, bytes) else (v or "-") for v in values)
 
 
 # ------------------------------------------------------------------ in-process broker
@@ -86,6 +116,7 @@ class LocalBroker:
         self._seq = 0
         self._events: dict[str, deque[tuple[int, dict]]] = {}
         self._presence: dict[str, dict[str, dict]] = {}
+        self._versions: dict[tuple[str, str], str] = {}
         self._changed = threading.Condition()
 
     def _id(self, seq: int) -> str:
@@ -101,7 +132,16 @@ class LocalBroker:
         with self._changed:
             self._seq += 1
             self._events.setdefault(project, deque(maxlen=STREAM_LENGTH)).append((self._seq, event))
+            self._versions[project, event["kind"]] = uuid.uuid4().hex
             self._changed.notify_all()
+
+    def change_version(self, project: str, kind: str) -> None:
+        with self._changed:
+            self._versions[project, kind] = uuid.uuid4().hex
+
+    def versions(self, project: str, kinds: tuple[str, ...]) -> str:
+        with self._changed:
+            return _versions_token([self._versions.get((project, kind)) for kind in kinds])
 
     def cursor(self, project: str) -> str:
         with self._changed:
@@ -161,12 +201,29 @@ class RedisBroker:
     def _presence_key(self, project: str) -> str:
         return f"rta:presence:{project}"
 
+    def _versions_key(self, project: str) -> str:
+        return f"rta:live-versions:{project}"
+
     def publish(self, project: str, event: dict) -> None:
+        """The event and its kind's new version, in one round trip."""
         key = self._events_key(project)
         with self._client.pipeline(transaction=False) as pipe:
             pipe.xadd(key, {"e": json.dumps(event)}, maxlen=STREAM_LENGTH, approximate=True)
-            pipe.expire(key, 24 * 3600)  # a project nobody touches for a day keeps no events
+            pipe.expire(key, DAY)  # a project nobody touches for a day keeps no events
+            self._change_version(pipe, project, event["kind"])
             pipe.execute()
+
+    def change_version(self, project: str, kind: str) -> None:
+        with self._client.pipeline(transaction=False) as pipe:
+            self._change_version(pipe, project, kind)
+            pipe.execute()
+
+    def _change_version(self, pipe, project: str, kind: str) -> None:
+        pipe.hset(self._versions_key(project), kind, uuid.uuid4().hex)
+        pipe.expire(self._versions_key(project), DAY)
+
+    def versions(self, project: str, kinds: tuple[str, ...]) -> str:
+        return _versions_token(self._client.hmget(self._versions_key(project), list(kinds)))
 
     def cursor(self, project: str) -> str:
         last = self._client.xrevrange(self._events_key(project), count=1)

@@ -31,7 +31,7 @@ counts, and the answer segments per interview for the ``codable`` denominator: a
 whatever the size of the project. PostgreSQL adds the codings up per (column, code) and lists
 the few segments coded more than once; Python turns those into distinct segments per row (roll-up
 needs distinct segments over a code's whole subtree, and a column may gather interviews of several
-participants). The counts are kept a minute under the project's codings version, so a new coding
+participants). The counts are kept a minute under the version of the project's coding events, so a new coding
 shows on the next request (``coding.queries.cached_counts``).
 """
 
@@ -410,7 +410,7 @@ def frequency_table(project: Project, spec: FrequencySpec, population: Populatio
         items, members = _code_items(codes, spec.rollup)
     else:
         items, members = _theme_items(project, codes, spec.rollup)
-    # Kept under the project's codings version (coding.queries.cached_counts) and everything else counted:
+    # Kept under the version of the project's coding events (coding.queries.cached_counts) and everything else counted:
     # the live codes (a trashed one leaves the coded segments), the rows' codes and the interviews' columns.
     inputs = (spec.denominator, spec.with_suggestions, [c.pk for c in codes],
               sorted((k, sorted(v)) for k, v in members.items()), sorted(column_of.items()))

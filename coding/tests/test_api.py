@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from coding.models import Code, CodeEvent, Coding
-from coding.queries import codings_changed
+from projects import live
 
 pytestmark = pytest.mark.django_db
 
@@ -95,7 +95,7 @@ def test_code_list_queries_do_not_grow(client_for, owner, project, interview, pa
     for i in range(5):
         code = make_code(f"Code {i}")
         Coding.objects.create(segment=participant_segments[0], code=code, coder=owner, interview=interview)
-    codings_changed(project.uuid)  # as coding.services does after every coding write
+    live.publish(project.uuid, "coding")  # as coding.services does after every coding write
     with django_assert_num_queries(9):
         assert len(client.get(_codes(project)).json()["results"]) == 6
     with django_assert_num_queries(8):  # the counts are kept until the next coding write

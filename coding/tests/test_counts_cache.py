@@ -4,13 +4,15 @@ the codes API and the codings API's total show what a plain count shows, and a w
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 from django.db.models import Count
 from django.urls import reverse
 
 from coding.models import Coding
-from coding.queries import code_participant_counts
+from coding.queries import COUNTED_KINDS, code_participant_counts
 from coding.services import code_merge, coding_apply, coding_remove
 from interviews.models import Speaker
+from projects import live
 
 pytestmark = pytest.mark.django_db
 
@@ -112,3 +114,52 @@ def test_a_code_purged_from_the_trash_takes_its_codings_out_of_the_count(project
     trash_purge(project=project, actor=owner, kind="code", uuid=codes[1].uuid)
     assert client.get(url).json()["count"] == Coding.objects.filter(interview__project=project).count() == 10
     assert code_participant_counts(project) == _recount(project)
+
+
+@pytest.fixture
+def redis_round_trips(monkeypatch):
+    """Each Redis round trip this test makes: a command's name, or the commands of one pipeline."""
+    import redis
+
+    trips: list[tuple[str, ...]] = []
+    command, pipeline = redis.Redis.execute_command, redis.client.Pipeline.execute
+
+    def one(self, *args, **options):
+        trips.append((str(args[0]).upper(),))
+        return command(self, *args, **options)
+
+    def batch(self, *args, **options):
+        trips.append(tuple(str(c[0][0]).upper() for c in self.command_stack))
+        return pipeline(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", one)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", batch)
+    return trips
+
+
+@pytest.mark.skipif(not settings.REDIS_URL, reason="the live broker is Redis only with REDIS_URL")
+def test_a_committed_apply_tells_the_pages_and_the_counts_in_one_round_trip(project, owner, coded,
+                                                                            django_capture_on_commit_callbacks,
+                                                                            redis_round_trips):
+    codes, interviews = coded
+    answer = interviews[0].segments.filter(speaker=Speaker.PARTICIPANT).order_by("-position").first()
+    with django_capture_on_commit_callbacks() as callbacks:
+        coding_apply(project_uuid=project.uuid, interview_uuid=interviews[0].uuid, user_id=owner.pk,
+                     code_id=codes[2].pk, segment_ids=[answer.pk])
+    version = live.version(project.uuid, *COUNTED_KINDS)
+    redis_round_trips.clear()
+    for callback in callbacks:
+        callback()
+    assert redis_round_trips == [("XADD", "EXPIRE", "HSET", "EXPIRE")]
+    assert live.version(project.uuid, *COUNTED_KINDS) != version
+
+
+def test_while_the_live_broker_is_down_counts_are_counted_every_time(project, owner, coded):
+    from django.test import override_settings
+
+    codes, interviews = coded
+    answer = interviews[0].segments.filter(speaker=Speaker.PARTICIPANT).order_by("-position").first()
+    with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):  # nothing listens there: no version, no event
+        assert code_participant_counts(project) == _recount(project)
+        Coding.objects.create(segment=answer, code=codes[2], coder=owner, interview=interviews[0])
+        assert code_participant_counts(project) == _recount(project)

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from coding.queries import codings_changed
+from projects import live
 from reports.tests.tables_world import code, seg, world  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
@@ -83,5 +83,5 @@ def test_api_query_counts_are_flat(world, client_for, owner):
     before = {w: count(w) for w in ("excerpts", "frequency", "codebook")}
     for text in ("It grows with time.", "Borders decide a lot."):
         code(world.codes["AI self"], seg(world.interviews["gpt"], text), world.analyst)
-    codings_changed(world.project.uuid)  # as coding.services does after every coding write: counted afresh
+    live.publish(world.project.uuid, "coding")  # as coding.services does after every coding write: counted afresh
     assert {w: count(w) for w in ("excerpts", "frequency", "codebook")} == before

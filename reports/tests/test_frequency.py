@@ -9,7 +9,7 @@ import pytest
 from django.http import QueryDict
 from PIL import Image
 
-from coding.queries import codings_changed
+from projects import live
 from reports.frequency import (
     FrequencySpec,
     FrequencySpecError,
@@ -89,10 +89,10 @@ def test_query_count_does_not_grow_with_codings(world, django_assert_num_queries
         frequency_table(world.project, FrequencySpec())
     for text in ("It grows with time.", "Borders decide a lot."):
         code(world.codes["AI self"], seg(world.interviews["gpt"], text), world.owner)
-    codings_changed(world.project.uuid)  # as coding.services does after every coding write
+    live.publish(world.project.uuid, "coding")  # as coding.services does after every coding write
     with django_assert_num_queries(4):
         frequency_table(world.project, FrequencySpec())
-    with django_assert_num_queries(3):  # the counts, kept under the project's codings version
+    with django_assert_num_queries(3):  # the counts, kept under the version of the project's coding events
         frequency_table(world.project, FrequencySpec())
     with django_assert_num_queries(6):  # participants, interviews, codes, themes, theme codes, the counts
         frequency_table(world.project, FrequencySpec(level="theme"))

@@ -14,7 +14,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from coding.queries import codings_changed
+from projects import live
 from reports.models import ExportJob
 from reports.tests.tables_world import NASTY, code, seg, world  # noqa: F401 - fixture
 
@@ -47,7 +47,7 @@ def more_codings(w) -> None:
     for text in ("It grows with time.", "Borders decide a lot.", "Costs rose"):
         code(w.codes["AI self"], seg(w.interviews["gpt"], text), w.analyst)
     code(w.codes["Structure"], seg(w.interviews["claude"], "Belonging is yours"), w.analyst)
-    codings_changed(w.project.uuid)  # as coding.services does after every coding write
+    live.publish(w.project.uuid, "coding")  # as coding.services does after every coding write
 
 
 def queries(client, path: str, **kw) -> tuple[int, object]:
