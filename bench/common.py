@@ -22,6 +22,24 @@ OUT = BENCH / "out"  # git-ignored scratch: JSON of each run, trained models
 PEERS_DIR = BENCH / ".peers"  # git-ignored venvs of Taguette and doccano
 
 
+def production_gunicorn_options() -> list[str]:
+    """The options the Dockerfile's CMD starts gunicorn with (workers, threads, keep-alive, config file), less its
+    app and --bind: the bench's web server is production's, read from the one place that defines it."""
+    import json
+
+    for line in (REPO / "Dockerfile").read_text().splitlines():
+        if line.startswith("CMD ["):
+            argv = json.loads(line[len("CMD "):])
+            break
+    else:
+        raise SystemExit("bench: no CMD [...] line in the Dockerfile")
+    if argv[0] != "gunicorn" or "--bind" not in argv:
+        raise SystemExit(f"bench: the Dockerfile's CMD is not `gunicorn … --bind …`: {argv}")
+    options = [a for a in argv[1:] if a != "config.wsgi:application"]
+    at = options.index("--bind")
+    return options[:at] + options[at + 2:]
+
+
 def shared_peer_bench() -> Path:
     """The peer drivers: ../shared/peer-bench beside the repo (a clone in CI has shared/ beside it too)."""
     for candidate in (

@@ -60,3 +60,16 @@ def test_the_ratio_table_divides_by_the_faster_peer_of_the_same_run() -> None:
     assert rows["apply p50 over the floor app's p50 (bench/floor_app.py), ms"][3:] == ["3.00×", "≤ 2.5×", "**missed**"]
     assert rows["import the peer corpus, s (ours segments it, theirs does not)"][1] == "not measured in this run"
     assert rows["open the 10× interview in the browser, navigation → ready, ms"][1] == "not measured in this run"
+
+
+def test_the_bench_serves_with_the_options_production_starts_gunicorn_with() -> None:
+    import shlex
+
+    from bench.common import REPO, production_gunicorn_options
+
+    options = production_gunicorn_options()
+    assert "--threads" in options and "gunicorn.conf.py" in options and "--bind" not in options
+    compose = (REPO / "docker-compose.yml").read_text()
+    web = shlex.split(next(line for line in compose.splitlines() if "command: gunicorn" in line).split("command:", 1)[1])
+    at = web.index("--bind")
+    assert [a for a in web[1:at] + web[at + 2:] if a != "config.wsgi:application"] == options

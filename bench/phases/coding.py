@@ -1,7 +1,7 @@
 """Coding hot path: apply a code (1 and 8 clients), open the heaviest interview (and a 10× one), worker memory.
 
 Owned by the coding issue (coding/services.py coding_apply, coding/render.py). Served by gunicorn
-(4 gthread workers × 2 threads with keep-alive, as in production; DEBUG off) on 127.0.0.1 against the
+with the Dockerfile's own options (bench.common.production_gunicorn_options; DEBUG off) on 127.0.0.1 against the
 bench's PostgreSQL database, driven with `requests` like the peer drivers, on the same corpus and the
 same workload (benchlib.tags_for), and with wrk.
 """
@@ -20,13 +20,11 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import REPO, Context, Section, corpus_module
+from bench.common import REPO, Context, Section, corpus_module, production_gunicorn_options
 
 TITLE = "Coding: apply a code, open an interview"
 NEEDS_DJANGO = True
 PASSWORD = "bench-password-not-secret"
-WORKERS = 4
-THREADS = 2  # gthread, keep-alive 75 s: what Dockerfile and docker-compose.yml run
 
 
 def _pct(values: list[float], p: float) -> float:
@@ -89,8 +87,8 @@ def _start_gunicorn(port: int, app: str = "config.wsgi:application") -> subproce
         "DJANGO_SETTINGS_MODULE": "config.settings_test", "DEBUG": "false", "LOG_LEVEL": "ERROR",
     })
     proc = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), app, "-b", f"127.0.0.1:{port}",
-         "-w", str(WORKERS), "--worker-class", "gthread", "--threads", str(THREADS), "--keep-alive", "75", "--log-level", "warning"],
+        [str(Path(sys.executable).parent / "gunicorn"), app, "-b", f"127.0.0.1:{port}", *production_gunicorn_options(),
+         "--log-level", "warning"],
         cwd=REPO, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )
     import requests
@@ -466,7 +464,7 @@ def run(ctx: Context) -> Section:
     ]
     return Section(
         title=TITLE, columns=["metric", "RTA Studio", "Taguette", "doccano"], rows=rows,
-        notes=(f"gunicorn {WORKERS} gthread workers × {THREADS} threads, keep-alive 75 s (as Dockerfile and docker-compose.yml), DEBUG off, PostgreSQL on 127.0.0.1, sessions and users read from Redis as in production (projects/auth_cache.py); client `requests` "
+        notes=(f"gunicorn `{' '.join(production_gunicorn_options())}` (the Dockerfile's options), DEBUG off, PostgreSQL on 127.0.0.1, sessions and users read from Redis as in production (projects/auth_cache.py); client `requests` "
                f"with keep-alive like the peer drivers. Workload: every segment of the 20 corpus interviews in reading "
                f"order, {n_seq} sequentially then {n_conc} from 8 threads; item i gets code i mod 10 and every 5th item a "
                "second code (benchlib.tags_for). Our apply takes one code per request, so an item with two codes is two "
