@@ -82,8 +82,8 @@ def version(project_uuid, *kinds: str) -> str | None:
     keyed by it. None while the broker is unreachable (then nothing can be cached safely)."""
     try:
         return broker().versions(str(project_uuid), kinds)
-    except Exception:  # noqa: BLE001 - callers compute afresh
-        log.warning("live version for project %s unavailable", project_uuid, exc_info=True)
+    except Exception as exc:  # noqa: BLE001 - callers compute afresh
+        log.warning("live version for project %s unavailable: %s", project_uuid, exc)
         return None
 
 
