@@ -22,7 +22,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from coding.models import Code, Coding, Note
-from coding.queries import code_participant_counts, codebook_tree, interview_segment_progress
+from coding.queries import codebook_tree, interview_coding_counts, interview_segment_progress
 from coding.services import (
     CodeConflict,
     code_archive,
@@ -280,22 +280,53 @@ class CodingFilter(serializers.Serializer):
     coder = serializers.CharField(required=False, max_length=150, source="coder__username", help_text="A coder's username.")
 
 
+class InterviewSpanPaginator(Paginator):
+    """Page numbers over codings in (interview, segment, id) order that read only the interviews a page holds.
+
+    `per_interview` is (interview id, codings) in id order, as the list is ordered. OFFSET over the whole
+    list made the database walk every earlier coding (the project's, and other projects' whose interviews
+    come first in the index) before the page: 8 → 24 ms from 1× to 50× the peer corpus for the first page,
+    and more for each later one. Here page N costs the same whatever the project's size.
+    """
+
+    def __init__(self, object_list, per_page, per_interview: list[tuple[int, int]]) -> None:
+        super().__init__(object_list, per_page)
+        self.per_interview = per_interview
+        self.count = sum(n for _, n in per_interview)  # Paginator.count is a cached_property: set, it is not counted
+
+    def page(self, number):
+        number = self.validate_number(number)
+        bottom = (number - 1) * self.per_page
+        top = min(bottom + self.per_page, self.count)
+        held, skip, before = [], 0, 0
+        for interview_id, n in self.per_interview:
+            if before + n > bottom:
+                if not held:
+                    skip = bottom - before
+                held.append(interview_id)
+            before += n
+            if before >= top:
+                break
+        rows = self.object_list.filter(interview_id__in=held)[skip:skip + top - bottom]
+        return self._get_page(rows, number, self)
+
+
 class CodingPagination(PageNumberPagination):
-    """The API's page numbers and `count`; an unfiltered list takes its count from the project's cached code counts.
+    """The API's page numbers and `count`; an unfiltered list pages by the project's cached per-interview counts.
 
     A COUNT(*) over every coding of the project on every page grew with the project (120 ms at 50× the peer
-    corpus); the codebook's cached counts (coding.queries.code_participant_counts) add up to the same number.
+    corpus), and so did the OFFSET; the counts are kept under the codings version (coding.queries.cached_counts),
+    so a coding written through coding.services shows on the next request.
     """
 
     def paginate_queryset(self, queryset, request, view=None):
-        self.known_count = view.known_count()  # the pagination of CodingViewSet only
+        self.per_interview = view.per_interview_counts()  # the pagination of CodingViewSet only
         return super().paginate_queryset(queryset, request, view)
 
     def django_paginator_class(self, object_list, per_page) -> Paginator:
-        paginator = Paginator(object_list, per_page)
-        if self.known_count is not None:
-            paginator.count = self.known_count  # Paginator.count is a cached_property: set, it is not counted
-        return paginator
+        if self.per_interview is None:
+            return Paginator(object_list, per_page)
+        return InterviewSpanPaginator(object_list, per_page, self.per_interview)
 
 
 @extend_schema_view(list=extend_schema(parameters=[CodingFilter]))
@@ -308,11 +339,11 @@ class CodingViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.DestroyMod
     serializer_class = CodingSerializer
     pagination_class = CodingPagination
 
-    def known_count(self) -> int | None:
-        """How many codings the unfiltered list has, from the project's cached counts; None when filtered."""
+    def per_interview_counts(self) -> list[tuple[int, int]] | None:
+        """The unfiltered list's codings per interview, from the project's cached counts; None when filtered."""
         if query_filters(self.request, CodingFilter):
             return None
-        return sum(code_participant_counts(self.project).values())
+        return interview_coding_counts(self.project)
 
     def get_queryset(self):
         qs = Coding.objects.filter(interview__project=self.project, interview__deleted_at__isnull=True).select_related(
