@@ -136,27 +136,6 @@ def test_the_codings_pages_cut_the_plainly_ordered_list_across_interviews(projec
     assert len(everything()) == 9
 
 
-def test_the_codings_list_takes_as_many_queries_for_ten_times_the_interviews(project, owner, client_for, coded,
-                                                                              make_interview, django_assert_num_queries):
-    codes, _ = coded
-    client = client_for(owner)
-    url = f"/api/projects/{project.uuid}/codings/"
-    client.get(url)
-    # session, user, membership (+project), live interviews, the page's codings (+code, interview, coder)
-    with django_assert_num_queries(5):
-        small = client.get(url).json()
-    for k in range(18):
-        interview = make_interview(title=f"More {k}", label=("GPT-4o", "Claude", "Gemini")[k % 3])
-        answers = list(interview.segments.filter(speaker=Speaker.PARTICIPANT).values_list("pk", flat=True))
-        coding_apply(project_uuid=project.uuid, interview_uuid=interview.uuid, user_id=owner.pk,
-                     code_id=codes[k % 3].pk, segment_ids=answers)
-    client.get(url, {"page": 2})  # the counts are taken again once after the writes
-    with django_assert_num_queries(5):
-        large = client.get(url, {"page": 2}).json()
-    assert small["count"] == 14 and large["count"] == 14 + 18 * 7
-    assert len(large["results"]) == 50
-
-
 def test_a_code_purged_from_the_trash_takes_its_codings_out_of_the_count(project, owner, client_for, coded):
     from projects.trash import trash_move, trash_purge
 
