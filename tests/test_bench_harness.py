@@ -60,3 +60,16 @@ def test_the_ratio_table_divides_by_the_faster_peer_of_the_same_run() -> None:
     assert rows["apply p50 over the floor app's p50 (bench/floor_app.py), ms"][3:] == ["3.00×", "≤ 2.5×", "**missed**"]
     assert rows["import the peer corpus, s (ours segments it, theirs does not)"][1] == "not measured in this run"
     assert rows["open the 10× interview in the browser, navigation → ready, ms"][1] == "not measured in this run"
+
+
+def test_the_scale_curve_compares_a_list_with_the_smallest_size_showing_as_many_rows() -> None:
+    from bench.phases.scale import like_for_like
+
+    scales = [1, 10, 50]
+    # 20 rows at 1×, a page of 50 after: 50× against 10×.
+    assert like_for_like([20.0, 40.0, 44.0], [20, 50, 50], scales) == (1.1, 10)
+    # As many rows at every size, or not a list: the plain 50×/1× ratio stands.
+    assert like_for_like([10.0, 11.0, 12.0], [50, 50, 50], scales) is None
+    assert like_for_like([10.0, 11.0, 12.0], [None, None, None], scales) is None
+    # Fewer rows at every smaller size: nothing to compare like for like, so no excuse either.
+    assert like_for_like([6.0, 6.5, 10.0], [6, 6, 30], scales) is None
