@@ -62,10 +62,13 @@ class CodeUsage:
         self.totals: dict[int, int] = defaultdict(int)
         for (code_id, _), n in self.counts.items():
             self.totals[code_id] += n
+        self._read: dict[int, dict[str, Any]] = {}  # each code is read twice, for `uses` and `uses_by_participant`
 
     def of(self, code: Code) -> dict[str, Any]:
-        return {"uses": self.totals.get(code.pk, 0), "uses_by_participant": [
-            {"participant": p.uuid, "label": p.label, "uses": self.counts.get((code.pk, p.pk), 0)} for p in self.participants]}
+        if code.pk not in self._read:
+            self._read[code.pk] = {"uses": self.totals.get(code.pk, 0), "uses_by_participant": [
+                {"participant": p.uuid, "label": p.label, "uses": self.counts.get((code.pk, p.pk), 0)} for p in self.participants]}
+        return self._read[code.pk]
 
 
 class CodeSerializer(serializers.ModelSerializer):
