@@ -107,7 +107,7 @@ def workspace_codes(project: Project) -> list[dict[str, Any]]:
     )
 
 
-# Project-wide counts (the codebook's, the frequency table's, the codings API's total) are kept a minute
+# Project-wide counts (the codebook's, the frequency table's, the codings API's pages) are kept a minute
 # in one shared way, keyed by
 # - the version of the project's "coding" and "codebook" live events (projects.live.version): every coding write
 #   in coding.services (apply, remove, undo, accepted suggestions) and every codebook change (merge, split, a code
@@ -144,13 +144,25 @@ def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[
 def code_participant_counts(project: Project) -> dict[tuple[int, int], int]:
     """(code id, participant id) → codings of the code in the project's live interviews; one query, two when counted.
 
-    The codebook (page and API) and the codings API's total read this one cached copy.
+    The codebook (page and API) reads this one cached copy.
     """
     interviews = list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", "participant_id"))
     return cached_counts(project, "code-participant", interviews, lambda: {
         (code_id, participant_id): n for code_id, participant_id, n in
         Coding.objects.filter(code__project=project, interview__project=project, interview__deleted_at__isnull=True)
         .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()})
+
+
+def interview_coding_counts(project: Project) -> list[tuple[int, int]]:
+    """(interview id, codings) for each live interview of the project, in id order; one query, two when counted.
+
+    The codings API's pages follow these counts to the few interviews a page holds (coding.api.CodingPagination).
+    """
+    interviews = list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", flat=True))
+    counted = cached_counts(project, "interview-codings", interviews, lambda: dict(
+        Coding.objects.filter(interview__project=project, interview__deleted_at__isnull=True)
+        .values_list("interview_id").annotate(n=Count("id")).order_by()))
+    return [(pk, counted.get(pk, 0)) for pk in interviews]
 
 
 PROGRESS_TTL = 60

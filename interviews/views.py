@@ -58,11 +58,13 @@ def interview_list(request: HttpRequest, project_uuid) -> HttpResponse:
     if filters["origin"]:
         interviews = interviews.filter(origin=filters["origin"])
     answers = Segment.objects.filter(speaker=Speaker.PARTICIPANT)
+    # "Has a coding" per segment, straight from the unique coding index (segment first): not a join the planner
+    # may turn into a scan of every coding of the project for each interview listed, nor a second visit to the
+    # segment (the coding model is reached through the relation: this app does not import coding).
+    codings = Segment._meta.get_field("codings").related_model.objects
     interviews = interviews.with_turn_count().annotate(
         answer_segments=per_interview_count(answers),
-        # "Has a coding" per segment (the unique coding index, segment first), not a join the planner may
-        # turn into a scan of every coding of the project for each interview listed.
-        coded_segments=per_interview_count(answers.filter(Exists(Segment.objects.filter(pk=OuterRef("pk"), codings__isnull=False)))),
+        coded_segments=per_interview_count(answers.filter(Exists(codings.filter(segment_id=OuterRef("pk"))))),
     ).order_by(F("conducted_at").desc(nulls_last=True), "title", "pk")
     page = paginate(request, interviews, target="#interview-table")
     for row in page:

@@ -147,7 +147,7 @@ class ExcerptTableView(ProjectScopedMixin, APIView):
         except ExcerptSpecError as e:
             raise ValidationError({"detail": str(e)}) from None
         offset, limit = _int(request, "offset", 0, MAX_OFFSET), _int(request, "limit", 100, MAX_LIMIT)
-        matching = excerpt_count(project, spec)
+        matching = excerpt_count(project, spec, options)
         rows = itertools.islice(excerpt_rows(project, spec, options=options, limit=offset + limit, codings=matching),
                                 offset, None)
         columns = excerpt_columns(spec, inline_context=False)

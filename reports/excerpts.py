@@ -39,11 +39,15 @@ from operator import or_
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.postgres.fields import ArrayField
+from django.db import connection
 from django.db.models import (
+    BigIntegerField,
     Case,
     Exists,
     F,
     FilteredRelation,
+    Func,
     IntegerField,
     OuterRef,
     Q,
@@ -58,7 +62,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce, Concat, Greatest, JSONObject, Least, Substr
 
 from coding.models import Code, Coding
-from coding.queries import with_descendants
+from coding.queries import cached_counts, with_descendants
 from interviews.models import Interview, Participant, Speaker, Turn, turn_number
 from interviews.provenance import CITED_LIVE_KEYS, REQUEST_PARAMS, turn_citation
 from interviews.rendering import MUTED, RichText, Run, quote_text
@@ -216,8 +220,10 @@ def excerpt_options(project: Project) -> ExcerptOptions:
     for t in themes:
         by_parent.setdefault(t.parent_id if t.parent_id in ids else None, []).append(t)
     ordered = [s for top in by_parent.get(None, []) for s in [top, *by_parent.get(top.pk, [])]]
-    coders = list(get_user_model().objects.filter(
-        pk__in=Coding.objects.filter(interview__project=project).values("coder")).order_by("username"))
+    # Who coded is read from every coding of the project: kept under the version of its coding events, as the counts are.
+    coder_ids = cached_counts(project, "coders", (), lambda: sorted(
+        Coding.objects.filter(interview__project=project).order_by().values_list("coder_id", flat=True).distinct()))
+    coders = list(get_user_model().objects.filter(pk__in=coder_ids).order_by("username"))
     return ExcerptOptions(
         themes=ordered,
         codes=list(Code.objects.for_project(project).order_by("position", "name")),
@@ -324,11 +330,23 @@ def spec_to_params(spec: ExcerptSpec, options: ExcerptOptions) -> dict[str, list
 # --- rows ------------------------------------------------------------------------------
 
 
-def excerpt_count(project: Project, spec: ExcerptSpec) -> int:
-    """An upper bound of the rows (codings before runs are joined), in one query."""
+def excerpt_count(project: Project, spec: ExcerptSpec, options: ExcerptOptions | None = None) -> int:
+    """An upper bound of the rows (codings before runs are joined); one query, two when counted (one more without `options`).
+
+    Counting every coding of the project on each preview grew with the project (35 ms at 50× the peer corpus),
+    so the count is kept under the version of the project's coding events (coding.queries.cached_counts) and what else it
+    reads that changes without a coding write: the live interviews with their participants, the live codes.
+    A theme filter reads the themes' codes, which change without one too: such a table is counted each time.
+    """
     if spec.exemplars_only:
         return _exemplar_queryset(project, spec).count()
-    return _coding_queryset(project, spec).count()
+    count = _coding_queryset(project, spec).count
+    if spec.themes:
+        return count()
+    codes = [c.pk for c in options.codes] if options else list(Code.objects.for_project(project).values_list("pk", flat=True))
+    interviews = list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", "participant_id"))
+    inputs = (sorted(spec.codes), sorted(spec.participants), sorted(spec.coders), spec.with_suggestions, sorted(codes), interviews)
+    return cached_counts(project, "excerpt-table", inputs, count)
 
 
 def excerpt_rows(project: Project, spec: ExcerptSpec, *, limit: int | None = None,
@@ -473,11 +491,19 @@ def _coding_queryset(project: Project, spec: ExcerptSpec, live_themes: list[int]
 
 
 def _rank(field: str, ids: list[int]) -> Any:
-    """The position of `field`'s value in `ids`, as SQL, so the database sorts integers, not names."""
+    """The position of `field`'s value in `ids` (after them when absent), as SQL, so the database sorts integers, not names.
+
+    One array_position() rather than a CASE with a WHEN per id: building and sending a WHEN for each of a
+    hundred codes cost the preview more than its rows did at 50× the peer corpus.
+    """
     if not ids:
         return Value(0)
-    return Case(*[When(**{field: pk}, then=Value(i)) for i, pk in enumerate(ids)], default=Value(len(ids)),
-                output_field=IntegerField())
+    if connection.vendor != "postgresql":  # SQLite, the laptop default, has no arrays
+        return Case(*[When(**{field: pk}, then=Value(i + 1)) for i, pk in enumerate(ids)], default=Value(len(ids) + 1),
+                    output_field=IntegerField())
+    position = Func(Value(ids, output_field=ArrayField(BigIntegerField())), F(field), function="array_position",
+                    output_field=IntegerField())
+    return Coalesce(position, Value(len(ids) + 1))
 
 
 @dataclass
@@ -518,7 +544,7 @@ def _first_coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOpti
     codings, so a few times `limit` codings are fetched; the last excerpt read may continue past the cut
     and counts only once more rows show it ended.
     """
-    values, names = _coding_values(project, spec, options)
+    values, names = _coding_values(project, spec, options, every_interview=False)
     fetch = FIRST_ROWS_FETCH * (limit + 1)
     groups = [] if codings is not None and codings <= SORTED_WHOLE else _table_groups(spec, options)
     taken = 1
@@ -528,6 +554,7 @@ def _first_coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOpti
         if len(fetched) < fetch and prefix is not None:
             taken *= FIRST_ROWS_FETCH
             continue
+        _load_interviews(names, {v.interview_id for v in fetched})
         rows = list(_join_runs(iter(fetched), spec, names))
         if len(fetched) < fetch or len(rows) > limit:
             return rows[:limit]
@@ -567,8 +594,12 @@ def _in_groups(groups: list[tuple[int | None, int]], spec: ExcerptSpec) -> Q:
     return by_code & reduce(or_, (Q(placement_id=theme, code_id__in=codes) for theme, codes in by_theme.items()))
 
 
-def _coding_values(project: Project, spec: ExcerptSpec, options: ExcerptOptions) -> tuple[QuerySet, _Lookups]:
-    """The codings of the table in table order (as named rows) and the names their ids stand for."""
+def _coding_values(project: Project, spec: ExcerptSpec, options: ExcerptOptions, *,
+                   every_interview: bool = True) -> tuple[QuerySet, _Lookups]:
+    """The codings of the table in table order (as named rows) and the names their ids stand for.
+
+    `every_interview=False` leaves out the interviews' columns: a reader of a few rows loads its own (`_load_interviews`).
+    """
     qs = _coding_queryset(project, spec, live_themes=[t.pk for t in options.themes])
     # Up to LEAD characters of the turn before each segment: joining a run of segments
     # with the text between them gives the turn's exact text without loading whole turns
@@ -591,12 +622,13 @@ def _coding_values(project: Project, spec: ExcerptSpec, options: ExcerptOptions)
               "interview__conducted_at", "interview_id", "segment__position", "coder_id"]
     values = qs.order_by(*order).values_list(*fields, named=True)
     names = _Lookups.of(options)
-    # Per-interview columns once per interview rather than on every row (titles and hashes
-    # repeated 4,000 times were most of the bytes the row query moved).
-    interviews = Interview.objects.filter(project=project, deleted_at__isnull=True)
-    if spec.participants:
-        interviews = interviews.filter(participant_id__in=spec.participants)
-    names.interviews = {iv.id: iv for iv in interviews.values_list(*INTERVIEW_FIELDS, named=True)}
+    if every_interview:
+        # Per-interview columns once per interview rather than on every row (titles and hashes
+        # repeated 4,000 times were most of the bytes the row query moved).
+        interviews = Interview.objects.filter(project=project, deleted_at__isnull=True)
+        if spec.participants:
+            interviews = interviews.filter(participant_id__in=spec.participants)
+        names.interviews = {iv.id: iv for iv in interviews.values_list(*INTERVIEW_FIELDS, named=True)}
     return values, names
 
 
@@ -677,6 +709,13 @@ def _row(run: dict[str, Any], spec: ExcerptSpec, names: _Lookups) -> ExcerptRow:
         response_id=_response_text(getattr(v, "response_id", None)), turn_pk=v.segment__turn_id,
         span=(run["start"], run["last_end"]),
     )
+
+
+def _load_interviews(names: _Lookups, interview_ids: set[int]) -> None:
+    """The columns of these interviews, in one query: the first rows' few, not all of a large project's."""
+    missing = interview_ids - names.interviews.keys()
+    if missing:
+        names.interviews.update((iv.id, iv) for iv in Interview.objects.filter(pk__in=missing).values_list(*INTERVIEW_FIELDS, named=True))
 
 
 def _late_interview(names: _Lookups, interview_id: int) -> Any:

@@ -153,7 +153,7 @@ def _write_excerpts(job: ExportJob, out) -> int:
     """The excerpt table, with its progress every PROGRESS_EVERY rows; returns the rows written."""
     options = excerpt_options(job.project)
     spec = spec_from_query(options, job.params)
-    total = excerpt_count(job.project, spec)
+    total = excerpt_count(job.project, spec, options)
     ExportJob.objects.filter(pk=job.pk).update(progress_total=total)
 
     def progress(n: int) -> None:

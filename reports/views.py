@@ -91,7 +91,7 @@ def excerpts(request: HttpRequest, project_uuid) -> HttpResponse:
     rows, total = [], 0
     columns = excerpt_columns(spec, inline_context=True)  # the preview sets context lighter, as Word does
     if not error:
-        total = excerpt_count(project, spec)
+        total = excerpt_count(project, spec, options)
         rows = [r.values(columns) for r in excerpt_rows(project, spec, limit=PREVIEW_ROWS, options=options, codings=total)]
     context = _context(
         membership, options=options, spec=spec, error=error, rows=rows, total=total, preview_rows=PREVIEW_ROWS,
@@ -134,7 +134,7 @@ def excerpts_export(request: HttpRequest, project_uuid) -> HttpResponse:
         spec = spec_from_query(options, request.POST)
     except ExcerptSpecError as e:
         return render(request, "reports/export_error.html", _context(membership, error=str(e)), status=400)
-    total = excerpt_count(project, spec)
+    total = excerpt_count(project, spec, options)
     if total > INLINE_MAX_ROWS:
         job = exportjob_create(project=project, user=request.user, fmt=fmt, params=query_params(request.POST), total=total)
         return redirect("reports:export_job", project_uuid=project.uuid, job_uuid=job.uuid)

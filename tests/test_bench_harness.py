@@ -73,3 +73,16 @@ def test_the_bench_serves_with_the_options_production_starts_gunicorn_with() -> 
     web = shlex.split(next(line for line in compose.splitlines() if "command: gunicorn" in line).split("command:", 1)[1])
     at = web.index("--bind")
     assert [a for a in web[1:at] + web[at + 2:] if a != "config.wsgi:application"] == options
+
+
+def test_the_scale_curve_compares_a_list_with_the_smallest_size_showing_as_many_rows() -> None:
+    from bench.phases.scale import like_for_like
+
+    scales = [1, 10, 50]
+    # 20 rows at 1×, a page of 50 after: 50× against 10×.
+    assert like_for_like([20.0, 40.0, 44.0], [20, 50, 50], scales) == (1.1, 10)
+    # As many rows at every size, or not a list: the plain 50×/1× ratio stands.
+    assert like_for_like([10.0, 11.0, 12.0], [50, 50, 50], scales) is None
+    assert like_for_like([10.0, 11.0, 12.0], [None, None, None], scales) is None
+    # Fewer rows at every smaller size: nothing to compare like for like, so no excuse either.
+    assert like_for_like([6.0, 6.5, 10.0], [6, 6, 30], scales) is None

@@ -89,16 +89,16 @@ def test_code_list_queries_do_not_grow(client_for, owner, project, interview, pa
     client = client_for(owner)
     make_code("Trust")
     # session, user, membership (+project), count, page of codes (+parent, merged_into),
-    # then the codebook's usage counts: codes, participants, live interviews, counts per code and participant
-    with django_assert_num_queries(9):
+    # then the codebook's usage counts: participants, live interviews, counts per code and participant
+    with django_assert_num_queries(8):
         assert len(client.get(_codes(project)).json()["results"]) == 1
     for i in range(5):
         code = make_code(f"Code {i}")
         Coding.objects.create(segment=participant_segments[0], code=code, coder=owner, interview=interview)
     live.publish(project.uuid, "coding")  # as coding.services does after every coding write
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(8):
         assert len(client.get(_codes(project)).json()["results"]) == 6
-    with django_assert_num_queries(8):  # the counts are kept until the next coding write
+    with django_assert_num_queries(7):  # the counts are kept until the next coding write
         assert len(client.get(_codes(project)).json()["results"]) == 6
 
 

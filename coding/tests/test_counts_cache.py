@@ -1,5 +1,6 @@
-"""The project's code counts are read from one cached copy (coding.queries.code_participant_counts): the codebook,
-the codes API and the codings API's total show what a plain count shows, and a write shows on the next request."""
+"""The project's code counts are read from one cached copy (coding.queries.code_participant_counts): the codebook and
+the codes API show what a plain count shows, and a write shows on the next request. The codings API pages by the
+project's cached codings per interview (coding.queries.interview_coding_counts) in the same way."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from django.conf import settings
 from django.db.models import Count
 from django.urls import reverse
 
+from coding.api import CodingPagination
 from coding.models import Coding
 from coding.queries import COUNTED_KINDS, code_participant_counts
 from coding.services import code_merge, coding_apply, coding_remove
@@ -100,6 +102,40 @@ def test_the_codings_list_counts_from_the_shared_counts_unless_filtered(project,
     coding = Coding.objects.filter(coder=owner).first()
     assert client.delete(f"{url}{coding.pk}/").status_code == 204
     assert client.get(url).json()["count"] == everything - 1
+
+
+def _ids(response) -> list[int]:
+    assert response.status_code == 200
+    return [row["id"] for row in response.json()["results"]]
+
+
+def test_the_codings_pages_cut_the_plainly_ordered_list_across_interviews(project, owner, client_for, coded, make_interview,
+                                                                          monkeypatch):
+    from projects.trash import trash_move
+
+    _, interviews = coded
+    make_interview(title="Not coded", label="Gemini")  # an interview without codings between two with
+    third = make_interview(title="Later", label="GPT-4o")
+    answers = list(third.segments.filter(speaker=Speaker.PARTICIPANT).values_list("pk", flat=True))
+    coding_apply(project_uuid=project.uuid, interview_uuid=third.uuid, user_id=owner.pk, code_id=coded[0][0].pk,
+                 segment_ids=answers[:3])
+    monkeypatch.setattr(CodingPagination, "page_size", 4)  # 6 + 8 + 0 + 3 codings: pages straddle interviews
+    client = client_for(owner)
+    url = f"/api/projects/{project.uuid}/codings/"
+
+    def everything() -> list[int]:
+        return list(Coding.objects.filter(interview__project=project, interview__deleted_at__isnull=True)
+                    .order_by("interview_id", "segment_id", "id").values_list("id", flat=True))
+
+    pages = [client.get(url, {"page": n}).json() for n in range(1, 6)]
+    assert [row["id"] for page in pages for row in page["results"]] == everything()
+    assert [len(page["results"]) for page in pages] == [4, 4, 4, 4, 1]
+    assert pages[0]["count"] == 17 and pages[0]["previous"] is None and pages[4]["next"] is None
+    assert pages[1]["next"].endswith("page=3")
+    assert client.get(url, {"page": 6}).status_code == 404
+    trash_move(obj=interviews[1], actor=owner)
+    assert [i for n in (1, 2, 3) for i in _ids(client.get(url, {"page": n}))] == everything()
+    assert len(everything()) == 9
 
 
 def test_a_code_purged_from_the_trash_takes_its_codings_out_of_the_count(project, owner, client_for, coded):

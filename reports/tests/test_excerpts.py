@@ -107,6 +107,7 @@ def test_trashed_interviews_and_codes_are_left_out(world):
 
 def test_rows_stream_in_one_query_whatever_their_number(world, django_assert_num_queries):
     spec = ExcerptSpec(columns=("theme", "subtheme", "code", "model", "interview", "turn", "quote", "provenance"))
+    excerpt_options(world.project)  # who coded is counted once, then kept under the version of the project's coding events
     with django_assert_num_queries(4):  # the builder's options: themes, codes, participants, coders
         options = excerpt_options(world.project)
     with django_assert_num_queries(2):  # the interviews' columns, the rows
@@ -132,3 +133,37 @@ def test_a_model_added_after_the_choices_were_loaded_still_exports(world):
     code(world.codes["Feeling"], seg(interview, "Home is data."), world.owner)
     got = list(excerpt_rows(world.project, ExcerptSpec(columns=("model", "quote", "provenance")), options=options))
     assert ("Gemini", "Home is data.") in {(r.model, r.quote) for r in got}
+
+
+def test_the_count_and_the_coders_are_kept_until_codings_interviews_codes_or_themes_change(world, make_user):
+    """Counted once per version of the project's coding events; a trashed interview or code, or a theme's codes, show without a coding write."""
+    from coding.models import Coding
+    from projects import live
+    from projects.trash import trash_move
+    from reports.tests.tables_world import code, seg
+    from themes.models import ThemeCode
+
+    def plain(**filters) -> int:
+        return Coding.objects.filter(interview__project=world.project, interview__deleted_at__isnull=True,
+                                     code__deleted_at__isnull=True, **filters).count()
+
+    def count(query: str = "") -> int:
+        options = excerpt_options(world.project)
+        return excerpt_count(world.project, spec_from_query(options, QueryDict(query)), options)
+
+    assert count() == plain() == 7
+    assert count(f"participants={world.claude.uuid}") == plain(interview__participant=world.claude) == 2
+    newcomer = make_user("newcomer")
+    code(world.codes["Unused"], seg(world.interviews["gpt"], "It grows with time."), newcomer)
+    assert count() == 7  # written behind coding.services' back: the kept count stands
+    live.publish(world.project.uuid, "coding")  # as coding.services does after every coding write
+    assert count() == plain() == 8
+    assert "newcomer" in {u.username for u in excerpt_options(world.project).coders}
+    trash_move(obj=world.interviews["claude"], actor=world.owner)
+    assert count() == plain() == 6
+    trash_move(obj=world.codes["Structure"], actor=world.owner)
+    assert count() == plain() == 4
+    limits = f"themes={world.themes['other'].uuid}"
+    assert count(limits) == 0  # Structure, its only code, is in the trash
+    ThemeCode.objects.create(theme=world.themes["other"], code=world.codes["Feeling"], position=1)
+    assert count(limits) == plain(code=world.codes["Feeling"]) == 3
