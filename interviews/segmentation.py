@@ -412,6 +412,10 @@ _MONTHS = frozenset(
 
 BREAK, NO_BREAK, DOUBT = 1, 0, 2
 
+WINDOW = 200  # characters of context pysbd sees on each side of a doubtful end
+MAX_DOUBTS = 20  # pysbd calls per sentence; counted from the sentence start, so re-segmenting agrees
+
+
 # Words some rule of _decide looks up; any other lowercase word before ". Capital" ends its sentence.
 _LISTED = frozenset(w.lower() for w in _NEVER_END | _TITLES | _NUMBERED | _CLOCK | _MAYBE_END)
 
@@ -420,17 +424,14 @@ def _plain_end(para: str, m: re.Match[str], sent_start: int) -> bool:
     """Is the candidate the commonest sentence end in prose, "… the rota. The …", one _decide breaks at?
 
     A lone period right after a lowercase ASCII word of two letters or more that no list names, then
-    whitespace and an ASCII capital, in a paragraph of one line or without a "|" (there _decide also
-    looks for a table header below). A shortcut: interviews/tests/test_segmentation.py checks _decide agrees.
+    whitespace and an ASCII capital. Only for a paragraph of one line or without a "|" (in others _decide
+    also looks for a table header below). interviews/tests/test_segmentation.py checks _decide agrees.
     """
     at = m.start()
     if m.end("emo") != at + 1 or para[at] != "." or not "A" <= para[m.end()] <= "Z":
         return False
     word = para[max(para.rfind(" ", sent_start, at) + 1, sent_start) : at]
     return len(word) > 1 and word.isascii() and word.isalpha() and word.islower() and word not in _LISTED
-
-WINDOW = 200  # characters of context pysbd sees on each side of a doubtful end
-MAX_DOUBTS = 20  # pysbd calls per sentence; counted from the sentence start, so re-segmenting agrees
 
 
 def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
