@@ -653,6 +653,9 @@ def _flush(chunk: list[_Pending], summary: BatchSummary) -> None:
         })
 
 
+# The sequence is looked up once (OFFSET 0 keeps the subquery from being inlined), not once per id.
+TURN_IDS = ("SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence(%s, 'id')::regclass AS seq OFFSET 0) s, "
+            "generate_series(1, %s)")
 TURN_COLUMNS = ("id", "uuid", "interview_id", "position", "speaker", "text", "model_slug", "timestamp", "status", "metadata")
 
 
@@ -668,7 +671,7 @@ def _insert_turns(chunk: list[_Pending]) -> int:
         return len(rows)
     table = Turn._meta.db_table
     with connection.cursor() as cursor:
-        cursor.execute("SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)", [table, len(rows)])
+        cursor.execute(TURN_IDS, [table, len(rows)])
         ids = [r[0] for r in cursor.fetchall()]
         cols = ", ".join(f'"{c}"' for c in TURN_COLUMNS)
         with cursor.cursor.copy(f'COPY "{table}" ({cols}) FROM STDIN') as copy:

@@ -8,7 +8,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interviews.segmentation import KINDS, Span, segment_text, split_sentences, strip_markup
+from interviews.segmentation import (
+    _CANDIDATE,
+    BREAK,
+    KINDS,
+    Span,
+    _candidates,
+    _decide,
+    _Lines,
+    _plain_end,
+    segment_text,
+    split_sentences,
+    strip_markup,
+)
 from interviews.tests.segmentation_cases import CASES, expected_segments
 
 _HR_LINE = re.compile(r"[^\S\n]*([-*_])(?:[ \t]*\1){2,}\s*$")
@@ -156,3 +168,37 @@ def test_hostile_runs_are_segmented_without_blowing_up(text: str) -> None:
     spans = segment_text(text)
     _check_invariants(text, spans)
     assert len(spans) <= 2
+
+
+# --- shortcuts: the same answer as the long way -----------------------------
+
+# Plain prose ends ("the rota. The") beside the words the rules look up ("vs.", "etc.", "rep.", "No.").
+PROSE = [*FRAGMENTS, "rota", "rota.", "ab.", "rep.", "co.", "vs.", "ca.", "etc.", "no.", "al.", "fig.", "Rep.",
+         "Next", "A", "Über", "wörd.", "x.", "| a |", ". ", ".\n", ".\t", ".\u00a0"]
+prose = st.lists(st.sampled_from(PROSE), max_size=60).map(" ".join)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(texts, prose))
+def test_candidates_are_the_patterns_own_matches(text: str) -> None:
+    assert [m.span() for m in _candidates(text)] == [m.span() for m in _CANDIDATE.finditer(text)]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(texts, prose))
+def test_every_plain_end_is_one_the_rules_break_at(text: str) -> None:
+    lines = _Lines(text)
+    if lines.multiline and "|" in text:
+        return  # split_sentences takes the long way there
+    matches = [m for m in _CANDIDATE.finditer(text) if m.end() < len(text)]
+    for m in matches:
+        # Any earlier candidate's end may be where the sentence started.
+        for sent_start in [0, *(c.end() for c in matches if c.end() <= m.start())]:
+            if _plain_end(text, m, sent_start):
+                assert _decide(text, m, sent_start, m.end(), len(text), lines) == BREAK, (text, m.start(), sent_start)
+
+
+def test_plain_ends_leave_the_listed_words_to_the_rules() -> None:
+    assert split_sentences("We met the rota. The end.") == [(0, 16), (17, 25)]
+    assert split_sentences("Apples vs. Oranges. Fine.") == [(0, 19), (20, 25)]
+    assert split_sentences("Ask our union rep. She knows.") == [(0, 18), (19, 29)]  # only "Rep." is a title

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
 
 from interviews.models import ImportJob, Interview, Participant, Segment, Turn
-from interviews.parsers import ParseError
+from interviews.parsers import ParseError, SourceFile, parse_upload
+from interviews.segmentation import segment_text
 from interviews.services_import import (
     ImportOptions,
     ImportOptionsError,
@@ -107,6 +109,38 @@ def test_a_bad_file_in_a_batch_leaves_the_database_unchanged(project, owner, tmp
     with pytest.raises(ParseError, match="conversation 3 .* field 'sender'"):
         import_paths(project=project, user=owner, paths=[str(CHATGPT), str(bad)])
     assert counts() == before
+
+
+# Text that COPY's text format has to escape, or that is easy to cut wrongly: all of it must land as written.
+ODD_TEXTS = [
+    "Tabs\there and\tthere. A backslash \\ and C:\\new\\table. Next one.",
+    "\\N is COPY's null marker. \\. ends COPY data.\n\\.\nStill here.",
+    "Line one.\r\nLine two.\rLine three.\n\nA new paragraph.",
+    "Emoji 👨\u200d👩\u200d👧 and CJK 家庭。中文！ Combining e\u0301 and RTL שלום. Done.",
+    "Controls \x01\x1f\x7f and a\u2028separator. Quotes \" ' and | pipes |. End.",
+    " ".join(f"Sentence {i} mentions lighthouse{i % 7} and the rota." for i in range(3000)),
+    "word " * 30000 + "and no full stop",
+]
+
+
+def test_odd_and_very_long_text_lands_as_written_and_is_searchable(project, owner, tmp_path):
+    path = tmp_path / "odd.jsonl"
+    messages = [{"role": "user" if i % 2 else "assistant", "content": text} for i, text in enumerate(ODD_TEXTS)]
+    path.write_text(json.dumps({"model": "odd\\model\tname", "messages": messages}) + "\n")
+    (parsed,) = parse_upload(SourceFile.from_path(str(path), path.name))
+    summary = import_paths(project=project, user=owner, paths=[str(path)])
+    turns = list(Turn.objects.filter(interview__project=project).order_by("position"))
+    assert [t.text for t in turns] == [t.text for t in parsed.turns]
+    assert turns[0].model_slug == "odd\\model\tname" and turns[0].metadata == parsed.turns[0].metadata
+    stored = list(Segment.objects.filter(interview__project=project).order_by("position"))
+    expected = [(t.id, span.start, span.end, t.text[span.start:span.end], span.kind)
+                for t in turns for span in segment_text(t.text)]
+    assert [(s.turn_id, s.start, s.end, s.text, s.kind) for s in stored] == expected
+    assert summary.segments == len(stored) and [s.position for s in stored] == list(range(len(stored)))
+    with connection.cursor() as cursor:  # the stored vector search reads, filled by the import's own insert
+        cursor.execute("SELECT count(*) FROM interviews_segment WHERE search_vector @@ plainto_tsquery('english', %s)",
+                       ["lighthouse3"])
+        assert cursor.fetchone()[0] == len([i for i in range(3000) if i % 7 == 3])
 
 
 def test_label_maps_reassign_speakers(project, owner, tmp_path):
