@@ -49,6 +49,7 @@ from django.db.models import (
     FilteredRelation,
     Func,
     IntegerField,
+    JSONField,
     OuterRef,
     Q,
     QuerySet,
@@ -425,16 +426,18 @@ INTERVIEW_FIELDS = ("id", "uuid", "title", "conducted_at", "source_format", "sou
 INTERFACES = dict(Participant.Interface.choices)
 
 
-def _live_record(turn: str) -> JSONObject:
-    """Only the keys of a live turn's record that its citation reads, picked in SQL.
+def _live_record(turn: str) -> Case:
+    """Only the keys of a live turn's record that its citation reads, picked in SQL; None for a turn without one.
 
     The whole record also holds every message sent and the raw response: moving it for
-    each row would cost far more than the table itself.
+    each row would cost far more than the table itself. An imported turn has no record, and
+    picking a dozen keys that are not there from every row of it cost a third of the table's query.
     """
     record = KeyTransform("provenance", f"{turn}__metadata")
     request = KeyTransform("request", record)
-    return JSONObject(**{k: KeyTransform(k, record) for k in CITED_LIVE_KEYS},
-                      request=JSONObject(**{k: KeyTransform(k, request) for k in REQUEST_PARAMS if k != "model"}))
+    picked = JSONObject(**{k: KeyTransform(k, record) for k in CITED_LIVE_KEYS},
+                        request=JSONObject(**{k: KeyTransform(k, request) for k in REQUEST_PARAMS if k != "model"}))
+    return Case(When(**{f"{turn}__metadata__has_key": "provenance"}, then=picked), default=None, output_field=JSONField())
 
 
 def _response_id(turn: str) -> Coalesce:
