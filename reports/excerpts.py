@@ -221,7 +221,8 @@ def excerpt_options(project: Project) -> ExcerptOptions:
     for t in themes:
         by_parent.setdefault(t.parent_id if t.parent_id in ids else None, []).append(t)
     ordered = [s for top in by_parent.get(None, []) for s in [top, *by_parent.get(top.pk, [])]]
-    # Who coded is read from every coding of the project: kept under the version of its coding events, as the counts are.
+    # Who coded is read from every coding of the project: kept under the version of its coding events, as the
+    # counts are.
     coder_ids = cached_counts(project, "coders", (), lambda: sorted(
         Coding.objects.filter(interview__project=project).order_by().values_list("coder_id", flat=True).distinct()))
     coders = list(get_user_model().objects.filter(pk__in=coder_ids).order_by("username"))
@@ -335,8 +336,9 @@ def excerpt_count(project: Project, spec: ExcerptSpec, options: ExcerptOptions |
     """An upper bound of the rows (codings before runs are joined); one query, two when counted (one more without `options`).
 
     Counting every coding of the project on each preview grew with the project (35 ms at 50× the peer corpus),
-    so the count is kept under the version of the project's coding events (coding.queries.cached_counts) and what else it
-    reads that changes without a coding write: the live interviews with their participants, the live codes.
+    so the count is kept under the version of the project's coding events (coding.queries.cached_counts) and
+    what else it reads that changes without a coding write: the live interviews with their participants, the
+    live codes.
     A theme filter reads the themes' codes, which change without one too: such a table is counted each time.
     """
     if spec.exemplars_only:
