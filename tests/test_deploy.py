@@ -143,3 +143,12 @@ def test_check_deploy_fails_with_the_development_secret():
                             cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode != 0
     assert "SECRET_KEY" in result.stdout + result.stderr
+
+
+def test_a_web_process_loads_its_views_before_its_first_request():
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings_test"}
+    probe = ("import sys, config.wsgi; "
+             "print(all(m in sys.modules for m in ('coding.views', 'themes.views', 'reports.api', 'conduct.views')))")
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "True"
