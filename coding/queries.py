@@ -126,6 +126,12 @@ def forget_purged_code(sender: Any, instance: Code, **kwargs: Any) -> None:
         live.publish(project_uuid, "codebook")
 
 
+def live_interviews(project: Project) -> list[tuple[int, int]]:
+    """(id, participant id) of the project's live interviews in id order: what project-wide counts are keyed by
+    besides the coding events (trashing or moving an interview changes them without a coding write)."""
+    return list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", "participant_id"))
+
+
 def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:
     """`count()`, kept COUNTS_SECONDS under the version of the project's coding events and a digest of `inputs` (its
     other inputs)."""
@@ -146,8 +152,7 @@ def code_participant_counts(project: Project) -> dict[tuple[int, int], int]:
 
     The codebook (page and API) reads this one cached copy.
     """
-    interviews = list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", "participant_id"))
-    return cached_counts(project, "code-participant", interviews, lambda: {
+    return cached_counts(project, "code-participant", live_interviews(project), lambda: {
         (code_id, participant_id): n for code_id, participant_id, n in
         Coding.objects.filter(code__project=project, interview__project=project, interview__deleted_at__isnull=True)
         .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()})
@@ -158,11 +163,11 @@ def interview_coding_counts(project: Project) -> list[tuple[int, int]]:
 
     The codings API's pages follow these counts to the few interviews a page holds (coding.api.CodingPagination).
     """
-    interviews = list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", flat=True))
+    interviews = live_interviews(project)
     counted = cached_counts(project, "interview-codings", interviews, lambda: dict(
         Coding.objects.filter(interview__project=project, interview__deleted_at__isnull=True)
         .values_list("interview_id").annotate(n=Count("id")).order_by()))
-    return [(pk, counted.get(pk, 0)) for pk in interviews]
+    return [(pk, counted.get(pk, 0)) for pk, _ in interviews]
 
 
 PROGRESS_TTL = 60
