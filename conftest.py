@@ -110,6 +110,27 @@ def api_key_for() -> Callable:
 
 
 @pytest.fixture
+def redis_round_trips(monkeypatch):
+    """Each Redis round trip this test makes: a command's name, or the commands of one pipeline."""
+    import redis
+
+    trips: list[tuple[str, ...]] = []
+    command, pipeline = redis.Redis.execute_command, redis.client.Pipeline.execute
+
+    def one(self, *args, **options):
+        trips.append((str(args[0]).upper(),))
+        return command(self, *args, **options)
+
+    def batch(self, *args, **options):
+        trips.append(tuple(str(c[0][0]).upper() for c in self.command_stack))
+        return pipeline(self, *args, **options)
+
+    monkeypatch.setattr(redis.Redis, "execute_command", one)
+    monkeypatch.setattr(redis.client.Pipeline, "execute", batch)
+    return trips
+
+
+@pytest.fixture
 def demo_project(db):
     from reports.demo import demo_load
 

@@ -152,27 +152,6 @@ def test_a_code_purged_from_the_trash_takes_its_codings_out_of_the_count(project
     assert code_participant_counts(project) == _recount(project)
 
 
-@pytest.fixture
-def redis_round_trips(monkeypatch):
-    """Each Redis round trip this test makes: a command's name, or the commands of one pipeline."""
-    import redis
-
-    trips: list[tuple[str, ...]] = []
-    command, pipeline = redis.Redis.execute_command, redis.client.Pipeline.execute
-
-    def one(self, *args, **options):
-        trips.append((str(args[0]).upper(),))
-        return command(self, *args, **options)
-
-    def batch(self, *args, **options):
-        trips.append(tuple(str(c[0][0]).upper() for c in self.command_stack))
-        return pipeline(self, *args, **options)
-
-    monkeypatch.setattr(redis.Redis, "execute_command", one)
-    monkeypatch.setattr(redis.client.Pipeline, "execute", batch)
-    return trips
-
-
 @pytest.mark.skipif(not settings.REDIS_URL, reason="the live broker is Redis only with REDIS_URL")
 def test_a_committed_apply_tells_the_pages_and_the_counts_in_one_round_trip(project, owner, coded,
                                                                             django_capture_on_commit_callbacks,
