@@ -119,7 +119,12 @@ def test_an_export_another_worker_is_writing_is_left_to_it(project, owner):
         job.refresh_from_db()
         assert job.status == ExportJob.Status.RUNNING and job.blob is None  # not written twice at once
     finally:
-        other_worker.close()  # that worker dies: its lock goes with its connection
+        # That worker dies: its lock goes with its backend. Closing the client socket alone lets the
+        # backend release the lock a moment later, so wait for the backend to be gone.
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s, 60000)", [other_worker.info.backend_pid])
+            assert cursor.fetchone()[0]
+        other_worker.close()
     exportjob_run(job_id=job.pk)  # the redelivered task starts the half-run export over
     job.refresh_from_db()
     assert job.status == ExportJob.Status.DONE and job.blob
