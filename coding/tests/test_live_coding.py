@@ -28,6 +28,17 @@ def test_applying_and_removing_a_code_announce_the_interview(client_for, analyst
     assert announced(project, since) == [{"kind": "coding", "interview": str(interview.uuid)}] * 2
 
 
+@pytest.mark.django_db(transaction=True)
+def test_an_apply_that_commits_is_announced_once_its_answer_is_sent(client_for, analyst, project, interview,
+                                                                    participant_segments, make_code):
+    code, segment = make_code("Trust"), participant_segments[0]
+    since = live.cursor(project.uuid)
+    # Committed for real: the event waits for the answer (projects.live.EventsAfterResponseMiddleware), which
+    # the test client has closed by the time it returns.
+    assert client_for(analyst).post(_url("apply", project, interview), {"code": code.pk, "segments": segment.pk}).status_code == 200
+    assert announced(project, since) == [{"kind": "coding", "interview": str(interview.uuid)}]
+
+
 def test_a_request_that_changes_nothing_announces_nothing(client_for, analyst, viewer, project, interview, participant_segments,
                                                           make_code, django_capture_on_commit_callbacks):
     code, segment = make_code("Trust"), participant_segments[0]
