@@ -67,3 +67,19 @@ def test_a_streaming_answer_sends_its_events_at_once(django_capture_on_commit_ca
     assert [e["kind"] for e in events_after(project, cursor)] == ["codebook", "presence"]  # while it streams
     server_sent(response)
 
+
+
+def test_events_of_an_answer_never_closed_go_out_with_the_next_request(django_capture_on_commit_callbacks):
+    project = uuid.uuid4()
+    cursor = live.cursor(project)
+
+    def view(request):
+        with django_capture_on_commit_callbacks(execute=True):
+            live.publish(project, "codebook")
+        return HttpResponse("saved")
+
+    middleware = live.EventsAfterResponseMiddleware(view)
+    middleware(RequestFactory().post("/"))  # its server never closed it
+    assert events_after(project, cursor) == []
+    server_sent(middleware(RequestFactory().post("/")))
+    assert [e["kind"] for e in events_after(project, cursor)] == ["codebook", "codebook"]
