@@ -455,9 +455,10 @@ def coding_remove(*, project_uuid: Any, interview_uuid: Any, user_id: int, code_
 
 
 def _announce(result: CodingResult, *, project_uuid: Any, interview_uuid: Any) -> CodingResult:
-    # Only a change by a member is news; the ids were checked by the statement that made it.
+    # Only a change by a member is news; the ids were checked by the statement that made it. No caller's
+    # answer reads the counts cached under the coding version, so the event can wait for the answer.
     if result.changed:
-        live.publish(project_uuid, "coding", interview=interview_uuid)
+        live.publish(project_uuid, "coding", interview=interview_uuid, after_response=True)
     return result
 
 

@@ -13,8 +13,8 @@ Two brokers behind one interface:
 - In-process (the laptop default, `manage.py runserver`, one process): a ring buffer per project
   and a condition variable; same ids, same replay.
 Publishing never fails the request that changed the data: a broker outage only costs liveness
-(pages then fall back to polling). A request's events go out once its answer has been sent
-(`EventsAfterResponseMiddleware`): the user who made the change does not wait for the broker.
+(pages then fall back to polling). The coding hot path's events go out once its answer has been
+sent (`EventsAfterResponseMiddleware`): the coder does not wait for the broker.
 """
 
 from __future__ import annotations
@@ -63,21 +63,27 @@ def clean_client(value: str) -> str:
     return value if _CLIENT.match(value) else uuid.uuid4().hex
 
 
-def publish(project_uuid, kind: str, **ids) -> None:
-    """Tell the project's open pages that something changed, once the transaction that changed it commits
-    (in a request: once its answer has been sent).
+def publish(project_uuid, kind: str, *, after_response: bool = False, **ids) -> None:
+    """Tell the project's open pages that something changed, once the transaction that changed it commits.
 
     The kind's version (`version`) changes with the event, and inside a transaction also at once: the
     transaction's own reads then see their change, and what a colleague cached between the change and the
-    event is kept under the version in between, which nobody reads afterwards.
+    commit is kept under the version in between, which nobody reads afterwards.
+
+    `after_response`: a single-statement change (no transaction around it) whose answer reads nothing cached
+    under the version may leave the event, and the version's change, until its answer has been sent
+    (`EventsAfterResponseMiddleware`); readers meanwhile see the version before the change, as just before it.
     """
     if kind not in KINDS or not ids.keys() <= ID_KEYS:
         raise ValueError(f"live event {kind!r} with {sorted(ids)} is not a known kind with ids only")
     event = {"kind": kind, **{k: (v if isinstance(v, int) else str(v)) for k, v in ids.items()}}
     project = str(project_uuid)
     if transaction.get_connection().in_atomic_block:
+        # A version in between exists from here to the commit: the one at commit must come before any answer.
         _change_version_now(project, kind)
-    transaction.on_commit(lambda: _publish(project, event))
+        transaction.on_commit(lambda: _publish_now(project, event))
+    else:
+        transaction.on_commit(lambda: (_publish if after_response else _publish_now)(project, event))
 
 
 def version(project_uuid, *kinds: str) -> str | None:
@@ -90,14 +96,14 @@ def version(project_uuid, *kinds: str) -> str | None:
         return None
 
 
-# The events of the request this thread is answering, sent after its answer; None outside a request.
+# The `after_response` events of the request this thread is answering, sent after its answer; None outside one.
 _held_events: ContextVar[list[tuple[str, dict]] | None] = ContextVar("rta_live_held_events", default=None)
 
 
 class EventsAfterResponseMiddleware:
-    """Holds the events a request publishes until the server has sent its answer and closes the response
-    (Django's request_finished): an apply's answer then does not wait for the broker's round trip (~0.2 ms
-    of its 1.5). A page the change concerns learns it from the stream a moment later, as it would anyway.
+    """Holds the events a request publishes with `after_response` until the server has sent its answer and
+    closes the response (Django's request_finished): an apply's answer then does not wait for the broker's
+    round trip (~0.2 ms of its 1.5). A page the change concerns learns it from the stream a moment later.
 
     A streaming answer (the live stream itself, downloads) lasts long: its events, and those it publishes
     while streaming, go out at once.

@@ -1,4 +1,7 @@
-"""A request's live events go out once its answer has been sent, not while the user waits for it."""
+"""The coding hot path's live events go out once its answer has been sent, not while the coder waits for it.
+
+Transactional: these changes commit outside any transaction (autocommit), as an apply does.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +9,13 @@ import uuid
 from unittest import mock
 
 import pytest
-from django.db import connections
+from django.db import connections, transaction
 from django.http import HttpResponse, StreamingHttpResponse
 from django.test import RequestFactory
 
 from projects import live
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def events_after(project, cursor: str) -> list[dict]:
@@ -26,41 +29,60 @@ def server_sent(response) -> None:
         response.close()
 
 
-def test_the_events_of_a_request_go_out_after_its_answer(django_capture_on_commit_callbacks):
+def answer(view):
+    return live.EventsAfterResponseMiddleware(view)(RequestFactory().post("/"))
+
+
+def test_an_event_marked_after_response_goes_out_once_the_answer_is_sent():
     project, interview = uuid.uuid4(), uuid.uuid4()
     cursor = live.cursor(project)
+    version = live.version(project, "coding")
 
     def view(request):
-        with django_capture_on_commit_callbacks(execute=True):  # the change commits
-            live.publish(project, "coding", interview=interview)
+        live.publish(project, "coding", interview=interview, after_response=True)
         return HttpResponse("applied")
 
-    response = live.EventsAfterResponseMiddleware(view)(RequestFactory().post("/"))
+    response = answer(view)
     assert events_after(project, cursor) == []  # the answer is still on its way
+    assert live.version(project, "coding") == version
     server_sent(response)
     assert events_after(project, cursor) == [{"kind": "coding", "interview": str(interview)}]
-    live.publish(project, "codebook")  # outside a request (a task, a command): at once
-    with django_capture_on_commit_callbacks(execute=True):
-        live.publish(project, "codebook")
+    assert live.version(project, "coding") != version
+    live.publish(project, "codebook", after_response=True)  # outside a request (a task, a command): at once
     assert [e["kind"] for e in events_after(project, cursor)] == ["coding", "codebook"]
 
 
-def test_a_streaming_answer_sends_its_events_at_once(django_capture_on_commit_callbacks):
+def test_other_events_and_those_of_a_transaction_go_out_before_the_answer():
+    """An answer may read what is cached under the version (a theme's thread after resolving it), and a
+    transaction's change leaves a version in between that nothing may read once it has committed."""
+    project = uuid.uuid4()
+    cursor = live.cursor(project)
+
+    def view(request):
+        live.publish(project, "comment", theme=uuid.uuid4())
+        with transaction.atomic():
+            live.publish(project, "coding", interview=uuid.uuid4(), after_response=True)
+        return HttpResponse("resolved")
+
+    response = answer(view)
+    assert [e["kind"] for e in events_after(project, cursor)] == ["comment", "coding"]
+    server_sent(response)
+
+
+def test_a_streaming_answer_sends_its_events_at_once():
     project = uuid.uuid4()
     cursor = live.cursor(project)
 
     def stream():
         yield b"first"
-        with django_capture_on_commit_callbacks(execute=True):
-            live.publish(project, "presence")
+        live.publish(project, "presence", after_response=True)
         yield b"second"
 
     def view(request):
-        with django_capture_on_commit_callbacks(execute=True):
-            live.publish(project, "codebook")
+        live.publish(project, "codebook", after_response=True)
         return StreamingHttpResponse(stream())
 
-    response = live.EventsAfterResponseMiddleware(view)(RequestFactory().get("/"))
+    response = answer(view)
     assert [e["kind"] for e in events_after(project, cursor)] == ["codebook"]  # before the first chunk
     chunks = iter(response.streaming_content)
     next(chunks), next(chunks)
@@ -68,18 +90,15 @@ def test_a_streaming_answer_sends_its_events_at_once(django_capture_on_commit_ca
     server_sent(response)
 
 
-
-def test_events_of_an_answer_never_closed_go_out_with_the_next_request(django_capture_on_commit_callbacks):
+def test_events_of_an_answer_never_closed_go_out_with_the_next_request():
     project = uuid.uuid4()
     cursor = live.cursor(project)
 
     def view(request):
-        with django_capture_on_commit_callbacks(execute=True):
-            live.publish(project, "codebook")
+        live.publish(project, "codebook", after_response=True)
         return HttpResponse("saved")
 
-    middleware = live.EventsAfterResponseMiddleware(view)
-    middleware(RequestFactory().post("/"))  # its server never closed it
+    answer(view)  # its server never closed it
     assert events_after(project, cursor) == []
-    server_sent(middleware(RequestFactory().post("/")))
+    server_sent(answer(view))
     assert [e["kind"] for e in events_after(project, cursor)] == ["codebook", "codebook"]
