@@ -83,7 +83,8 @@ def publish(project_uuid, kind: str, *, after_response: bool = False, **ids) -> 
         _change_version_now(project, kind)
         transaction.on_commit(lambda: _publish_now(project, event))
     else:
-        transaction.on_commit(lambda: (_publish if after_response else _publish_now)(project, event))
+        send = _publish_after_response if after_response else _publish_now
+        transaction.on_commit(lambda: send(project, event))
 
 
 def version(project_uuid, *kinds: str) -> str | None:
@@ -129,7 +130,7 @@ def send_held_events(**kwargs) -> None:
         _publish_now(project, event)
 
 
-def _publish(project: str, event: dict) -> None:
+def _publish_after_response(project: str, event: dict) -> None:
     held = _held_events.get()
     if held is None:
         _publish_now(project, event)
