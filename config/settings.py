@@ -64,7 +64,6 @@ MIDDLEWARE = [
     # known before anything uses them.
     "projects.middleware.HealthCheckMiddleware",
     "projects.middleware.TrustedProxyMiddleware",
-    "projects.live.EventsAfterResponseMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

@@ -14,7 +14,7 @@ Two brokers behind one interface:
   and a condition variable; same ids, same replay.
 Publishing never fails the request that changed the data: a broker outage only costs liveness
 (pages then fall back to polling). The coding hot path's events go out once its answer has been
-sent (`EventsAfterResponseMiddleware`): the coder does not wait for the broker.
+sent (`hold_events_until_response_sent`): the coder does not wait for the broker.
 """
 
 from __future__ import annotations
@@ -70,9 +70,9 @@ def publish(project_uuid, kind: str, *, after_response: bool = False, **ids) -> 
     transaction's own reads then see their change, and what a colleague cached between the change and the
     commit is kept under the version in between, which nobody reads afterwards.
 
-    `after_response`: a single-statement change (no transaction around it) whose answer reads nothing cached
-    under the version may leave the event, and the version's change, until its answer has been sent
-    (`EventsAfterResponseMiddleware`); readers meanwhile see the version before the change, as just before it.
+    `after_response`: a single-statement change (no transaction around it) whose answer is not streamed and
+    reads nothing cached under the version may leave the event, and the version's change, until its answer has
+    been sent (`hold_events_until_response_sent`); readers meanwhile see the version before the change.
     """
     if kind not in KINDS or not ids.keys() <= ID_KEYS:
         raise ValueError(f"live event {kind!r} with {sorted(ids)} is not a known kind with ids only")
@@ -101,29 +101,17 @@ def version(project_uuid, *kinds: str) -> str | None:
 _held_events: ContextVar[list[tuple[str, dict]] | None] = ContextVar("rta_live_held_events", default=None)
 
 
-class EventsAfterResponseMiddleware:
-    """Holds the events a request publishes with `after_response` until the server has sent its answer and
-    closes the response (Django's request_finished): an apply's answer then does not wait for the broker's
-    round trip (~0.2 ms of its 1.5). A page the change concerns learns it from the stream a moment later.
-
-    A streaming answer (the live stream itself, downloads) lasts long: its events, and those it publishes
-    while streaming, go out at once.
-    """
-
-    def __init__(self, get_response):
-        self.get_response = get_response
-
-    def __call__(self, request):
-        send_held_events()  # an earlier answer on this thread that was never closed: its events are still due
-        _held_events.set([])
-        response = self.get_response(request)
-        if response.streaming:
-            send_held_events()
-        return response
+def hold_events_until_response_sent(**kwargs) -> None:
+    """A request starts (Django's request_started): the events it publishes with `after_response` wait until
+    the server has sent its answer and closes the response (request_finished, `send_held_events`). An apply's
+    answer then does not wait for the broker's round trip (~0.2 ms of its 1.5); a page the change concerns
+    learns it from the stream a moment later."""
+    send_held_events()  # an earlier answer on this thread that was never closed: its events are still due
+    _held_events.set([])
 
 
 def send_held_events(**kwargs) -> None:
-    """Publish what the request held back (a request_finished receiver; also for a streaming answer)."""
+    """Publish what the request held back (Django's request_finished)."""
     held = _held_events.get()
     _held_events.set(None)
     for project, event in held or ():

@@ -33,7 +33,7 @@ def test_an_apply_that_commits_is_announced_once_its_answer_is_sent(client_for, 
                                                                     participant_segments, make_code):
     code, segment = make_code("Trust"), participant_segments[0]
     since = live.cursor(project.uuid)
-    # Committed for real: the event waits for the answer (projects.live.EventsAfterResponseMiddleware), which
+    # Committed for real: the event waits for the answer (projects.live.hold_events_until_response_sent), which
     # the test client has closed by the time it returns.
     assert client_for(analyst).post(_url("apply", project, interview), {"code": code.pk, "segments": segment.pk}).status_code == 200
     assert announced(project, since) == [{"kind": "coding", "interview": str(interview.uuid)}]
