@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from playwright.sync_api import expect
 
@@ -306,3 +308,35 @@ def test_board_code_list_is_one_tree_with_a_filter_and_drops_both_ways(page, log
     expect(zone.locator(".code-chip")).to_have_count(0)
     expect(page.locator("#unassigned-count")).to_have_text("3 in no theme yet")
     assert names_in(theme.name) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_resolve_while_a_refresh_is_in_flight_goes_and_the_older_refresh_is_dropped(page, login, live_server, project, owner,
+                                                                                     analyst):
+    """Resolve clicked while a refresh of #thread is on its way is sent, not dropped; and the refresh, read before
+    Resolve committed but answered after it, must not put the unresolved thread back."""
+    theme = services.theme_create(project=project, actor=owner, name="Belonging")
+    services.comment_post(theme=theme, actor=analyst, body="Is belonging one theme?")
+    login(page, owner)
+    page.goto(f"/p/{project.uuid}/themes/t/{theme.uuid}/")
+    thread = page.locator("#thread")
+    expect(thread).to_contain_text("1 open thread")
+    page.evaluate("""() => { window.threadAnswers = 0;  // counted once htmx has swapped or dropped each answer
+      document.addEventListener("htmx:afterRequest", (e) => { if (e.detail.requestConfig.verb === "get") window.threadAnswers++; }); }""")
+    refreshes: list = []
+    page.route("**/thread/?*", lambda route: refreshes.append((route, route.fetch())))  # read now, answered later
+    services.comment_post(theme=theme, actor=analyst, body="A second question")
+    page.evaluate("htmx.trigger('#thread', 'live')")
+    deadline = time.monotonic() + 30
+    while not refreshes and time.monotonic() < deadline:
+        page.wait_for_timeout(20)  # lets Playwright run the route handler
+    assert refreshes, "the refresh never reached the page's route"
+
+    thread.locator("#comment-" + str(theme.comments.order_by("id").first().uuid)).get_by_role("button", name="Resolve").click()
+    expect(thread).to_contain_text("resolved by olivia")
+    assert theme.comments.filter(resolved_at__isnull=False).count() == 1
+    route, stale = refreshes[0]
+    route.fulfill(response=stale)
+    page.wait_for_function("() => window.threadAnswers >= 1")
+    expect(thread).to_contain_text("resolved by olivia")
+    expect(thread).to_contain_text("A second question")
