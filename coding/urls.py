@@ -18,6 +18,7 @@ urlpatterns: list = [
     path("codebook/<uuid:code_uuid>/move/", views.code_move_view, name="code_move"),
     path("codebook/<uuid:code_uuid>/merge/", views.code_merge_view, name="code_merge"),
     path("codebook/<uuid:code_uuid>/split/", views.code_split_view, name="code_split"),
+    path("codebook/<uuid:code_uuid>/split/excerpts/", views.code_split_excerpts, name="code_split_excerpts"),
     path("codebook/<uuid:code_uuid>/archive/", views.code_archive_view, name="code_archive"),
     path("codebook/<uuid:code_uuid>/excerpts/", views.code_excerpts, name="excerpts"),
     path("search/", views.search, name="search"),

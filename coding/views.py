@@ -160,9 +160,25 @@ def _detail_ctx(membership: Membership, code: Code, **forms) -> dict:
         split_form=forms.get("split_form") or SplitForm(),
         conflict=forms.get("conflict"),
         events=CodeEvent.objects.filter(code=code).select_related("actor")[:50],
-        split_excerpts=[(e, ",".join(map(str, e.segment_ids))) for e in excerpts_for_codes(membership.project, [code.pk], limit=60)],
         uses=code.codings.count(),
     )
+
+
+# The split form lists this many of the code's first excerpts to move to the new codes; the rest stay.
+SPLIT_EXCERPTS = 60
+
+
+@login_required
+@require_GET
+def code_split_excerpts(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> HttpResponse:
+    """The split form's excerpt choices, fetched when the user asks for them: sorting a code's uses grows with
+    the project, and only a split needs them."""
+    membership = writer_or_403(request, project_uuid)
+    code = _code(membership, code_uuid)
+    excerpts = excerpts_for_codes(membership.project, [code.pk], limit=SPLIT_EXCERPTS + 1)
+    return render(request, "coding/code_detail.html#split-excerpts", _ctx(
+        membership, code=code, split_excerpts=[(e, ",".join(map(str, e.segment_ids))) for e in excerpts[:SPLIT_EXCERPTS]],
+        more_excerpts=len(excerpts) > SPLIT_EXCERPTS))
 
 
 @login_required

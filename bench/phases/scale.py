@@ -200,6 +200,7 @@ def pages(b: Built) -> list[tuple[str, str, str, str, dict | None]]:
         ("codebook with counts", PROJECT_WIDE, "get", f"/p/{p}/codebook/", None),
         ("a code's page", BOUNDED, "get", f"/p/{p}/codebook/{b.code.uuid}/", None),
         ("a code's excerpts (first page)", BOUNDED, "get", f"/p/{p}/codebook/{b.code.uuid}/excerpts/", None),
+        ("a code's excerpts to split (on request)", BOUNDED, "get", f"/p/{p}/codebook/{b.code.uuid}/split/excerpts/", None),
         ("theme board", PROJECT_WIDE, "get", f"/p/{p}/themes/", None),
         ("a theme page", BOUNDED, "get", f"/p/{p}/themes/t/{b.theme.uuid}/", None),
         ("a theme's excerpt counts by model (loaded after the theme page)", PROJECT_WIDE, "get",

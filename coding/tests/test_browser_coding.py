@@ -167,3 +167,20 @@ def test_a_colleagues_new_code_is_usable_without_reloading_and_project_progress_
     expect(page.locator(f"#chips-{s[0].pk} .chip")).to_have_count(1)
     assert Coding.objects.filter(code=fresh, segment=s[0], coder=analyst).exists()
     expect(page.locator("#progress-project")).to_have_text(f"1 / {len(s)}")
+
+
+def test_split_a_code_choosing_which_excerpts_move(page, login, live_server, project, owner, interview, participant_segments,
+                                                   make_code):
+    code = make_code("Home")
+    first, second = participant_segments[0], participant_segments[2]
+    for seg in (first, second):
+        Coding.objects.create(segment=seg, code=code, coder=owner, interview=interview)
+    login(page, owner)
+    page.goto(f"/p/{project.uuid}/codebook/{code.uuid}/")
+    page.get_by_label("New codes").fill("Home as people\nHome as place")
+    page.get_by_role("button", name="Choose excerpts to move…").click()
+    page.get_by_label(re.compile(re.escape(first.text[:40]))).select_option(label="new code 2")
+    page.get_by_role("button", name="Split", exact=True).click()
+    expect(page.locator(".messages")).to_contain_text("split into Home as people, Home as place")
+    assert list(Coding.objects.filter(code__name="Home as place").values_list("segment_id", flat=True)) == [first.pk]
+    assert list(Coding.objects.filter(code=code).values_list("segment_id", flat=True)) == [second.pk]

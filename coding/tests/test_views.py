@@ -348,8 +348,8 @@ def test_history_and_code_page_queries_do_not_grow(client_for, owner, project, m
     with django_assert_num_queries(5):
         r = c.get(reverse("coding:history", args=[project.uuid]))
     assert r.status_code == 200 and "round 0" in r.content.decode()
-    # session, user, membership, code (+parent), events, uses, excerpts for the split form, move choices, merge choices, unread-mentions badge
-    with django_assert_num_queries(10):
+    # session, user, membership, code (+parent), events, uses, move choices, merge choices, unread-mentions badge
+    with django_assert_num_queries(9):
         r = c.get(reverse("coding:code_detail", args=[project.uuid, code.uuid]))
     assert r.status_code == 200 and f"v{n - 1}" in r.content.decode()
 
@@ -372,13 +372,37 @@ def test_split_from_the_page_moves_chosen_excerpts(client_for, owner, project, i
         Coding.objects.create(segment=seg, code=code, coder=owner, interview=interview)
     c = client_for(owner)
     page = c.get(reverse("coding:code_detail", args=[project.uuid, code.uuid])).content.decode()
-    assert f'value="1:{s[0].pk},{s[1].pk}"' in page  # the first excerpt spans two contiguous segments
+    choices = reverse("coding:code_split_excerpts", args=[project.uuid, code.uuid])
+    assert choices in page and "name=\"assign\"" not in page  # the choices come when asked for
+    choices = c.get(choices).content.decode()
+    assert f'value="1:{s[0].pk},{s[1].pk}"' in choices  # the first excerpt spans two contiguous segments
+    assert "The first" not in choices
     r = c.post(reverse("coding:code_split", args=[project.uuid, code.uuid]),
                {"names": "Home as people\nHome as place", "assign": [f"1:{s[0].pk},{s[1].pk}", ""], "reason": "two readings"})
     assert r.status_code == 302
     place = Code.objects.get(name="Home as place")
     assert set(Coding.objects.filter(code=place).values_list("segment_id", flat=True)) == {s[0].pk, s[1].pk}
     assert list(Coding.objects.filter(code=code).values_list("segment_id", flat=True)) == [s[3].pk]
+
+
+def test_split_choices_are_for_writers_list_the_first_excerpts_in_three_queries(client_for, owner, viewer, outsider, project,
+                                                                               interview, participant_segments, make_code,
+                                                                               django_assert_num_queries, monkeypatch):
+    from coding import views
+
+    code = make_code("Home")
+    for seg in participant_segments[::2]:  # no two contiguous: one excerpt each
+        Coding.objects.create(segment=seg, code=code, coder=owner, interview=interview)
+    url = reverse("coding:code_split_excerpts", args=[project.uuid, code.uuid])
+    assert client_for(outsider).get(url).status_code == 404
+    assert client_for(viewer).get(url).status_code == 403
+    c = client_for(owner)
+    monkeypatch.setattr(views, "SPLIT_EXCERPTS", 2)
+    # session, user, membership, code, codings (one segment each: no turn texts)
+    with django_assert_num_queries(5):
+        body = c.get(url).content.decode()
+    assert body.count('name="assign"') == 2
+    assert "The first 2 excerpts are listed; the others stay with “Home”." in body
 
 
 def test_speaker_toggle_is_a_personal_preference(client_for, outsider, viewer, project, interview):
