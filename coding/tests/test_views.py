@@ -385,9 +385,9 @@ def test_split_from_the_page_moves_chosen_excerpts(client_for, owner, project, i
     assert list(Coding.objects.filter(code=code).values_list("segment_id", flat=True)) == [s[3].pk]
 
 
-def test_split_choices_are_for_writers_list_the_first_excerpts_in_three_queries(client_for, owner, viewer, outsider, project,
-                                                                               interview, participant_segments, make_code,
-                                                                               django_assert_num_queries, monkeypatch):
+def test_split_choices_are_for_writers_and_list_the_first_excerpts(client_for, owner, viewer, outsider, project, interview,
+                                                                  participant_segments, make_code, django_assert_num_queries,
+                                                                  monkeypatch):
     from coding import views
 
     code = make_code("Home")
