@@ -73,6 +73,7 @@ PAGES = {
     "participants": lambda p, s: reverse("interviews:participants", args=[p.uuid]),
     "a code's page": lambda p, s: reverse("coding:code_detail", args=[p.uuid, s["codes"][0].uuid]),
     "a code's excerpts": lambda p, s: reverse("coding:excerpts", args=[p.uuid, s["codes"][0].uuid]),
+    "a code's excerpts to split": lambda p, s: reverse("coding:code_split_excerpts", args=[p.uuid, s["codes"][0].uuid]),
     "a theme page": lambda p, s: reverse("themes:detail", args=[p.uuid, s["theme"].uuid]),
     "a theme page from its first comment (every thread)": lambda p, s: reverse("themes:detail", args=[p.uuid, s["theme"].uuid])
     + f"?since={s['theme'].comments.earliest('id').id}",
