@@ -23,14 +23,17 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any
-
-import openai
-from openai import OpenAI
+from typing import TYPE_CHECKING, Any
 
 from conduct import throttle
-from conduct.egress import EgressPolicy, EgressRefused, http_client
+from conduct.egress import EgressPolicy, EgressRefused
 from projects import safejson
+
+# openai (with httpx and pydantic, ~40 MB per process) is imported where it is used: web processes import this
+# module for its types, and only processes that call a model need the client.
+if TYPE_CHECKING:
+    import openai
+    from openai import OpenAI
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_BACKOFF_SECONDS = 60.0
@@ -207,6 +210,8 @@ def _endpoint_words(exc: openai.APIStatusError) -> str:
 
 def classify(exc: BaseException, endpoint: Endpoint) -> Failure:
     """Turn an exception from the client into a Failure a researcher can act on."""
+    import openai
+
     where = endpoint.base_url
     refused = _egress_refusal(exc)
     if refused is not None:
@@ -392,6 +397,10 @@ def _client(base_url: str, api_key: str, timeout: float, egress: EgressPolicy) -
     Retries are off: stream_answer owns the policy and records every attempt. Connections
     go through the egress policy (conduct.egress), redirects are not followed.
     """
+    from openai import OpenAI
+
+    from conduct.guarded_http import http_client
+
     return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
                   http_client=http_client(egress, timeout))
 
@@ -471,6 +480,8 @@ def stream_answer(
     once per kind; those retries do not count against `max_attempts`. Never
     raises for endpoint trouble: the result carries a Failure.
     """
+    import openai
+
     request = _request(endpoint, messages, response_format)
     # Without a key the client still sends a bearer token: a placeholder that is no secret.
     client = _client(endpoint.base_url, endpoint.api_key or "no-key", endpoint.timeout, endpoint.egress)
@@ -674,6 +685,8 @@ def _ask_whole(
     # Nothing arrives until the last word does, so the whole answer gets the total timeout.
     waits = replace(endpoint, timeout=endpoint.total_timeout)
     outcome: dict[str, Any] = {}
+
+    import openai
 
     def ask() -> None:
         try:

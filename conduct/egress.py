@@ -16,13 +16,8 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-import ssl
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
-
-import httpcore2
-import httpx2
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -119,44 +114,6 @@ def normalized_url(url: str) -> str:
     if port and port != default:
         netloc = f"{netloc}:{port}"
     return f"{scheme}://{netloc}{parts.path.rstrip('/')}"
-
-
-class _GuardedBackend(httpcore2.SyncBackend):
-    """Connects only to addresses the policy allows, and to exactly the address it checked."""
-
-    def __init__(self, policy: EgressPolicy) -> None:
-        self.policy = policy
-
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: Iterable[tuple] | None = None) -> httpcore2.NetworkStream:
-        try:
-            addresses = self.policy.check_host(host, port)
-        except EgressRefused as exc:
-            raise httpcore2.ConnectError(f"Refused to connect: {exc}") from exc
-        last_error: Exception | None = None
-        for address in addresses:
-            try:
-                return super().connect_tcp(str(address), port, timeout, local_address, socket_options)
-            except httpcore2.ConnectError as exc:
-                last_error = exc
-        raise last_error or httpcore2.ConnectError(f"{host} has no address")
-
-
-class _GuardedTransport(httpx2.HTTPTransport):
-    def __init__(self, policy: EgressPolicy) -> None:
-        super().__init__(trust_env=False)
-        # TLS still verifies the certificate against the host name of the URL, not the address.
-        self._pool = httpcore2.ConnectionPool(
-            ssl_context=ssl.create_default_context(), network_backend=_GuardedBackend(policy),
-        )
-
-
-def http_client(policy: EgressPolicy, timeout: float) -> httpx2.Client:
-    """The HTTP client for model endpoints: the policy on every connection, no redirects, no proxy from the environment.
-
-    A redirect would send the request, key included, to a URL nobody chose.
-    """
-    return httpx2.Client(transport=_GuardedTransport(policy), follow_redirects=False, trust_env=False, timeout=timeout)
 
 
 def stays_local(url: str) -> bool:

@@ -123,3 +123,18 @@ def test_the_participant_form_refuses_mapped_ipv6_forms(url, project, analyst, s
     assert response.status_code == 400
     assert "link-local" in response.content.decode() or "private networks" in response.content.decode()
     assert not Participant.objects.filter(label="X").exists()
+
+
+def test_a_web_process_loads_no_model_client():
+    """openai and httpx (~40 MB per process) load only where a model is called: a web worker that has set up Django
+    and its URLconf, and so imported every view, has neither."""
+    import subprocess
+    import sys
+
+    script = ("import sys, django; django.setup(); from django.urls import get_resolver; get_resolver().url_patterns; "
+              "print(sorted(m for m in ('openai', 'httpx2', 'httpcore2') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    calling = subprocess.run([sys.executable, "-c", script.replace("print(", "import conduct.guarded_http; print(")],
+                             capture_output=True, text=True, timeout=120, check=True)
+    assert calling.stdout.strip().splitlines()[-1] == "['httpcore2', 'httpx2']"  # the check above can see them

@@ -1,0 +1,53 @@
+"""The HTTP client for model endpoints: the egress policy (conduct.egress) checked on every connection.
+
+Apart from conduct.egress because httpx is heavy: web processes check URLs against the policy when
+a form is saved, and only processes that call a model import this module.
+"""
+
+from __future__ import annotations
+
+import ssl
+from collections.abc import Iterable
+
+import httpcore2
+import httpx2
+
+from conduct.egress import EgressPolicy, EgressRefused
+
+
+class _GuardedBackend(httpcore2.SyncBackend):
+    """Connects only to addresses the policy allows, and to exactly the address it checked."""
+
+    def __init__(self, policy: EgressPolicy) -> None:
+        self.policy = policy
+
+    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                    socket_options: Iterable[tuple] | None = None) -> httpcore2.NetworkStream:
+        try:
+            addresses = self.policy.check_host(host, port)
+        except EgressRefused as exc:
+            raise httpcore2.ConnectError(f"Refused to connect: {exc}") from exc
+        last_error: Exception | None = None
+        for address in addresses:
+            try:
+                return super().connect_tcp(str(address), port, timeout, local_address, socket_options)
+            except httpcore2.ConnectError as exc:
+                last_error = exc
+        raise last_error or httpcore2.ConnectError(f"{host} has no address")
+
+
+class _GuardedTransport(httpx2.HTTPTransport):
+    def __init__(self, policy: EgressPolicy) -> None:
+        super().__init__(trust_env=False)
+        # TLS still verifies the certificate against the host name of the URL, not the address.
+        self._pool = httpcore2.ConnectionPool(
+            ssl_context=ssl.create_default_context(), network_backend=_GuardedBackend(policy),
+        )
+
+
+def http_client(policy: EgressPolicy, timeout: float) -> httpx2.Client:
+    """The HTTP client for model endpoints: the policy on every connection, no redirects, no proxy from the environment.
+
+    A redirect would send the request, key included, to a URL nobody chose.
+    """
+    return httpx2.Client(transport=_GuardedTransport(policy), follow_redirects=False, trust_env=False, timeout=timeout)
