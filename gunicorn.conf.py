@@ -12,6 +12,8 @@ from __future__ import annotations
 
 def post_fork(server, worker) -> None:
     # Each web worker gets the memory ceiling (config/memory.py): a hostile upload fails its own request.
-    from config.memory import apply_memory_limit, memory_limit_mb
+    # Its threads share two malloc arenas, set before the worker starts them.
+    from config.memory import apply_memory_limit, limit_malloc_arenas, malloc_arenas, memory_limit_mb
 
     apply_memory_limit(memory_limit_mb())
+    limit_malloc_arenas(malloc_arenas())
