@@ -682,11 +682,11 @@ def _ask_whole(
     interval: float,
 ) -> tuple[_Stream, Failure | None]:
     """One non-streamed request, waited for in a thread so the interviewer can still stop it."""
+    import openai
+
     # Nothing arrives until the last word does, so the whole answer gets the total timeout.
     waits = replace(endpoint, timeout=endpoint.total_timeout)
     outcome: dict[str, Any] = {}
-
-    import openai
 
     def ask() -> None:
         try:

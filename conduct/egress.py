@@ -4,7 +4,8 @@ Endpoint URLs are typed by project members, so a URL must not reach the machine'
 services or the cloud's metadata service (where credentials live). The check runs twice:
 when a URL is saved (a clear message in the form) and on every connection, against the
 address the socket actually connects to, so a name that resolves to a public address when
-saved and to a private one later (DNS rebinding) is still refused.
+saved and to a private one later (DNS rebinding) is still refused. The connection check is
+conduct.guarded_http's transport.
 
 Link-local, multicast, unspecified and reserved addresses are always refused. Loopback and
 private ranges are refused unless the deployment allows them (ENDPOINTS_ALLOW_PRIVATE_NETWORKS,
