@@ -25,6 +25,9 @@ LABELS = ("GPT-4o", "Claude", "Gemini", "DeepSeek", "Llama")
 # At 50×: 100 codes, 30 themes, 2,000 memos and 1,000 comments; smaller sizes scale down, with a floor so a
 # 1× project still has a codebook and a theme board worth the name.
 CODES_AT_50, THEMES_AT_50, MEMOS_AT_50, COMMENTS_AT_50 = 100, 30, 2000, 1000
+# Every theme holds this many codes at every size (the other codes stay outside themes): the theme and the
+# meeting's agenda opened hold the same content at 1× and at 50×, so what grows is the project around them.
+CODES_PER_THEME = 2
 BOUNDED, PROJECT_WIDE = "bounded", "project-wide"
 
 
@@ -152,12 +155,12 @@ def build(template, scale: int, user) -> Built:
     for label in LABELS:
         Participant.objects.create(project=project, label=label)
     _copy_corpus(template, project, scale)
-    n_codes = max(10, CODES_AT_50 * scale // 50)
     n_themes = max(6, THEMES_AT_50 * scale // 50)
+    n_codes = max(n_themes * CODES_PER_THEME, CODES_AT_50 * scale // 50)
     codes = [coding_services.code_create(project=project, actor=user, name=f"code {i:03d}") for i in range(n_codes)]
     _code_everything(project, user, codes)
     themes = [services.theme_create(project=project, actor=user, name=f"Theme {t}") for t in range(n_themes)]
-    for k, code in enumerate(codes):
+    for k, code in enumerate(codes[:n_themes * CODES_PER_THEME]):
         services.theme_add_code(theme=themes[k % n_themes], actor=user, code=code)
     interviews = list(Interview.objects.filter(project=project).order_by("id")[:1])
     n_memos, n_comments = max(40, MEMOS_AT_50 * scale // 50), max(20, COMMENTS_AT_50 * scale // 50)
@@ -253,28 +256,39 @@ def like_for_like(times: list[float], rows: list[int | None], scales: list[int])
     return None
 
 
-def measure(client, method: str, url: str, data: dict | None, repeats: int) -> tuple[float, int, int]:
-    """Best server time (ms) of ``repeats`` after one warm-up, the query count and the status."""
+def _request(client, method: str, url: str, data: dict | None):
+    response = getattr(client, method)(url, data or {})
+    if getattr(response, "streaming", False):
+        for _ in response.streaming_content:
+            pass
+    return response
+
+
+def warm(client, method: str, url: str, data: dict | None) -> tuple[int, int]:
+    """(query count, status) of a warm request: one warm-up fills caches, the second is counted."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    def once():
-        response = getattr(client, method)(url, data or {})
-        if getattr(response, "streaming", False):
-            for _ in response.streaming_content:
-                pass
-        return response
-
-    with CaptureQueriesContext(connection) as captured:
-        first = once()  # warm-up: caches filled, and the query count of a warm request is taken below
+    first = _request(client, method, url, data)
     assert first.status_code in (200, 302), (url, first.status_code)
-    times = []
+    with CaptureQueriesContext(connection) as captured:
+        _request(client, method, url, data)
+    return len(captured), first.status_code
+
+
+def interleaved_best(client, requests: list[tuple[str, str, dict | None]], repeats: int) -> list[float]:
+    """Best ms of each request over ``repeats`` rounds that take the requests in turn.
+
+    In turn, not one size after the other: a slow minute of a shared machine then lands on every size
+    alike instead of on whichever size was being measured, and the ratio between sizes survives it.
+    """
+    best = [float("inf")] * len(requests)
     for _ in range(repeats):
-        started = time.perf_counter()
-        with CaptureQueriesContext(connection) as captured:
-            once()
-        times.append((time.perf_counter() - started) * 1000)
-    return min(times), len(captured), first.status_code
+        for k, (method, url, data) in enumerate(requests):
+            started = time.perf_counter()
+            _request(client, method, url, data)
+            best[k] = min(best[k], (time.perf_counter() - started) * 1000)
+    return best
 
 
 def run(ctx: Context) -> Section:
@@ -304,10 +318,17 @@ def run(ctx: Context) -> Section:
         built.append(b)
         print(f"bench: scale {scale}× built in {b.seconds:.1f} s ({b.interviews:,} interviews, {b.segments:,} segments, "
               f"{b.codings:,} codings)", flush=True)
-        for label, _kind, method, url, data in pages(b):
-            ms, queries, status = measure(client, method, url, data, repeats)
-            shown = rows_shown(label, client, method, url, data)
-            results[(label, scale)] = (ms, queries, status, shown)
+    # Every size is built before any is measured, so each is measured beside the others' rows, as a project is
+    # in a shared database; the sizes are then timed in turn.
+    for same_page in zip(*(pages(b) for b in built), strict=True):
+        label = same_page[0][0]
+        for scale, (_, _kind, method, url, data) in zip(scales, same_page, strict=True):
+            queries, status = warm(client, method, url, data)
+            results[(label, scale)] = [None, queries, status, rows_shown(label, client, method, url, data)]
+        best = interleaved_best(client, [(method, url, data) for _, _, method, url, data in same_page], repeats)
+        for scale, ms in zip(scales, best, strict=True):
+            results[(label, scale)][0] = ms
+            _, queries, _, shown = results[(label, scale)]
             print(f"bench:   {scale:>3}× {label}: {ms:.1f} ms, {queries} queries"
                   + ("" if shown is None else f", {shown} rows"), flush=True)
 
@@ -338,7 +359,7 @@ def run(ctx: Context) -> Section:
     return Section(
         title=TITLE, columns=columns, rows=rows,
         notes=f"{sizes}. In-process test client (full middleware and templates, DEBUG off, PostgreSQL, sessions and "
-              f"users from Redis as in production); best of {repeats} after one warm-up, so caches are warm. The interview, "
+              f"users from Redis as in production). Every size is built before any is measured; each page is then timed {repeats} times at each size, the sizes in turn (a slow spell of the machine falls on all of them), best of each after one warm-up, so caches are warm. The interview, "
               "code and theme opened are the same corpus content at every size. Bounded pages show a bounded amount "
               "and should stay within 1.5× from the smallest to the largest size (⚠ when not). A list whose page at the "
               "smallest size shows fewer rows than at the largest (\"rows shown\": its project holds less than a page) "
