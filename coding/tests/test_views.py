@@ -223,6 +223,44 @@ def test_excerpts_merge_contiguous_segments_and_group_by_model(project, owner, a
     assert len(excerpts_for_codes(project, [code.pk])) == 3
 
 
+def test_the_first_excerpts_are_the_head_of_all_of_them_under_every_filter(project, owner, analyst, make_interview):
+    """The LIMITed read (one interview at a time, coding/excerpts.py) keeps the full read's order and filters."""
+    from django.utils import timezone
+
+    from coding.excerpts import excerpts_for_codes
+    from coding.services import code_create
+
+    interviews = [make_interview(title=title, label=label) for title, label in
+                  [("B", "GPT-4o"), ("A", "GPT-4o"), ("C", "Claude"), ("Gone", "Claude")]]
+    codes = [code_create(project=project, actor=owner, name=name) for name in ("Trust", "Power", "Deleted")]
+    for k, iv in enumerate(interviews):
+        segments = list(iv.segments.filter(speaker=Speaker.PARTICIPANT).order_by("position"))
+        for n, segment in enumerate(segments):
+            for code in codes:
+                if (n + k + code.pk) % 3:
+                    Coding.objects.create(segment=segment, code=code, coder=owner if n % 2 else analyst, interview=iv)
+            if n % 4 == 0:
+                Coding.objects.create(segment=segment, code=codes[0], coder=owner if n % 2 == 0 else analyst,
+                                      interview=iv)
+    interviews[3].deleted_at = timezone.now()
+    interviews[3].save()
+    codes[2].deleted_at = timezone.now()
+    codes[2].save()
+    code_ids = [c.pk for c in codes]
+    for filters in ({}, {"coder_ids": [analyst.pk]}, {"coder_ids": [owner.pk, analyst.pk]}, {"coder_ids": []},
+                    {"interview_ids": [interviews[0].pk, interviews[2].pk]}, {"interview_ids": []},
+                    {"interview_ids": [interviews[1].pk], "coder_ids": [owner.pk]}):
+        everything = excerpts_for_codes(project, code_ids, **filters)
+        for limit in (0, 1, 3, len(everything) // 2, len(everything), len(everything) + 1):
+            first = excerpts_for_codes(project, code_ids, limit=limit, **filters)
+            assert [(e.code_id, e.interview_id, e.segment_ids, e.coder_ids, e.text) for e in first] == [
+                (e.code_id, e.interview_id, e.segment_ids, e.coder_ids, e.text) for e in everything[:limit]], filters
+    everything = excerpts_for_codes(project, code_ids)
+    assert {e.code_id for e in everything} == {codes[0].pk, codes[1].pk}
+    assert interviews[3].pk not in {e.interview_id for e in everything}
+    assert [e.interview_title for e in everything if e.code_id == codes[0].pk][:1] == ["C"]  # Claude before GPT-4o
+
+
 def test_search_filters_coded_and_uncoded(client_for, owner, project, interview, participant_segments, make_code):
     code = make_code("Trust")
     trust = next(s for s in participant_segments if "trust" in s.text)
