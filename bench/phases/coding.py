@@ -114,6 +114,32 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
+def _server_cpu_s(master: int) -> dict[str, float]:
+    """CPU seconds (user + system) so far of the gunicorn tree, the PostgreSQL processes and Redis on this machine.
+
+    The peers' drivers count their web process tree, which holds their database (SQLite) too; ours runs in
+    PostgreSQL and Redis beside it, so those are counted as well (every process of theirs: its backends,
+    the WAL writer, the checkpointer).
+    """
+    import psutil
+
+    def total(processes) -> float:
+        seconds = 0.0
+        for process in processes:
+            try:
+                times = process.cpu_times()
+                seconds += times.user + times.system
+            except psutil.Error:
+                pass
+        return seconds
+
+    web = psutil.Process(master)
+    others = list(psutil.process_iter(["name"]))
+    return {"web": total([web, *web.children(recursive=True)]),
+            "postgres": total(p for p in others if (p.info["name"] or "").startswith("postgres")),
+            "redis": total(p for p in others if (p.info["name"] or "").startswith("redis-server"))}
+
+
 def _worker_memory_mb(master: int) -> tuple[float, float]:
     """(max RSS now, max peak RSS) over the gunicorn workers, in MB."""
     import psutil
@@ -265,10 +291,13 @@ def run(ctx: Context) -> Section:
         Coding.objects.filter(interview__project=project).delete()
 
         lat: list[float] = []
+        cpu_before = _server_cpu_s(proc.pid)
         t_all = time.perf_counter()
         for i in range(n_seq):
             lat += apply(session, i, work[i])
         wall = time.perf_counter() - t_all
+        cpu_after = _server_cpu_s(proc.pid)
+        cpu_ms = {k: (cpu_after[k] - cpu_before[k]) * 1000 / len(lat) for k in cpu_before}
         seq = {"p50": _pct(lat, 50) * 1000, "p95": _pct(lat, 95) * 1000, "p99": _pct(lat, 99) * 1000, "rate": len(lat) / wall}
         floor = _floor(session, work[:n_seq], codes)
 
@@ -416,6 +445,10 @@ def run(ctx: Context) -> Section:
             v = v.get(key) if isinstance(v, dict) else None
         return v
 
+    def _cpu_per_highlight(data: dict) -> str | None:
+        seconds, n = peer(data, "b_highlight_seq", "server_cpu_s"), peer(data, "b_highlight_seq", "n")
+        return f"{1000 * seconds / n:.2f}" if seconds and n else None
+
     def per_worker(data: dict) -> str | None:
         # doccano: 5 gunicorn workers summed; Taguette: one process.
         total = peer(data, "rss_peak_web_hwm_sum_mb")
@@ -429,6 +462,10 @@ def run(ctx: Context) -> Section:
          f"{floor['p50']:.2f} / {floor['p95']:.2f}", None, None],
         ["apply a code, 1 client: requests/s", round(seq["rate"]), peer(tg, "b_highlight_seq", "throughput_per_s") or "75 (ref)",
          peer(dc, "b_highlight_seq", "throughput_per_s") or "103 (ref)"],
+        ["… server CPU ms per apply, 1 client: web / PostgreSQL / Redis = all (peers: their web process tree, "
+         "database included)", f"{cpu_ms['web']:.2f} / {cpu_ms['postgres']:.2f} / {cpu_ms['redis']:.2f} = "
+                                f"{sum(cpu_ms.values()):.2f}",
+         _cpu_per_highlight(tg), _cpu_per_highlight(dc)],
         ["8 clients: codings/s (target ≥ 400) / p95 ms (target ≤ 40)", f"{conc['rate']:.0f} / {conc['p95']:.1f}",
          f"{peer(tg, 'c_highlight_concurrent', 'throughput_per_s')} / {peer(tg, 'c_highlight_concurrent', 'p95_ms')}" if tg else "92 / 110 (ref)",
          f"{peer(dc, 'c_highlight_concurrent', 'throughput_per_s')} / {peer(dc, 'c_highlight_concurrent', 'p95_ms')}" if dc else "165 / 92 (ref)"],
