@@ -86,3 +86,21 @@ def test_the_scale_curve_compares_a_list_with_the_smallest_size_showing_as_many_
     assert like_for_like([10.0, 11.0, 12.0], [None, None, None], scales) is None
     # Fewer rows at every smaller size: nothing to compare like for like, so no excuse either.
     assert like_for_like([6.0, 6.5, 10.0], [6, 6, 30], scales) is None
+
+
+def test_the_scale_curve_times_the_sizes_in_turn_and_keeps_each_ones_best() -> None:
+    """A slow spell of a shared machine must fall on every size alike, not on the size measured during it."""
+    from bench.phases.scale import interleaved_best
+
+    class Client:
+        def __init__(self) -> None:
+            self.calls: list[str] = []
+
+        def get(self, url: str, data: dict) -> object:
+            self.calls.append(url)
+            return object()
+
+    client = Client()
+    best = interleaved_best(client, [("get", "/1x/", None), ("get", "/10x/", None), ("get", "/50x/", None)], repeats=3)
+    assert client.calls == ["/1x/", "/10x/", "/50x/"] * 3
+    assert len(best) == 3 and all(0 <= ms < float("inf") for ms in best)
