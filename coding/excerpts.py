@@ -80,6 +80,11 @@ def excerpts_for_codes(project: Project, code_ids: Iterable[int], *, coder_ids: 
     return excerpts
 
 
+ROW_FIELDS = ("code_id", "interview_id", "interview__uuid", "interview__title", "interview__participant_id",
+              "interview__participant__label", "segment__turn_id", "segment__turn__position", "segment_id",
+              "segment__position", "segment__text", "segment__start", "segment__end", "coder_id")
+
+
 def _rows(project: Project, code_ids: list[int], coder_ids: list[int] | None, interview_ids: list[int] | None):
     """The codings as rows for `_join_codings`, in excerpt order: code, participant, interview, position."""
     qs = Coding.objects.filter(code_id__in=code_ids, interview__project=project, interview__deleted_at__isnull=True,
@@ -92,10 +97,6 @@ def _rows(project: Project, code_ids: list[int], coder_ids: list[int] | None, in
         "code_id", "interview__participant__label", "interview__title", "interview_id", "segment__position"
     ).values_list(*ROW_FIELDS)
 
-
-ROW_FIELDS = ("code_id", "interview_id", "interview__uuid", "interview__title", "interview__participant_id",
-              "interview__participant__label", "segment__turn_id", "segment__turn__position", "segment_id",
-              "segment__position", "segment__text", "segment__start", "segment__end", "coder_id")
 
 # The first rows of `_rows`, reading one interview's codings at a time in excerpt order and stopping at the
 # LIMIT, so its work grows with the rows read, not with the code's uses (sorting those all took 10 ms at 50×

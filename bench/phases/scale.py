@@ -322,13 +322,11 @@ def run(ctx: Context) -> Section:
     # in a shared database; the sizes are then timed in turn.
     for same_page in zip(*(pages(b) for b in built), strict=True):
         label = same_page[0][0]
-        for scale, (_, _kind, method, url, data) in zip(scales, same_page, strict=True):
-            queries, status = warm(client, method, url, data)
-            results[(label, scale)] = [None, queries, status, rows_shown(label, client, method, url, data)]
+        warmed = [(*warm(client, method, url, data), rows_shown(label, client, method, url, data))
+                  for _, _, method, url, data in same_page]
         best = interleaved_best(client, [(method, url, data) for _, _, method, url, data in same_page], repeats)
-        for scale, ms in zip(scales, best, strict=True):
-            results[(label, scale)][0] = ms
-            _, queries, _, shown = results[(label, scale)]
+        for scale, ms, (queries, status, shown) in zip(scales, best, warmed, strict=True):
+            results[(label, scale)] = (ms, queries, status, shown)
             print(f"bench:   {scale:>3}× {label}: {ms:.1f} ms, {queries} queries"
                   + ("" if shown is None else f", {shown} rows"), flush=True)
 
