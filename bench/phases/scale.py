@@ -264,8 +264,8 @@ def _request(client, method: str, url: str, data: dict | None):
     return response
 
 
-def warm(client, method: str, url: str, data: dict | None) -> tuple[int, int]:
-    """(query count, status) of a warm request: one warm-up fills caches, the second is counted."""
+def warm(client, method: str, url: str, data: dict | None) -> int:
+    """The query count of a warm request: one warm-up fills caches, the second is counted."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -273,7 +273,7 @@ def warm(client, method: str, url: str, data: dict | None) -> tuple[int, int]:
     assert first.status_code in (200, 302), (url, first.status_code)
     with CaptureQueriesContext(connection) as captured:
         _request(client, method, url, data)
-    return len(captured), first.status_code
+    return len(captured)
 
 
 def interleaved_best(client, requests: list[tuple[str, str, dict | None]], repeats: int) -> list[float]:
@@ -322,11 +322,11 @@ def run(ctx: Context) -> Section:
     # in a shared database; the sizes are then timed in turn.
     for same_page in zip(*(pages(b) for b in built), strict=True):
         label = same_page[0][0]
-        warmed = [(*warm(client, method, url, data), rows_shown(label, client, method, url, data))
+        warmed = [(warm(client, method, url, data), rows_shown(label, client, method, url, data))
                   for _, _, method, url, data in same_page]
         best = interleaved_best(client, [(method, url, data) for _, _, method, url, data in same_page], repeats)
-        for scale, ms, (queries, status, shown) in zip(scales, best, warmed, strict=True):
-            results[(label, scale)] = (ms, queries, status, shown)
+        for scale, ms, (queries, shown) in zip(scales, best, warmed, strict=True):
+            results[(label, scale)] = (ms, queries, shown)
             print(f"bench:   {scale:>3}× {label}: {ms:.1f} ms, {queries} queries"
                   + ("" if shown is None else f", {shown} rows"), flush=True)
 
@@ -337,7 +337,7 @@ def run(ctx: Context) -> Section:
     for label, kind, *_ in pages(built[0]):
         times = [results[(label, s)][0] for s in scales]
         queries = [results[(label, s)][1] for s in scales]
-        shown = [results[(label, s)][3] for s in scales]
+        shown = [results[(label, s)][2] for s in scales]
         ratio = times[-1] / times[0] if times[0] else None
         fair = like_for_like(times, shown, scales)
         # A bounded page is judged like for like: against the smallest size showing as many rows when the
