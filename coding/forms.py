@@ -13,6 +13,25 @@ from projects.widgets import QuickSelect
 REASON_HELP = "Optional: why — kept in the codebook's history."
 
 
+class _CodeNames(forms.models.ModelChoiceIterator):
+    """A code select's options as (pk, name) straight from one query. Django's iterator makes a Code for each
+    option through a server-side cursor: 5 ms of a 100-code codebook's code page, whose two selects list every code."""
+
+    def __iter__(self):
+        if self.field.empty_label is not None:
+            yield ("", self.field.empty_label)
+        yield from self.queryset.values_list("pk", "name")
+
+
+class CodeChoiceField(forms.ModelChoiceField):
+    """A choice of one of the project's codes: listed by name, cleaned to the Code through the queryset."""
+
+    iterator = _CodeNames
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(queryset=Code.objects.none(), widget=QuickSelect, **kwargs)
+
+
 class CodeForm(forms.Form):
     name = forms.CharField(max_length=200)
     kind = forms.ChoiceField(choices=Code.Kind.choices, help_text="Semantic: explicit content. Latent: underlying reasoning.")
@@ -29,8 +48,7 @@ class CodeEditForm(CodeForm):
 
 
 class CodeCreateForm(CodeForm):
-    parent = forms.ModelChoiceField(queryset=Code.objects.none(), required=False, empty_label="(top level)",
-                                    widget=QuickSelect)
+    parent = CodeChoiceField(required=False, empty_label="(top level)")
 
     def __init__(self, *args, project=None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -39,8 +57,7 @@ class CodeCreateForm(CodeForm):
 
 
 class MoveForm(forms.Form):
-    parent = forms.ModelChoiceField(queryset=Code.objects.none(), required=False, empty_label="(top level)",
-                                    widget=QuickSelect)
+    parent = CodeChoiceField(required=False, empty_label="(top level)")
     reason = forms.CharField(required=False, help_text=REASON_HELP)
 
     def __init__(self, *args, code: Code, **kwargs) -> None:
@@ -49,7 +66,7 @@ class MoveForm(forms.Form):
 
 
 class MergeForm(forms.Form):
-    target = forms.ModelChoiceField(queryset=Code.objects.none(), label="Merge into", widget=QuickSelect)
+    target = CodeChoiceField(label="Merge into")
     reason = forms.CharField(required=False, help_text=REASON_HELP)
 
     def __init__(self, *args, code: Code, **kwargs) -> None:

@@ -392,6 +392,32 @@ def test_history_and_code_page_queries_do_not_grow(client_for, owner, project, m
     assert r.status_code == 200 and f"v{n - 1}" in r.content.decode()
 
 
+def test_the_code_page_lists_the_other_live_codes_by_name_and_moves_to_the_one_chosen(client_for, owner, project, make_code):
+    from coding.services import code_archive
+
+    parent = make_code("Parent <b>")
+    code = make_code("Trust", parent=parent)
+    make_code("Another")
+    code_archive(code=make_code("Archived"), actor=owner, archived=True)
+    c = client_for(owner)
+    body = c.get(reverse("coding:code_detail", args=[project.uuid, code.uuid])).content.decode()
+    move = body[body.index('<select name="parent"'):]
+    move = move[:move.index("</select>")]
+    assert f'<option value="{parent.pk}" selected>Parent &lt;b&gt;</option>' in move
+    assert '<option value="">(top level)</option>' in move
+    assert "Another" in move and "Trust" not in move and "Archived" not in move
+    merge = body[body.index('<select name="target"'):]
+    merge = merge[:merge.index("</select>")]
+    assert "Another" in merge and "Parent &lt;b&gt;" in merge and "Trust" not in merge and "Archived" not in merge
+
+    r = c.post(reverse("coding:code_move", args=[project.uuid, code.uuid]), {"parent": Code.objects.get(name="Another").pk})
+    assert r.status_code == 302
+    assert Code.objects.get(pk=code.pk).parent.name == "Another"
+    archived = Code.objects.get(name="Archived")
+    r = c.post(reverse("coding:code_move", args=[project.uuid, code.uuid]), {"parent": archived.pk})
+    assert r.status_code == 400 and Code.objects.get(pk=code.pk).parent.name == "Another"
+
+
 def test_create_form_errors_are_inline(client_for, analyst, project, make_code):
     make_code("Trust")
     r = client_for(analyst).post(reverse("coding:code_new", args=[project.uuid]), {"name": "trust", "kind": "semantic",
