@@ -7,7 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Count, Q, Window
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -214,12 +214,16 @@ def map_data(request: HttpRequest, project_uuid) -> JsonResponse:
 @require_GET
 def theme_detail(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
-    destination = Theme.objects.merge_destination(membership.project, theme_uuid)
-    if destination is not None:
-        # Old links (memos, meeting notes) to a merged theme lead to the theme it became part of.
+    try:
+        theme = _theme(membership, theme_uuid)
+    except Http404:
+        # A merged-away theme is in the trash for good: old links (memos, meeting notes) to it lead to the theme
+        # it became part of. Looked up only when the theme is not live, which no merged theme is.
+        destination = Theme.objects.merge_destination(membership.project, theme_uuid)
+        if destination is None:
+            raise
         messages.info(request, f"That theme was merged into “{destination.name}”.")
         return redirect("themes:detail", project_uuid=membership.project.uuid, theme_uuid=destination.uuid)
-    theme = _theme(membership, theme_uuid)
     if request.htmx and request.htmx.target == "excerpt-pages" and not request.htmx.history_restore_request:
         context = {"project": membership.project, "membership": membership, "theme": theme, **theme_excerpt_page(request, theme)}
         return render(request, "themes/theme_detail.html#excerpt-pages", context)
