@@ -228,8 +228,7 @@ def theme_detail(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
         context = {"project": membership.project, "membership": membership, "theme": theme, **theme_excerpt_page(request, theme)}
         return render(request, "themes/theme_detail.html#excerpt-pages", context)
     context = theme_page_context(request, membership, theme)
-    # Markers were computed above; from now on these comments count as read.
-    services.thread_mark_read(theme=theme, user=request.user)
+    _mark_shown_read(request, theme, context)
     return render(request, "themes/theme_detail.html", context)
 
 
@@ -384,6 +383,13 @@ def thread_context(request: HttpRequest, membership: Membership, theme: Theme, s
             "older_since": window.older_since, "unread_count": window.unread, "open_count": window.open, "members": usernames}
 
 
+def _mark_shown_read(request: HttpRequest, theme: Theme, context: dict) -> None:
+    """The unread comments just shown count as read from now on. With none (most views) nothing is written: every
+    comment by someone else is already older than the reader's marker, so moving it would change no count."""
+    if context["unread_count"]:
+        services.thread_mark_read(theme=theme, user=request.user)
+
+
 def _comment_id(value: str | None) -> int | None:
     """A comment id from a query string or form (the `since` of a thread, the newest comment a page showed)."""
     value = value or ""
@@ -414,7 +420,7 @@ def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     since = _comment_id(request.POST.get("since") if request.method == "POST" else request.GET.get("since"))
     context = {"project": membership.project, "membership": membership, "theme": theme, "thread_error": error,
                **thread_context(request, membership, theme, shown_up_to, since)}
-    services.thread_mark_read(theme=theme, user=request.user)
+    _mark_shown_read(request, theme, context)
     # htmx swaps only 2xx answers, so an htmx post shows its error inside the fragment with 200.
     return render(request, "themes/_thread.html", context, status=400 if error and not request.htmx else 200)
 

@@ -324,6 +324,26 @@ def test_a_colleagues_comment_stays_new_to_a_page_that_had_not_shown_it_though_a
     assert 'class="badge unread">new' not in fresh  # read, for a page that shows the thread anew
 
 
+def test_opening_a_theme_writes_the_read_marker_only_when_it_shows_something_new(world, project, analyst, owner, client_for):
+    client = client_for(analyst)
+
+    def open_theme() -> tuple[str, list[str]]:
+        with CaptureQueriesContext(connection) as queries:
+            html = client.get(u("detail", project, world["a"].uuid)).content.decode()
+        return html, [q["sql"] for q in queries.captured_queries if "themes_threadread" in q["sql"] and "INSERT" in q["sql"]]
+
+    html, writes = open_theme()
+    assert 'class="badge unread">new' in html and len(writes) == 1  # the colleagues' comments, new on a first visit
+    html, writes = open_theme()
+    assert 'class="badge unread">new' not in html and writes == []  # nothing new: the marker stays
+    services.comment_post(theme=world["a"], actor=analyst, body="My own point")  # posting reads the thread up to it
+    services.comment_post(theme=world["a"], actor=owner, body="A new point")
+    html, writes = open_theme()
+    assert html.count('class="badge unread">new') == 1 and len(writes) == 1  # the colleague's only
+    html, writes = open_theme()
+    assert 'class="badge unread">new' not in html and writes == []
+
+
 def test_mentions_lists_comments_mentioning_a_member(world, project, analyst, client_for):
     html = client_for(analyst).get(u("mentions", project)).content.decode()
     assert "Is this" in html and world["a"].name in html
