@@ -179,12 +179,12 @@ def _in_turn(session, apply_url, items: list[tuple[str, int]], codes: list[int])
 
     with connection.cursor() as cursor:
         cursor.execute(CREATE_TABLE)
-    floors = {}
+    floors, urls = [], {"apply": apply_url}
     try:
         for name, app in (("floor", "bench.floor_app:application"), ("write", "bench.floor_app:durable_write_application")):
             port = _free_port()
-            floors[name] = (_start_gunicorn(port, app=app), f"http://127.0.0.1:{port}/p/x/interviews/{{}}/code/apply/")
-        urls = {"apply": apply_url, **{name: url.format for name, (_, url) in floors.items()}}
+            floors.append(_start_gunicorn(port, app=app))
+            urls[name] = f"http://127.0.0.1:{port}/p/x/interviews/{{}}/code/apply/".format
         clients = {name: _clone(session) for name in urls}
 
         def post(name: str, j: int) -> float:
@@ -201,7 +201,7 @@ def _in_turn(session, apply_url, items: list[tuple[str, int]], codes: list[int])
         lat = in_turn_latencies(post, list(urls), IN_TURN_ROUNDS, IN_TURN_ROUND)
         return {name: {"p50": _pct(v, 50) * 1000, "p95": _pct(v, 95) * 1000} for name, v in lat.items()}
     finally:
-        for proc, _ in floors.values():
+        for proc in floors:
             _stop(proc)
 
 
@@ -362,10 +362,11 @@ def run(ctx: Context) -> Section:
         wall_c = time.perf_counter() - t_all
         conc = {"p50": _pct(lat_c, 50) * 1000, "p95": _pct(lat_c, 95) * 1000, "rate": len(lat_c) / wall_c}
         rss_load, hwm_load = _worker_memory_mb(proc.pid)
-        # Pairs nobody coded yet, each used once: in-process applies, then the apply in turn with the floors, then wrk.
+        # Pairs nobody coded yet, each used once: in-process applies, the apply in turn with the floors, wrk.
         fresh = work[n_seq + n_conc:]
-        in_turn = _in_turn(session, f"{base}/p/{project.uuid}/interviews/{{}}/code/apply/".format,
-                           fresh[400:400 + IN_TURN_ROUNDS * IN_TURN_ROUND], codes)
+        in_turn_end = 400 + IN_TURN_ROUNDS * IN_TURN_ROUND
+        for_in_process, for_in_turn, for_wrk = fresh[:100 if ctx.quick else 400], fresh[400:in_turn_end], fresh[in_turn_end:]
+        in_turn = _in_turn(session, f"{base}/p/{project.uuid}/interviews/{{}}/code/apply/".format, for_in_turn, codes)
 
         # Database queries of one apply, in-process, once the session and user are cached in Redis.
         client = Client()
@@ -380,7 +381,7 @@ def run(ctx: Context) -> Section:
         round_trips = len(queries.captured_queries)
         # The same request in-process (no HTTP, no client): what the server itself spends; min hints at an idle box.
         inproc = []
-        for i, (iv, seg) in enumerate(fresh[:100 if ctx.quick else 400]):
+        for i, (iv, seg) in enumerate(for_in_process):
             t0 = time.perf_counter()
             r = client.post(f"/p/{project.uuid}/interviews/{iv}/code/apply/", {"code": codes[i % 10], "segments": seg})
             inproc.append(time.perf_counter() - t0)
@@ -463,7 +464,7 @@ def run(ctx: Context) -> Section:
             reverse("coding:excerpts", args=[project.uuid, Code.objects.get(pk=codes[0]).uuid]), reps)
         rss_end, hwm_end = _worker_memory_mb(proc.pid)
         # Last, so its codings do not change the pages above: segments nobody coded yet, any code.
-        wrk = _wrk_apply(base, session, str(project.uuid), fresh[400 + IN_TURN_ROUNDS * IN_TURN_ROUND:], codes, 5 if ctx.quick else 15)
+        wrk = _wrk_apply(base, session, str(project.uuid), for_wrk, codes, 5 if ctx.quick else 15)
         _, hwm_wrk = _worker_memory_mb(proc.pid)
         heavy_segments = Segment.objects.filter(interview=heavy).count()
         big_codings = Coding.objects.filter(interview=big).count()
