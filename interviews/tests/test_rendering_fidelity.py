@@ -12,7 +12,10 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
 
+from interviews import rendering
 from interviews.parsers import parse_upload
 from interviews.parsers.base import SourceFile
 from interviews.rendering import BLOCK_BREAK, CELL_BREAK, CODE, markdown_to_safe_html, quote_html, quote_runs, quote_text
@@ -130,3 +133,20 @@ def test_a_quote_cut_inside_a_styled_passage_leaves_no_stray_markers():
 def test_table_rows_quote_as_cells():
     assert str(quote_text("| GPT-4o | 12 | *yes* |")) == "GPT-4o | 12 | yes"
     assert str(quote_text("| Model | Score |\n|---|---|\n| GPT-4o | **12** |")) == "Model | Score\nGPT-4o | 12"
+
+
+# Text with what opens a Markdown block (headings, lists, quotes, indented code, line breaks) but no inline markers.
+_NEAR_PLAIN = st.text(alphabet=st.sampled_from("ab1 9.)#>+-\t&;\\:=\r"), max_size=24)
+
+
+@given(_NEAR_PLAIN)
+@example("# Heading")
+@example("  12) twelve")
+@example(">quoted")
+@example("---")
+@example("\tindented code")
+@example("1.5 litres")
+@example("Intro\r# Heading")
+def test_text_taken_as_plain_quotes_as_the_markdown_reading_of_it_does(source):
+    """Most segments skip the Markdown parser; for each, the parser would have shown the same, at the same offsets."""
+    assert quote_runs(source) == rendering._markdown_quote_runs(source)

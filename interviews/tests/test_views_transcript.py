@@ -290,3 +290,14 @@ def test_tool_steps_are_shown_collapsed_with_what_they_are(client_for, viewer, p
         assert '<details class="tool-step"><summary>Call to python</summary>' in turns[1]
         assert '<details class="tool-step"><summary>Result from python</summary>' in turns[2]
         assert "print(1 + 1)" in turns[1] and "tool-step" not in turns[3]
+
+
+@pytest.mark.parametrize("view", ["", "segments"])
+def test_a_lone_carriage_return_breaks_a_line_on_the_page_and_in_its_segments(client_for, analyst, project, view) -> None:
+    # Old Mac line endings survive a JSON export; Markdown reads "\r" as a line break, and so must every offset we map.
+    text = "Intro.\r# Heading\rThe **core** point is care."
+    interview = make_interview(project, make_participant(project), [("participant", text)])
+    response = client_for(analyst).get(url(project, interview, **({"view": view} if view else {})))
+    assert response.status_code == 200
+    body = response.content.decode().split('id="transcript"', 1)[1]
+    assert "Heading" in body and "<strong>core</strong>" in body and "# Heading" not in body
