@@ -125,25 +125,21 @@ def _line_starts(source: str) -> list[int]:
     return starts
 
 
-def _inline_runs(token, source: str, start: int, styles: set[str], out: list[Run]) -> None:
-    """The runs of one inline token; each text piece is found in the source from `start` on."""
+def _inline_runs(token, source: str, start: int, styles: set[str], out: list[Run]) -> int:
+    """The runs of one inline token; each text piece is found in the source from `start` on. Returns where it ended."""
     cursor = start
     for child in token.children or ():
         kind = child.type
         if kind in ("text", "code_inline"):
             if not child.content:
                 continue
-            at = source.find(child.content, cursor)
             shown = styles | {CODE} if kind == "code_inline" else set(styles)
-            if at < 0:  # not verbatim (a code span's line ending); shown, but not mapped
-                out.append(Run(child.content, frozenset(shown), None))
-                continue
-            out.append(Run(child.content, frozenset(shown), at))
-            cursor = at + len(child.content)
+            cursor = _text_runs(child.content, frozenset(shown), source, cursor, out)
         elif kind in ("softbreak", "hardbreak"):
-            at = source.find("\n", cursor)
+            # A lone "\r" breaks a line too: looking for "\n" alone jumped to a later line and lost the text between.
+            found = _LINE_BREAK.search(source, cursor)
             out.append(Run(" " if kind == "softbreak" else "\n", frozenset(), None))
-            cursor = at + 1 if at >= 0 else cursor
+            cursor = found.end() if found else cursor
         elif kind.endswith("_open") and kind[:-5] in _STYLE_OF:
             styles.add(_STYLE_OF[kind[:-5]])
         elif kind.endswith("_close") and kind[:-6] in _STYLE_OF:
@@ -151,6 +147,49 @@ def _inline_runs(token, source: str, start: int, styles: set[str], out: list[Run
         elif kind == "image":
             # Images are never shown (see the module's docstring); skip the alt text's source.
             continue
+    return cursor
+
+
+# How markdown-it shows some source other than verbatim: a table cell's escaped pipe "\|" as "|", a line break
+# inside a code span as a space (with the next line's indent or quote markers, which are markup), a tab only partly
+# taken by a list's indent as spaces.
+_SHOWN_AS = {"|": r"\\?\|", " ": r"(?:[ \t]|(?:\r\n?|\n)[ \t>]*)"}
+_SHOWN_FROM = re.compile(r"[\r\n]|\\\|")
+
+
+def _text_runs(text: str, styles: frozenset[str], source: str, cursor: int, out: list[Run]) -> int:
+    """A text piece as runs that each map to the source exactly, found from `cursor` on. Returns where it ended."""
+    at = source.find(text, cursor)
+    # Found verbatim, and not past a place it could have been shown from: "`  \n`" shows "   ", found verbatim in a
+    # later line.
+    if at >= 0 and not ((" " in text or "|" in text) and _SHOWN_FROM.search(source, cursor, at)):
+        out.append(Run(text, styles, at))
+        return at + len(text)
+    pattern = "".join(f"({_SHOWN_AS[c]})" if c in _SHOWN_AS else re.escape(c) for c in text)
+    match = re.compile(pattern).search(source, cursor)
+    if match is None:  # not found at all: shown, but not mapped
+        out.append(Run(text, styles, None))
+        return cursor
+    # Cut the text where the source differs: the pieces between map exactly, an escaped pipe maps to its pipe
+    # (the backslash is markup), a line break shown as a space is a separator.
+    piece, piece_start, group = "", match.start(), 0
+    for char in text:
+        if char in _SHOWN_AS:
+            group += 1
+            written_start, written_end = match.span(group)
+            if source[written_start:written_end] != char:
+                if piece:
+                    out.append(Run(piece, styles, piece_start))
+                if char == "|":
+                    piece, piece_start = "|", written_end - 1
+                else:
+                    out.append(Run(" ", styles, None))
+                    piece, piece_start = "", written_end
+                continue
+        piece += char
+    if piece:
+        out.append(Run(piece, styles, piece_start))
+    return match.end()
 
 
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
@@ -165,6 +204,7 @@ def visible_runs(source: str) -> tuple[Run, ...]:
     styles: set[str] = set()
     pending_break = False
     in_cell = False
+    row_cursor = 0  # where the previous cell of a table row ended
     for token in _md.parse(source):
         kind = token.type
         if kind in ("td_open", "th_open"):
@@ -174,13 +214,18 @@ def visible_runs(source: str) -> tuple[Run, ...]:
             continue
         if kind == "tr_open":
             in_cell = False
+            row_cursor = 0
         if kind in ("fence", "code_block", "inline") and token.map is not None:
             if pending_break and out:
                 out.append(Run(BLOCK_BREAK))
             pending_break = False
             start = lines[token.map[0]]
-            if kind == "inline":
-                if _TABLE_ROW.match(token.content.split("\n", 1)[0]) and not in_cell:
+            if kind == "inline" and in_cell:
+                # Every cell of a row is mapped to the row's line: from the line's start, "| a | a |" found both
+                # cells' text in the first.
+                row_cursor = _inline_runs(token, source, max(start, row_cursor), styles, out)
+            elif kind == "inline":
+                if _TABLE_ROW.match(token.content.split("\n", 1)[0]):
                     _table_lines_runs(token, source, start, out)
                 else:
                     _inline_runs(token, source, start, styles, out)
@@ -202,6 +247,13 @@ def _code_runs(content: str, source: str, start: int, out: list[Run]) -> None:
         if not line:
             continue
         at = source.find(line, cursor)
+        if at < 0 and line.startswith(" "):
+            # A tab only partly taken by a list's indent shows as spaces: they stand for no character of the source.
+            code = line.lstrip(" ")
+            out.append(Run(line[:len(line) - len(code)], frozenset({CODE}), None))
+            if not code:
+                continue
+            line, at = code, source.find(code, cursor)
         out.append(Run(line, frozenset({CODE}), at if at >= 0 else None))
         cursor = at + len(line) if at >= 0 else cursor
 
@@ -211,22 +263,28 @@ def _table_lines_runs(token, source: str, start: int, out: list[Run]) -> None:
     cursor = start
     for line in token.content.split("\n"):
         at = source.find(line, cursor)
+        line_start = at if at >= 0 else cursor
         cursor = at + len(line) if at >= 0 else cursor
         if _TABLE_RULE.match(line):
             continue
         if out and out[-1].text != BLOCK_BREAK:
             out.append(Run(BLOCK_BREAK))
-        cells = line.strip().strip("|").split("|")
-        offset = (at + line.index(line.strip()) + 1) if at >= 0 else None
-        for number, cell in enumerate(cells):
+        # A row's outer pipes are optional (a lazy line of the paragraph has none): a cell's offset counts only the
+        # pipes that are there.
+        row = line.strip()
+        offset = line_start + line.index(row)
+        if row.startswith("|"):
+            row, offset = row[1:], offset + 1
+        if row.endswith("|"):
+            row = row[:-1]
+        for number, cell in enumerate(row.split("|")):
             if number:
                 out.append(Run(CELL_BREAK))
             if cell.strip():
                 lead = len(cell) - len(cell.lstrip())
                 for inline in _md.parseInline(cell.strip()):
-                    _inline_runs(inline, source, start if offset is None else offset + lead, set(), out)
-            if offset is not None:
-                offset += len(cell) + 1
+                    _inline_runs(inline, source, offset + lead, set(), out)
+            offset += len(cell) + 1
 
 
 # Emphasis or code markers a quote cut out of a longer styled passage is left with (its partner lies
@@ -255,12 +313,12 @@ def quote_runs(source: str) -> tuple[Run, ...]:
 
 
 def _markdown_quote_runs(source: str) -> tuple[Run, ...]:
-    runs = [run for run in visible_runs(source) if run.text]
-    while runs and runs[0].start is None:
+    runs = [piece for run in visible_runs(source) if run.text for piece in _without_strays(run)]
+    # Separators at the ends, and blanks, are trimmed after the strays go: a row "|**  |* |" was quoted as "| *".
+    while runs and (runs[0].start is None or not runs[0].text.strip()):
         runs.pop(0)
-    while runs and runs[-1].start is None:
+    while runs and (runs[-1].start is None or not runs[-1].text.strip()):
         runs.pop()
-    runs = [piece for run in runs for piece in _without_strays(run)]
     if runs:
         runs[0] = _stripped(runs[0], lead=True)
         runs[-1] = _stripped(runs[-1], lead=False)
