@@ -37,10 +37,32 @@ import nh3
 from django.core.cache import cache
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.rules_inline.autolink import autolink as autolink_rule
+from markdown_it.rules_inline.image import image as image_rule
+from markdown_it.rules_inline.link import link as link_rule
 
 # "escape" and "entity" off: a backslash or an entity is content, shown as written.
 _md = (MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
        .enable(["table", "strikethrough"]).disable(["escape", "entity"]))
+
+
+def _keeping_markup(rule):
+    """The inline rule, keeping the source a link or image was read from: a quote's map skips its target and alt."""
+    def rule_keeping_markup(state, silent):
+        start, count = state.pos, len(state.tokens)
+        if not rule(state, silent):
+            return False
+        if not silent:
+            for token in state.tokens[count:]:
+                if token.type in ("link_open", "image"):
+                    token.meta["markup"] = state.src[start:state.pos]
+                    break
+        return True
+    return rule_keeping_markup
+
+
+for _name, _rule in (("link", link_rule), ("image", image_rule), ("autolink", autolink_rule)):
+    _md.inline.ruler.at(_name, _keeping_markup(_rule))
 
 ALLOWED_TAGS = {
     "p", "br", "em", "strong", "del", "s", "code", "pre", "blockquote", "ul", "ol", "li", "a",
@@ -128,8 +150,14 @@ def _line_starts(source: str) -> list[int]:
 def _inline_runs(token, source: str, start: int, styles: set[str], out: list[Run]) -> int:
     """The runs of one inline token; each text piece is found in the source from `start` on. Returns where it ended."""
     cursor = start
+    markup_end = start  # where the link being read ends in the source: its target is not shown
     for child in token.children or ():
         kind = child.type
+        if kind in ("link_open", "image") and child.meta.get("markup"):
+            markup_end = _markup_end(child.meta["markup"], source, cursor)
+        if kind in ("link_close", "image"):
+            # Without this, "[a](b)b" mapped its last "b" to the link's target, "![a](b)a" its "a" to the alt text.
+            cursor = max(cursor, markup_end)
         if kind in ("text", "code_inline"):
             if not child.content:
                 continue
@@ -147,6 +175,16 @@ def _inline_runs(token, source: str, start: int, styles: set[str], out: list[Run
         elif kind == "image":
             # Images are never shown (see the module's docstring); skip the alt text's source.
             continue
+    return cursor
+
+
+def _markup_end(markup: str, source: str, cursor: int) -> int:
+    """Where a link's or image's markup, read from `cursor` on, ends in the source (line by line: a link can wrap)."""
+    for line in markup.split("\n"):
+        at = source.find(line.lstrip(), cursor)
+        if at < 0:
+            return cursor
+        cursor = at + len(line.lstrip())
     return cursor
 
 

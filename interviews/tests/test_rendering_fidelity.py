@@ -222,3 +222,12 @@ def test_every_shown_character_maps_back_in_reading_order(source):
 def test_a_quote_does_not_open_on_a_separator_left_by_stray_markers():
     assert str(quote_text("|**  |* |")) == "*"  # was "| *"
     assert str(quote_text("| **a** | *b |")) == "a | b"
+
+
+def test_text_after_a_link_or_image_maps_past_its_target_and_alt():
+    def starts(source):
+        return [(run.text, run.start) for run in rendering.visible_runs(source)]
+
+    assert starts("[a](b)b") == [("a", 1), ("b", 6)]  # the "b" was mapped into the target
+    assert starts("![a](b)a") == [("a", 7)]  # into the image's alt text
+    assert starts("<http://x.org>>") == [("http://x.org", 1), (">", 14)]
