@@ -93,8 +93,15 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+# A lone carriage return (old Mac line ends, some chat exports) ends a line, as Markdown and the transcript's renderer
+# read it: "# Title\rText" is a heading and a sentence, not one heading.
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
 def segment_text(text: str) -> list[Span]:
     """Split ``text`` into ordered, non-overlapping, trimmed segments."""
+    if "\r" in text:
+        text = _LONE_CR.sub("\n", text)  # the same length: every offset stays the text's own
     lines = text.split("\n")
     starts = [0] * len(lines)
     pos = 0
@@ -656,6 +663,8 @@ _MARKER = {
 
 def strip_markup(segment: str, kind: str) -> str:
     """The segment without its block marker ("- ", "## ", "> "), for quotes in tables."""
+    if "\r" in segment:
+        segment = _LONE_CR.sub("\n", segment)  # its lines as segment_text read them
     if kind == "table_row":
         cells = [c.strip() for c in segment.split("\n", 1)[0].strip().strip("|").split("|")]
         return " | ".join(cells)

@@ -105,19 +105,34 @@ def _check_invariants(text: str, spans: list[Span]) -> None:
         assert not text[span.start].isspace() and not text[span.end - 1].isspace(), "trimmed"
         covered[span.start : span.end] = b"\1" * (span.end - span.start)
         previous_end = span.end
-    lines_start = 0
-    for line in text.split("\n"):
-        if not _HR_LINE.match(line):
-            for offset, char in enumerate(line):
+    for line in re.finditer(r"[^\r\n]*", text):  # lines as Markdown reads them: a lone \r ends one too
+        if not _HR_LINE.match(line.group()):
+            for offset, char in enumerate(line.group(), start=line.start()):
                 if not char.isspace():
-                    assert covered[lines_start + offset], f"uncovered {char!r} at {lines_start + offset}"
-        lines_start += len(line) + 1
+                    assert covered[offset], f"uncovered {char!r} at {offset}"
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(texts)
 def test_segments_are_ordered_trimmed_and_cover_every_word(text: str) -> None:
     _check_invariants(text, segment_text(text))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(texts.map(lambda text: text.replace("\r", "")))
+def test_a_lone_carriage_return_ends_a_line_as_a_line_feed_does(text: str) -> None:
+    assert segment_text(text.replace("\n", "\r")) == segment_text(text)
+
+
+def test_a_code_block_with_lone_carriage_returns_is_stripped_of_its_fences() -> None:
+    assert strip_markup("```python\rx = 1\r```", "code_block") == "x = 1"
+
+
+def test_blocks_after_a_lone_carriage_return_are_segments_of_their_own() -> None:
+    text = "# Title\rFirst point. Second point.\r- an item\r| a | b |"
+    assert [(text[s.start:s.end], s.kind) for s in segment_text(text)] == [
+        ("# Title", "heading"), ("First point.", "sentence"), ("Second point.", "sentence"),
+        ("- an item", "list_item"), ("| a | b |", "table_row")]
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
