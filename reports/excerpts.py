@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import reduce
 from itertools import islice
 from operator import or_
@@ -49,7 +49,6 @@ from django.db.models import (
     FilteredRelation,
     Func,
     IntegerField,
-    JSONField,
     OuterRef,
     Q,
     QuerySet,
@@ -439,7 +438,8 @@ def _live_record(turn: str) -> Case:
     request = KeyTransform("request", record)
     picked = JSONObject(**{k: KeyTransform(k, record) for k in CITED_LIVE_KEYS},
                         request=JSONObject(**{k: KeyTransform(k, request) for k in REQUEST_PARAMS if k != "model"}))
-    return Case(When(**{f"{turn}__metadata__has_key": "provenance"}, then=picked), default=None, output_field=JSONField())
+    # Read as JSON text, parsed once per turn by _present: a JSONField here would convert every row of the table.
+    return Case(When(**{f"{turn}__metadata__has_key": "provenance"}, then=picked), default=None, output_field=TextField())
 
 
 def _response_id(turn: str) -> Coalesce:
@@ -460,9 +460,9 @@ def _response_text(value: str | None) -> str:
     return value
 
 
-def _present(record: dict[str, Any] | None) -> dict[str, Any]:
-    """The record without the keys the turn does not have (JSON null: an imported or interviewer turn)."""
-    out = {k: v for k, v in (record or {}).items() if v is not None}
+def _present(record: str | None) -> dict[str, Any]:
+    """The record (JSON text from _live_record) without the keys the turn does not have (an imported turn has none)."""
+    out = {k: v for k, v in (json.loads(record) if record else {}).items() if v is not None}
     request = {k: v for k, v in (out.pop("request", None) or {}).items() if v is not None}
     return {**out, "request": request} if out or request else {}
 
@@ -506,9 +506,22 @@ def _rank(field: str, ids: list[int]) -> Any:
     if connection.vendor != "postgresql":  # SQLite, the laptop default, has no arrays
         return Case(*[When(**{field: pk}, then=Value(i + 1)) for i, pk in enumerate(ids)], default=Value(len(ids) + 1),
                     output_field=IntegerField())
-    position = Func(Value(ids, output_field=ArrayField(BigIntegerField())), F(field), function="array_position",
-                    output_field=IntegerField())
-    return Coalesce(position, Value(len(ids) + 1))
+    return _ArrayRank(Value(ids, output_field=ArrayField(BigIntegerField())), F(field), absent=len(ids) + 1)
+
+
+class _ArrayRank(Func):
+    """COALESCE(array_position(ids, field), absent), PostgreSQL's integer as it is.
+
+    Without a converter: the ranks are read by the sort, and Django's int() on each one was most of the work of
+    converting every row of a table.
+    """
+
+    template = "COALESCE(%(function)s(%(expressions)s), %(absent)d)"
+    function = "array_position"
+    output_field = IntegerField()
+
+    def get_db_converters(self, connection: Any) -> list:
+        return []
 
 
 @dataclass
@@ -778,7 +791,7 @@ def trim_quote(text: str, limit: int | None) -> str:
     for run in text.runs:
         if left <= 0:
             break
-        runs.append(replace(run, text=run.text[:left]))
+        runs.append(run._replace(text=run.text[:left]))
         left -= len(run.text)
     return RichText([*runs, Run(" " + TRIM_MARK)])
 
