@@ -98,10 +98,14 @@ def _trimmed(text: str, start: int, end: int) -> tuple[int, int]:
 _LONE_CR = re.compile(r"\r(?!\n)")
 
 
+def _with_line_feeds(text: str) -> str:
+    """`text` with each lone carriage return read as a line feed: the same length, so every offset stays the text's own."""
+    return _LONE_CR.sub("\n", text) if "\r" in text else text
+
+
 def segment_text(text: str) -> list[Span]:
     """Split ``text`` into ordered, non-overlapping, trimmed segments."""
-    if "\r" in text:
-        text = _LONE_CR.sub("\n", text)  # the same length: every offset stays the text's own
+    text = _with_line_feeds(text)
     lines = text.split("\n")
     starts = [0] * len(lines)
     pos = 0
@@ -663,8 +667,7 @@ _MARKER = {
 
 def strip_markup(segment: str, kind: str) -> str:
     """The segment without its block marker ("- ", "## ", "> "), for quotes in tables."""
-    if "\r" in segment:
-        segment = _LONE_CR.sub("\n", segment)  # its lines as segment_text read them
+    segment = _with_line_feeds(segment)  # its lines as segment_text read them
     if kind == "table_row":
         cells = [c.strip() for c in segment.split("\n", 1)[0].strip().strip("|").split("|")]
         return " | ".join(cells)
