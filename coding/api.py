@@ -57,7 +57,8 @@ class CodeUsage:
     """
 
     def __init__(self, project: Project) -> None:
-        self.participants = list(Participant.objects.filter(project=project).order_by("label", "pk"))
+        # Each UUID as text once, not once per code for the JSON encoder.
+        self.participants = [(p, str(p.uuid)) for p in Participant.objects.filter(project=project).order_by("label", "pk")]
         self.counts = code_participant_counts(project)
         self.totals: dict[int, int] = defaultdict(int)
         for (code_id, _), n in self.counts.items():
@@ -67,7 +68,8 @@ class CodeUsage:
     def of(self, code: Code) -> dict[str, Any]:
         if code.pk not in self._read:
             self._read[code.pk] = {"uses": self.totals.get(code.pk, 0), "uses_by_participant": [
-                {"participant": p.uuid, "label": p.label, "uses": self.counts.get((code.pk, p.pk), 0)} for p in self.participants]}
+                {"participant": uuid, "label": p.label, "uses": self.counts.get((code.pk, p.pk), 0)}
+                for p, uuid in self.participants]}
         return self._read[code.pk]
 
 

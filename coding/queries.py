@@ -11,8 +11,22 @@ from typing import Any
 from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVectorField
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import BooleanField, Count, Exists, ExpressionWrapper, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models import (
+    BooleanField,
+    Count,
+    Exists,
+    ExpressionWrapper,
+    F,
+    OuterRef,
+    Q,
+    QuerySet,
+    StringAgg,
+    Subquery,
+    TextField,
+    Value,
+)
 from django.db.models.expressions import RawSQL
+from django.db.models.functions import MD5, Cast, Concat
 
 from coding.models import Code, Coding, Note, Suggestion
 from coding.render import CodeInfo, CoderInfo, initials
@@ -132,6 +146,18 @@ def live_interviews(project: Project) -> list[tuple[int, int]]:
     return list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", "participant_id"))
 
 
+def live_interviews_digest(project: Project) -> str:
+    """A digest of live_interviews(project), for cache keys.
+
+    Made by the database where it can order an aggregate: a bounded page keyed by it (a page of the codes API)
+    otherwise fetched and hashed every interview of the project, 1.6 against 0.6 ms at 1,000 interviews.
+    """
+    if not connection.features.supports_aggregate_order_by_clause:  # SQLite before 3.44, the laptop default
+        return hashlib.sha256(repr(live_interviews(project)).encode()).hexdigest()
+    pair = Concat(Cast("pk", TextField()), Value(":"), Cast("participant_id", TextField()), output_field=TextField())
+    return Interview.objects.alive().filter(project=project).aggregate(digest=MD5(StringAgg(pair, delimiter=Value(","), order_by="pk")))["digest"] or ""
+
+
 def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:
     """`count()`, kept COUNTS_SECONDS under the version of the project's coding events and a digest of `inputs` (its
     other inputs)."""
@@ -152,7 +178,7 @@ def code_participant_counts(project: Project) -> dict[tuple[int, int], int]:
 
     The codebook (page and API) reads this one cached copy.
     """
-    return cached_counts(project, "code-participant", live_interviews(project), lambda: {
+    return cached_counts(project, "code-participant", live_interviews_digest(project), lambda: {
         (code_id, participant_id): n for code_id, participant_id, n in
         Coding.objects.filter(code__project=project, interview__project=project, interview__deleted_at__isnull=True)
         .values_list("code_id", "interview__participant_id").annotate(n=Count("id")).order_by()})

@@ -62,7 +62,7 @@ from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast, Coalesce, Concat, Greatest, JSONObject, Least, Substr
 
 from coding.models import Code, Coding
-from coding.queries import cached_counts, live_interviews, with_descendants
+from coding.queries import cached_counts, live_interviews_digest, with_descendants
 from interviews.models import Interview, Participant, Speaker, Turn, turn_number
 from interviews.provenance import CITED_LIVE_KEYS, REQUEST_PARAMS, turn_citation
 from interviews.rendering import MUTED, RichText, Run, quote_text
@@ -347,7 +347,7 @@ def excerpt_count(project: Project, spec: ExcerptSpec, options: ExcerptOptions |
         return count()
     codes = [c.pk for c in options.codes] if options else list(Code.objects.for_project(project).values_list("pk", flat=True))
     inputs = (sorted(spec.codes), sorted(spec.participants), sorted(spec.coders), spec.with_suggestions, sorted(codes),
-              live_interviews(project))
+              live_interviews_digest(project))
     return cached_counts(project, "excerpt-table", inputs, count)
 
 
