@@ -386,11 +386,12 @@ def _add_context(rows: list[ExcerptRow], spec: ExcerptSpec) -> None:
         turns = turns.annotate(question=Subquery(previous, output_field=TextField()))
         fields.append("question")
     if spec.context:
-        # The turn's sentence boundaries as "start,end;start,end…" (ordered): the neighbours are then
-        # sliced from the turn's own text, so the context is exactly what the turn says.
+        # The turn's sentence boundaries as "start,end;start,end…": the neighbours are then sliced from the
+        # turn's own text, so the context is exactly what the turn says. Unordered, and sorted by _neighbours:
+        # SQLite before 3.44 (the laptop default) cannot order an aggregate.
         bounds = Concat(Cast("segments__start", TextField()), Value(","), Cast("segments__end", TextField()),
                         output_field=TextField())
-        turns = turns.annotate(bounds=StringAgg(bounds, delimiter=Value(";"), order_by="segments__start"))
+        turns = turns.annotate(bounds=StringAgg(bounds, delimiter=Value(";")))
         fields += ["text", "bounds"]
     found = {t.pk: t for t in turns.values_list(*fields, named=True)}
     for row in rows:
@@ -405,7 +406,7 @@ def _add_context(rows: list[ExcerptRow], spec: ExcerptSpec) -> None:
 
 def _neighbours(text: str, bounds: str, span: tuple[int, int], spec: ExcerptSpec) -> tuple[str, str]:
     """Up to `spec.context` sentences of the turn before and after the quote's span, as plain text."""
-    sentences = [tuple(int(n) for n in b.split(",")) for b in bounds.split(";") if b]
+    sentences = sorted(tuple(int(n) for n in b.split(",")) for b in bounds.split(";") if b)
     before = [s for s in sentences if s[1] <= span[0]][-spec.context:]
     after = [s for s in sentences if s[0] >= span[1]][:spec.context]
     return (_context_text(text[before[0][0]:before[-1][1]], spec) if before else "",
