@@ -763,13 +763,44 @@ def suggestion_decide(*, project_uuid: Any, suggestion_uuid: Any, user_id: int, 
     Never raises for a member's mistakes: the result says what happened, for the caller to answer with.
     """
     status = Suggestion.Status.ACCEPTED if accept else Suggestion.Status.REJECTED
+    params = {"project": str(project_uuid), "suggestion": str(suggestion_uuid), "user": user_id, "status": status,
+              "reason": "" if accept else reason.strip()[:2000]}
     with transaction.atomic():
-        decision = SuggestionDecision(_DECIDE.fetchone({
-            "project": str(project_uuid), "suggestion": str(suggestion_uuid), "user": user_id, "status": status,
-            "reason": "" if accept else reason.strip()[:2000]}), status)
+        row = _DECIDE.fetchone(params) if connection.vendor == "postgresql" else _orm_decide(params)
+        decision = SuggestionDecision(row, status)
         if decision.coded:
             live.publish(project_uuid, "coding", interview=decision.interview_uuid)
     return decision
+
+
+def _orm_decide(p: dict[str, Any]) -> tuple:
+    """_DECIDE_SQL's row, by the ORM: SQLite, the laptop default, has no such statement."""
+    from projects.models import Membership
+
+    membership = Membership.objects.filter(user_id=p["user"], project__uuid=p["project"]).select_related("project").first()
+    role = membership.role if membership else None
+    suggestion = (Suggestion.objects.select_related("code", "interview")
+                  .filter(uuid=p["suggestion"], interview__project_id=getattr(membership, "project_id", None)).first())
+    if suggestion is None:
+        return role, None, None, None, 0, 0, None
+    code = suggestion.code
+    code_gone = code.archived or code.deleted_at is not None
+    decided = coded = 0
+    if role in ("owner", "analyst") and (p["status"] == Suggestion.Status.REJECTED or not code_gone):
+        decided = Suggestion.objects.filter(pk=suggestion.pk, status=Suggestion.Status.PENDING).update(
+            status=p["status"], decided_by_id=p["user"], decided_at=timezone.now(), reject_reason=p["reason"])
+    if decided and p["status"] == Suggestion.Status.ACCEPTED:
+        _, coded = Coding.objects.get_or_create(
+            segment_id=suggestion.segment_id, code_id=code.pk, coder_id=p["user"],
+            defaults={"interview_id": suggestion.interview_id, "origin": Coding.Origin.SUGGESTION, "suggestion": suggestion})
+    if decided:
+        said = f": {p['reason']}" if p["reason"] else ""
+        audit_record(project=membership.project, actor=membership.user,
+                     action=AuditEvent.Action.CREATED if p["status"] == Suggestion.Status.ACCEPTED else AuditEvent.Action.CHANGED,
+                     target_type="suggestion", target_id=str(suggestion.uuid),
+                     summary=f"AI suggestion “{code.name}” {p['status']}{said}"[:500],
+                     data={"code": code.pk, "segment": suggestion.segment_id})
+    return role, suggestion.status, code_gone, code.name, decided, int(coded), suggestion.interview.uuid
 
 
 ACCEPT_ALL_AFTER = 3  # suggestions of a code a reviewer decides one by one before accepting the rest at once

@@ -815,15 +815,25 @@ def _exemplar_queryset(project: Project, spec: ExcerptSpec) -> QuerySet:
     return qs
 
 
+# Names aggregated apart by the unit separator, then made distinct and sorted in Python: SQLite (the laptop default)
+# can neither make an aggregate with a delimiter distinct nor, before 3.44, order it. No name holds the separator:
+# code names are whitespace-normalised (it counts as whitespace; XML cannot carry it), usernames are \w.@+-.
+_NAMES_APART = "\x1f"
+
+
+def _names(aggregated: str | None) -> list[str]:
+    return sorted(set((aggregated or "").split(_NAMES_APART)) - {""})
+
+
 def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
     # The codes shown for an exemplar: those on its first segment that belong to its theme.
     codes = (Coding.objects.filter(segment_id=OuterRef("segment_id"), code__deleted_at__isnull=True,
                                    code__theme_codes__theme_id=OuterRef("theme_id"))
              .order_by().values("segment_id")
-             .annotate(names=StringAgg("code__name", delimiter=Value("; "), distinct=True, order_by="code__name"))
+             .annotate(names=StringAgg("code__name", delimiter=Value(_NAMES_APART)))
              .values("names"))
     coders = (Coding.objects.filter(segment_id=OuterRef("segment_id")).order_by().values("segment_id")
-              .annotate(names=StringAgg("coder__username", delimiter=Value(", "), distinct=True, order_by="coder__username"))
+              .annotate(names=StringAgg("coder__username", delimiter=Value(_NAMES_APART)))
               .values("names"))
     qs = _exemplar_queryset(project, spec).annotate(
         code_names=Subquery(codes, output_field=TextField()), coder_names=Subquery(coders, output_field=TextField()),
@@ -843,7 +853,7 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
         "segment__position", "spans", "turn__uuid", "response_id", "turn_id", named=True,
     )
     for v in qs.iterator(chunk_size=CHUNK):
-        coders_ = [c for c in (v.coder_names or "").split(", ") if c]
+        coders_ = _names(v.coder_names)
         provenance = _provenance(
             live=v.live_record, model_slug=v.turn__model_slug or v.turn__interview__participant__model_id,
             timestamp=v.turn__timestamp or v.turn__interview__conducted_at,
@@ -853,7 +863,7 @@ def _exemplar_rows(project: Project, spec: ExcerptSpec) -> Iterator[ExcerptRow]:
         if v.created_by__username:
             provenance += f"; exemplar chosen by {v.created_by__username}"
         yield ExcerptRow(
-            theme=v.theme_name or "", subtheme=v.subtheme_name or "", code=v.code_names or "",
+            theme=v.theme_name or "", subtheme=v.subtheme_name or "", code="; ".join(_names(v.code_names)),
             model=v.turn__interview__participant__label, interview=v.turn__interview__title,
             interview_uuid=str(v.turn__interview__uuid), turn=turn_number(v.turn__position),
             quote=excerpt_quote(v.quote, spec), provenance=provenance, coders=coders_,

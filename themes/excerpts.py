@@ -69,7 +69,7 @@ WITH coded AS (
     FROM coding_coding c
     JOIN interviews_segment s ON s.id = c.segment_id
     JOIN interviews_interview i ON i.id = c.interview_id
-    WHERE c.code_id = ANY(%(codes)s) AND i.project_id = %(project)s AND i.deleted_at IS NULL
+    WHERE {codes} AND i.project_id = %(project)s AND i.deleted_at IS NULL
 ), runs AS (
     SELECT participant_id, interview_id,
            LAG(position) OVER (PARTITION BY turn_id ORDER BY position) IS DISTINCT FROM position - 1 AS starts_run
@@ -84,8 +84,9 @@ def theme_excerpt_summary(theme: Theme) -> dict[int, tuple[int, int]]:
     code_ids = list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
     if not code_ids:
         return {}
+    params = {"project": theme.project_id}
     with connection.cursor() as cur:
-        cur.execute(_SUMMARY_SQL, {"codes": code_ids, "project": theme.project_id})
+        cur.execute(_SUMMARY_SQL.format(codes=_one_of("c.code_id", "codes", code_ids, params)), params)
         return {participant: (excerpts, interviews) for participant, excerpts, interviews in cur.fetchall()}
 
 
@@ -182,17 +183,32 @@ def excerpt_counts(project, *, theme_ids: list[int] | None = None, code_ids: lis
 
 
 def _theme_excerpts(project, theme_ids: list[int] | None) -> dict[int, int]:
+    params = {"project": project.pk}
+    themes = "" if theme_ids is None else "AND " + _one_of("tc.theme_id", "themes", theme_ids, params)
     with connection.cursor() as cur:
-        cur.execute(_THEME_COUNTS_SQL.format(themes="" if theme_ids is None else "AND tc.theme_id = ANY(%(themes)s)"),
-                    {"project": project.pk, "themes": theme_ids})
+        cur.execute(_THEME_COUNTS_SQL.format(themes=themes), params)
         return dict(cur.fetchall())
 
 
 def _code_segments(project, code_ids: list[int] | None) -> dict[int, int]:
+    params = {"project": project.pk}
+    codes = "" if code_ids is None else "AND " + _one_of("c.code_id", "codes", code_ids, params)
     with connection.cursor() as cur:
-        cur.execute(_CODE_COUNTS_SQL.format(codes="" if code_ids is None else "AND c.code_id = ANY(%(codes)s)"),
-                    {"project": project.pk, "codes": code_ids})
+        cur.execute(_CODE_COUNTS_SQL.format(codes=codes), params)
         return dict(cur.fetchall())
+
+
+def _one_of(column: str, name: str, ids: list[int], params: dict) -> str:
+    """SQL for `column` being one of `ids`, which it adds to `params`.
+
+    PostgreSQL takes the list as one array (the statement's text is the same however many ids); SQLite, the
+    laptop default, has no arrays and takes them one by one.
+    """
+    if connection.vendor == "postgresql":
+        params[name] = ids
+        return f"{column} = ANY(%({name})s)"
+    params.update({f"{name}_{k}": pk for k, pk in enumerate(ids)})
+    return f"{column} IN ({', '.join(f'%({name}_{k})s' for k in range(len(ids)))})"
 
 
 RECENT_COUNTS_SECONDS = 60

@@ -67,22 +67,22 @@ WITH threads AS (
 ), ranked AS (
     SELECT last, ROW_NUMBER() OVER (ORDER BY last DESC) AS n FROM threads
 ), cut AS (
-    SELECT LEAST(COALESCE((SELECT last FROM ranked WHERE n = %(latest)s), 0), COALESCE(%(since)s, 9223372036854775807),
+    SELECT {least}(COALESCE((SELECT last FROM ranked WHERE n = %(latest)s), 0), COALESCE(%(since)s, 9223372036854775807),
                  -- A returning reader sees every thread with a comment new to them: opening the page marks the
                  -- thread read, so one left out of view would never show as new.
-                 COALESCE((SELECT MIN(id) FROM themes_comment WHERE theme_id = %(theme)s AND %(read)s::timestamptz IS NOT NULL
+                 COALESCE((SELECT MIN(id) FROM themes_comment WHERE theme_id = %(theme)s AND %(returning)s
                            AND author_id IS DISTINCT FROM %(user)s AND (created_at > %(read)s OR id > %(shown)s)),
                           9223372036854775807)) AS since
 )
 SELECT cut.since,
        (SELECT COUNT(*) FROM ranked WHERE last < cut.since),
-       COALESCE((SELECT last FROM ranked WHERE last < cut.since ORDER BY last DESC OFFSET %(latest)s - 1 LIMIT 1), 0),
+       COALESCE((SELECT last FROM ranked WHERE last < cut.since ORDER BY last DESC LIMIT 1 OFFSET %(latest)s - 1), 0),
        c.last, c.n, c.resolved, c.open, c.unread
 FROM cut, (
     SELECT COALESCE(MAX(id), 0) AS last, COUNT(*) AS n, COUNT(*) FILTER (WHERE resolved_at IS NOT NULL) AS resolved,
            COUNT(*) FILTER (WHERE parent_id IS NULL AND resolved_at IS NULL) AS open,
            COUNT(*) FILTER (WHERE author_id IS DISTINCT FROM %(user)s
-                            AND (%(read)s::timestamptz IS NULL OR created_at > %(read)s OR id > %(shown)s)) AS unread
+                            AND (NOT %(returning)s OR created_at > %(read)s OR id > %(shown)s)) AS unread
     FROM themes_comment WHERE theme_id = %(theme)s
 ) c
 """
@@ -103,9 +103,12 @@ def thread_window(theme: Theme, user, *, latest: int, since: int | None = None,
                   read_at: datetime.datetime | None = None, shown_up_to: int | None = None) -> ThreadWindow:
     """The `latest` most recently active threads of `theme`, every thread active since comment id `since`, and, for a
     reader who read the thread before (`read_at`), every thread with a comment new to them (2 queries)."""
-    params = {"theme": theme.pk, "latest": latest, "since": since, "user": user.pk, "read": read_at, "shown": shown_up_to}
+    params = {"theme": theme.pk, "latest": latest, "since": since, "user": user.pk, "returning": read_at is not None,
+              "read": connection.ops.adapt_datetimefield_value(read_at), "shown": shown_up_to}
+    # SQLite, the laptop default, calls LEAST() MIN().
+    least = "LEAST" if connection.vendor == "postgresql" else "MIN"
     with connection.cursor() as cursor:
-        cursor.execute(_THREAD_WINDOW_SQL, params)
+        cursor.execute(_THREAD_WINDOW_SQL.format(least=least), params)
         cut, older, older_since, last, n, resolved, open_count, unread = cursor.fetchone()
     active = Comment.objects.filter(theme=theme, id__gte=cut).annotate(thread=Coalesce("parent_id", "id")).values("thread")
     comments = list(Comment.objects.filter(theme=theme).filter(Q(id__in=active) | Q(parent_id__in=active))
