@@ -66,7 +66,11 @@ def database_from_url(url: str, *, base_dir: Path) -> dict:
     if parsed.scheme == "sqlite":
         # sqlite:///relative/to/project.sqlite3 or sqlite:////absolute/path.sqlite3
         path = Path(parsed.path[1:])
-        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path if path.is_absolute() else base_dir / path)}
+        # The laptop's web threads and second-reader threads write at once: a transaction takes the write lock
+        # when it begins, waiting for it up to the timeout. A deferred one that has read cannot take it while
+        # another writes, and fails at once with "database is locked".
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": str(path if path.is_absolute() else base_dir / path),
+                "OPTIONS": {"transaction_mode": "IMMEDIATE", "timeout": 20}}
     raise ImproperlyConfigured(f"DATABASE_URL scheme {parsed.scheme!r} is not supported (use postgres:// or sqlite:///)")
 
 
