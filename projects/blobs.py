@@ -13,6 +13,7 @@ the hourly sweep (`blobs_delete_expired`, run by Celery beat) removes it, job or
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 from collections.abc import Iterable, Iterator
@@ -82,8 +83,8 @@ class _BlobReader(io.RawIOBase):
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self.pos, io.SEEK_END: self.size}[whence]
-        if base + offset < 0:
-            raise ValueError("negative seek position")
+        if base + offset < 0:  # as a file says it: zipfile then knows a file too short for a ZIP
+            raise OSError(errno.EINVAL, "Invalid argument: a seek before the start")
         self.pos = base + offset
         return self.pos
 

@@ -64,6 +64,15 @@ def test_a_zip_in_a_blob_opens_like_a_file():
         assert zf.read("a.txt") == b"alpha" and len(zf.read("b.bin")) == CHUNK_BYTES + 10
 
 
+def test_a_file_too_short_for_a_zip_is_not_a_zip_as_a_file_on_disk_is_not(tmp_path):
+    short = tmp_path / "short.zip"
+    short.write_bytes(b"Theme,Code\r\n")
+    with pytest.raises(zipfile.BadZipFile):
+        zipfile.ZipFile(short)
+    with pytest.raises(zipfile.BadZipFile):
+        zipfile.ZipFile(blob_open(blob_create(source=io.BytesIO(short.read_bytes()), name="short.zip", keep=DAY)))
+
+
 def test_a_large_blob_never_sits_in_memory_whole():
     size = 32 * CHUNK_BYTES
     source = _Zeros(size)
