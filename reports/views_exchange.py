@@ -243,8 +243,8 @@ def _people_form(request: HttpRequest, people: list[BackupPerson], kind: str) ->
                       restorer=request.user, initial={"project_name": request.GET.get("name", "")})
 
 
-def _gone(request: HttpRequest) -> HttpResponse:
-    messages.error(request, "That upload is no longer waiting to be imported; choose the file again.")
+def _gone(request: HttpRequest, why: str = "That upload is no longer waiting to be imported") -> HttpResponse:
+    messages.error(request, f"{why}; choose the file again.")
     return redirect("exchange_import")
 
 
@@ -257,7 +257,11 @@ def restore_people(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
     if pending is None:
         return _gone(request)
     filename = pending.name
-    form = _people_form(request, backup_people(source=blob_open(pending), filename=filename), "restore")
+    try:
+        people = backup_people(source=blob_open(pending), filename=filename)
+    except BackupError as exc:  # not an upload kept by the restore's first step: another file of this user's
+        return _gone(request, f"This file cannot be restored: {exc}")
+    form = _people_form(request, people, "restore")
     if request.method == "POST" and form.is_valid():
         try:
             result = project_restore(source=blob_open(pending), owner=request.user, filename=filename,
@@ -283,8 +287,12 @@ def qdpx_people_step(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
     if pending is None:
         return _gone(request)
     filename = pending.name
-    qp = qdpx_read(blob_open(pending), filename=filename)  # checked when uploaded
-    form = _people_form(request, qdpx_people(qp, filename), "qdpx")
+    try:
+        qp = qdpx_read(blob_open(pending), filename=filename)
+        people = qdpx_people(qp, filename)
+    except refiqda.QdpxError as exc:  # not an upload kept by the import's first step: another file of this user's
+        return _gone(request, f"This file cannot be imported: {exc}")
+    form = _people_form(request, people, "qdpx")
     if request.method == "POST" and form.is_valid():
         members = "all" if form.cleaned_data["members"] else "me"
         if done := _import_qdpx(request, source=qp, filename=filename, name=form.cleaned_data["project_name"],

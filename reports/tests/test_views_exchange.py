@@ -238,6 +238,23 @@ def test_someone_elses_waiting_upload_cannot_be_restored(demo_project, client_fo
     assert not Project.objects.filter(name="Mine now").exists()
 
 
+@pytest.mark.parametrize("step", ["exchange_restore_people", "exchange_qdpx_people"])
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_another_stored_file_of_ones_own_is_not_taken_for_a_waiting_upload(client_for, outsider, step, method):
+    from datetime import timedelta
+
+    from projects.blobs import blob_create
+
+    export = blob_create(source=io.BytesIO(b"Theme,Code,Quote\r\n"), name="excerpts.csv", user=outsider,
+                         keep=timedelta(hours=1))
+    client = client_for(outsider)
+    response = getattr(client, method)(reverse(step, args=[export.uuid]), {"person-0": str(outsider.pk)})
+    assert response.status_code == 302 and response["Location"] == reverse("exchange_import")
+    said = [str(m) for m in response.wsgi_request._messages]
+    assert len(said) == 1 and "excerpts.csv" in said[0] and "choose the file again" in said[0]
+    assert StoredBlob.objects.filter(pk=export.pk).exists()  # the export's file is left as it was
+
+
 def test_the_people_step_costs_the_same_queries_for_few_or_many_people(demo_project, client_for, outsider, _media,
                                                                        django_assert_num_queries):
     from reports.tests.test_backup import _crafted
