@@ -68,6 +68,9 @@ EXCLUDED: dict[str, str] = {
     "projects.storedblob": "job files (uploads waiting to be imported, finished exports) belong to their jobs, "
                            "which do not travel either.",
     "projects.blobchunk": "the pieces of a stored job file (see projects.storedblob).",
+    "projects.invitation": "a link to join one project: a restored copy must not be joined through the original's "
+                           "links (nor a restore fail on their tokens), and a backup must never carry a link its "
+                           "author can use. Members are restored as memberships; invite anyone else again.",
     "reports.personname": "names kept by an earlier restore travel inside the rows they belong to, like usernames.",
     # The AI second reader's history names segments and codes by their ids (windows, the codebook as
     # sent), which a restore renumbers; accepted suggestions travel as the codings they became.

@@ -210,6 +210,22 @@ def test_restore_twice_side_by_side_and_members_default_to_me(demo_project, anal
         assert Coding.objects.filter(interview__project=p, coder=analyst).exists()
 
 
+def test_a_pending_invitation_stays_with_the_original_and_its_link_joins_only_the_original(demo_project, analyst,
+                                                                                           make_user):
+    from projects.models import Invitation
+    from projects.services import invitation_accept_new_user, invitation_create
+
+    original = _rich_project(demo_project, analyst)
+    owner = original.memberships.get(role="owner").user
+    issued = invitation_create(project=original, actor=owner, email="new@example.org", role=Role.ANALYST)
+    restored = project_restore(source=_backup(original), owner=make_user("rita"), people=_coders(original)).project
+    assert not Invitation.objects.filter(project=restored).exists()
+    membership = invitation_accept_new_user(invitation=Invitation.objects.by_token(issued.token), username="newcomer",
+                                            password="a long passphrase 42")
+    assert membership.project == original
+    assert not restored.memberships.filter(user__username="newcomer").exists()
+
+
 def test_people_are_listed_with_what_they_did_for_the_mapping_step(demo_project, analyst):
     people = {p.username: p for p in backup_people(source=_backup(_rich_project(demo_project, analyst)))}
     assert {"demo", "arjun"} <= set(people)
