@@ -205,6 +205,72 @@ def decode_utf8(data: bytes, name: str) -> str:
         raise ParseError(name, f"line {line}", "UTF-8 text", f"byte 0x{data[e.start]:02x}") from None
 
 
+# A JSON \\u escape of a UTF-16 surrogate: a high one with its low one (a pair), or one alone. The pattern starts
+# with a literal, which re finds at the speed of a substring search.
+_SURROGATE = r"\\u[dD](?:[89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|[89a-fA-F][0-9a-fA-F]{2})"
+_SURROGATES = {str: re.compile(_SURROGATE), bytes: re.compile(_SURROGATE.encode())}
+_REPLACEMENT = {str: "\\ufffd", bytes: b"\\ufffd"}
+_ESCAPE = 6  # characters of one \\uXXXX
+
+
+def mark_lone_surrogates[T: (str, bytes)](json_text: T, *, final: bool = True) -> tuple[T, T]:
+    """(the JSON text with each lone surrogate escape replaced by U+FFFD's escape, the rest to read on with).
+
+    Exports written from UTF-16 strings hold a half emoji where an answer was cut mid-character. Python's
+    json keeps it as a lone surrogate, which PostgreSQL cannot store, and the streaming parser turns it
+    into "?", indistinguishable from a question mark; U+FFFD is the character that says one was lost.
+    Same length, so every offset and error location stays the file's own. Not `final`: the tail that a
+    following chunk could complete (half a pair, a run of backslashes) is returned unread.
+    """
+    kind = type(json_text)
+    surrogate, replacement = _SURROGATES[kind], _REPLACEMENT[kind]
+    backslash = replacement[:1]
+    cut = len(json_text) if final else max(0, len(json_text) - 2 * _ESCAPE + 1)
+    while not final and cut and json_text[cut - 1:cut] == backslash:
+        cut -= 1
+    pieces, done, pos = [], 0, 0
+    while (m := surrogate.search(json_text, pos)) and m.start() < cut:
+        at, pos = m.start(), m.end()
+        before = at
+        while before and json_text[before - 1:before] == backslash:
+            before -= 1
+        if (at - before) % 2:  # the backslash is itself escaped: "\\u…" is text, and an escape may follow it
+            pos = at + 2
+            continue
+        if pos - at == _ESCAPE:  # alone
+            pieces += [json_text[done:at], replacement]
+            done = pos
+    cut = max(cut, min(pos, len(json_text)))
+    pieces.append(json_text[done:cut])
+    return json_text[:0].join(pieces), json_text[cut:]
+
+
+class LoneSurrogatesMarked(io.RawIOBase):
+    """A binary JSON file read through mark_lone_surrogates, chunk by chunk."""
+
+    def __init__(self, raw: IO[bytes]) -> None:
+        self.raw = raw
+        self.held = b""  # read, not yet marked: a following chunk could complete it
+        self.ready = b""  # marked, not yet returned
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self.ready:
+            chunk = self.raw.read(max(len(buffer), 1 << 16))
+            self.ready, self.held = mark_lone_surrogates(self.held + chunk, final=not chunk)
+            if not chunk:
+                break
+        n = min(len(buffer), len(self.ready))
+        buffer[:n], self.ready = self.ready[:n], self.ready[n:]
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
 def json_loads(text: str, name: str, line_offset: int = 0) -> Any:
     """JSON with a depth and number-size limit; a ParseError names line and column on bad JSON."""
     try:

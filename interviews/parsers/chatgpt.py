@@ -15,6 +15,7 @@ import ijson
 
 from .base import (
     Limits,
+    LoneSurrogatesMarked,
     ParsedConversation,
     ParsedTurn,
     ParseError,
@@ -66,7 +67,7 @@ def iter_raw(source: SourceFile, limits: Limits) -> Iterator[Any]:
     """Stream the top-level conversations one by one (list, {"conversations": [...]}, or one)."""
     json_check(source)  # ijson's memory grows with depth squared: refuse deep nesting first
     prefix = _top_prefix(source, limits)
-    f = source.open_skipping_bom()
+    f = LoneSurrogatesMarked(source.open_skipping_bom())
     read = 0
     try:
         # A single conversation object is small by nature; lists stream item by item.

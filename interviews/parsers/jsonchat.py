@@ -17,6 +17,7 @@ from .base import (
     describe,
     json_check_text,
     json_loads,
+    mark_lone_surrogates,
 )
 
 OPENAI_ROLES = {"user": "interviewer", "assistant": "participant", "system": "system",
@@ -29,7 +30,7 @@ SHAREGPT_DROPPED = {"tool", "function", "function_call", "observation", "ipython
 
 def iter_records(source: SourceFile, limits: Limits) -> Iterator[tuple[Any, str]]:
     """(record, location) pairs: one per line of JSON Lines, or the items of a JSON file."""
-    text = source.read_text(limits.max_text_bytes)
+    text, _ = mark_lone_surrogates(source.read_text(limits.max_text_bytes))
     json_check_text(text, source.name)  # depth and number size, so json.loads below cannot fail on them
     try:
         data = json.loads(text)
