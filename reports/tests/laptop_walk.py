@@ -17,6 +17,7 @@ import re
 import sys
 import time
 import traceback
+from urllib.parse import urlencode
 
 
 def _setup(database: str) -> None:
@@ -40,7 +41,9 @@ class Walk:
         self.failures: list[dict] = []
         self.visited: list[str] = []
 
-    def request(self, method: str, url: str, data: dict | None = None, *, name: str = "", **headers):
+    def request(self, method: str, url: str, data: dict | None = None, *, name: str = "", failing: int = 500,
+                **headers):
+        """The response, or None after a crash; a status from `failing` up is a failure too (500: only errors)."""
         self.visited.append(name or url)
         try:
             response = getattr(self.client, method)(url, data or {}, **headers)
@@ -50,7 +53,7 @@ class Walk:
             self.failures.append({"request": f"{method.upper()} {url}", "error": repr(exc),
                                   "where": traceback.format_exc().strip().splitlines()[-3:]})
             return None
-        if response.status_code >= 500:
+        if response.status_code >= failing:
             self.failures.append({"request": f"{method.upper()} {url}", "error": f"status {response.status_code}",
                                   "where": response.content.decode(errors="replace")[:300]})
         return response
@@ -120,6 +123,7 @@ def _open_every_page(walk: Walk, objects: dict) -> list[str]:
 
 
 def _first_day(walk: Walk, objects: dict) -> None:
+    """Each step must succeed, not only not crash."""
     from django.urls import reverse
 
     from coding.models import Code
@@ -127,17 +131,18 @@ def _first_day(walk: Walk, objects: dict) -> None:
     project, theme = objects["project"], objects["theme"]
     p = project.uuid
     thread = reverse("themes:thread", args=[p, theme.uuid])
-    walk.request("post", thread, {"body": "Two, I think."}, HTTP_HX_REQUEST="true")
-    walk.request("post", reverse("themes:comment_resolve", args=[p, objects["comment"].uuid]), {}, HTTP_HX_REQUEST="true")
-    walk.request("get", thread, {"since": 1}, HTTP_HX_REQUEST="true")
+    walk.request("post", thread, {"body": "Two, I think."}, failing=400, HTTP_HX_REQUEST="true")
+    walk.request("post", reverse("themes:comment_resolve", args=[p, objects["comment"].uuid]), {}, failing=400,
+                 HTTP_HX_REQUEST="true")
+    walk.request("get", thread, {"since": 1}, failing=400, HTTP_HX_REQUEST="true")
     loose = Code.objects.filter(project=project, theme_codes__isnull=True).first()
     walk.request("post", reverse("themes:code_place", args=[p]), {"code": str(loose.uuid), "theme": str(theme.uuid)},
-                 HTTP_HX_REQUEST="true")
+                 failing=400, HTTP_HX_REQUEST="true")
     excerpts, export = reverse("reports:excerpts", args=[p]), reverse("reports:excerpts_export", args=[p])
     for query in ({"context": 2, "question": 1}, {"rows": "exemplars"}):
-        walk.request("get", excerpts, query)
+        walk.request("get", excerpts, query, failing=400)
         for fmt in ("csv", "xlsx", "docx", "tex", "md"):
-            walk.request("post", f"{export}?{'&'.join(f'{k}={v}' for k, v in query.items())}", {"format": fmt})
+            walk.request("post", f"{export}?{urlencode(query)}", {"format": fmt}, failing=400)
 
 
 def _second_reader(walk: Walk, project, user) -> dict:
@@ -174,7 +179,7 @@ def _second_reader(walk: Walk, project, user) -> dict:
     suggestions = list(run.suggestions.order_by("pk"))
     for suggestion, decision in zip(suggestions, ("accept", "reject", "accept"), strict=False):
         walk.request("post", reverse("coding:suggestion_decide", args=[project.uuid, suggestion.uuid, decision]),
-                     {"reason": "not here"})
+                     {"reason": "not here"}, failing=400)
     return {"status": run.status, "windows": len(run.windows), "suggestions": len(suggestions),
             "decided": run.suggestions.exclude(status="pending").count(),
             "accepted_codings": Coding.objects.filter(suggestion__run=run, origin=Coding.Origin.SUGGESTION).count()}
