@@ -143,17 +143,24 @@ def _label_groups(job: ImportJob) -> list[dict]:
 
 
 def _preview_context(job: ImportJob, posted=None) -> dict:
+    """The preview's choices: as guessed, or as `posted` when the form comes back with an error."""
+    posted = posted if posted is not None else {}
     conversations = [c for f in job.preview.get("files", []) for c in f["conversations"]]
-    ticked = set(posted.getlist("conversations")) if posted is not None else {
+    ticked = set(posted.getlist("conversations")) if posted else {
         c["key"] for c in conversations if not c.get("duplicate_of")}
+    groups = _label_groups(job)
+    for group in groups:
+        for item in group["labels"]:
+            item["chosen"] = posted.get(f"label-{group['index']}-{item['index']}", item["guess"])
     return {
         "files": job.preview.get("files", []),
         "conversations": conversations,
         "ticked": ticked,
-        "label_groups": _label_groups(job),
+        "label_groups": groups,
         "participants": Participant.objects.filter(project_id=job.project_id).only("uuid", "label", "model_id"),
         "depths": Interview.Depth.choices,
-        "posted": posted,
+        "chosen": {"participant": posted.get("participant", "auto"), "new_participant": posted.get("new_participant", ""),
+                   "depth": posted.get("depth", Interview.Depth.COMPREHENSIVE)},
     }
 
 

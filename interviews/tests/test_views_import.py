@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from datetime import timedelta
 from pathlib import Path
 
@@ -126,6 +127,23 @@ def test_start_with_nothing_ticked_shows_an_inline_error(client_for, project, an
     assert "Tick at least one conversation to import." in response.content.decode()
     job.refresh_from_db()
     assert job.status == ImportJob.Status.UPLOADED
+
+
+def test_an_error_keeps_every_choice_made_so_the_next_submit_imports_what_was_chosen(client_for, project, analyst):
+    job = text_job(project, analyst)
+    existing = Participant.objects.create(project=project, label="Claude")
+    url = reverse("interviews:import_job_start", args=[project.uuid, job.uuid])
+    key = job.preview["files"][0]["conversations"][0]["key"]
+    page = client_for(analyst).post(url, {"conversations": [key], "label-0-0": "participant", "label-0-1": "interviewer",
+                                          "participant": "new", "new_participant": " ", "depth": "brief"}).content.decode()
+    assert "Give the new participant a label" in page
+    assert '<option value="new" selected>' in page and f'<option value="{existing.uuid}" selected>' not in page
+    assert '<option value="brief" selected>' in page and '<option value="comprehensive" selected>' not in page
+    assert 'aria-invalid="true"' in page and 'id="id_new_participant"' in page
+    first, second = (re.search(rf'<select name="label-0-{i}".*?</select>', page, re.S).group(0) for i in (0, 1))
+    assert '<option value="participant" selected>' in first and '<option value="interviewer" selected>' in second
+    page = client_for(analyst).post(url, {"participant": existing.uuid, "depth": "brief"}).content.decode()
+    assert f'<option value="{existing.uuid}" selected>' in page
 
 
 def test_start_by_viewer_is_403_and_outsider_404(client_for, project, analyst, viewer, outsider):
