@@ -157,6 +157,7 @@ class FrequencyTable:
     group_b_labels: list[str] = field(default_factory=list)
     total_a: int = 0
     total_b: int = 0
+    archived: set[str] = field(default_factory=set)  # uuids of the rows' codes out of use, their codings still counted
 
     @property
     def max_percent(self) -> float:
@@ -405,7 +406,9 @@ def frequency_table(project: Project, spec: FrequencySpec, population: Populatio
     columns = population.columns(spec.by)
     index = {c.key: i for i, c in enumerate(columns)}
     column_of = {iv: index[key] for iv, key in population.column_of(spec.by).items()}
-    codes = list(Code.objects.for_project(project).only("id", "name", "uuid", "colour", "parent_id").order_by("position", "name"))
+    # A code merged into another has handed it its codings: it would be a row of zeros beside its target.
+    codes = list(Code.objects.for_project(project).filter(merged_into__isnull=True)
+                 .only("id", "name", "uuid", "colour", "parent_id", "archived").order_by("position", "name"))
     if spec.level == "code":
         items, members = _code_items(codes, spec.rollup)
     else:
@@ -434,6 +437,7 @@ def frequency_table(project: Project, spec: FrequencySpec, population: Populatio
         by_label=population.attribute(spec.by).label,
         group_a_labels=[columns[i].label for i in picked_a], group_b_labels=[columns[i].label for i in picked_b],
         total_a=total_a, total_b=total_b,
+        archived={str(c.uuid) for c in codes if c.archived} if spec.level == "code" else set(),
     )
 
 

@@ -53,6 +53,20 @@ def test_code_table_counts_coded_segments_once_per_segment(world):
     assert unused.counts == [0, 0, 0]
 
 
+def test_a_code_merged_into_another_is_no_row_and_an_archived_one_is_a_marked_row(world, client_for, owner):
+    from coding.models import Code
+    from coding.services import code_archive, code_merge
+
+    codes = {c.name: c for c in Code.objects.filter(project=world.project)}
+    code_merge(source=codes["Structure"], target=codes["Feeling"], actor=owner)
+    code_archive(code=codes["AI self"], actor=owner, archived=True)
+    t = frequency_table(world.project, FrequencySpec())
+    assert [r.label for r in t.rows] == ["Feeling", "AI self", "Unused"]
+    assert t.archived == {str(codes["AI self"].uuid)}
+    page = client_for(owner).get(f"/p/{world.project.uuid}/reports/frequency/").content.decode()
+    assert "AI self <span class=\"muted\">(archived)</span>" in page and "Structure" not in page
+
+
 def test_group_log_ratio_with_infinities(world):
     w = world
     spec = spec_from_query(Population.of(w.project), QueryDict(f"a={w.gpt.uuid}&b={w.claude.uuid}"))
