@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -298,11 +299,26 @@ def interview_coders(interview: Interview) -> list[int]:
     return list(Coding.objects.filter(interview=interview).values_list("coder_id", flat=True).distinct().order_by("coder_id"))
 
 
+_WEBSEARCH_TERM = re.compile(r'(-?)"([^"]*)"?|(-?)(\S+)')
+
+
+def _websearch_terms(q: str) -> list[tuple[str, bool]]:
+    """(term, excluded) for each word or "quoted phrase" of a query, `-` excluding it: the search box's syntax,
+    as PostgreSQL's websearch reads it, for databases without it (SQLite: substrings, no stemming)."""
+    terms = [(m[2], bool(m[1])) if m[2] is not None else (m[4], bool(m[3])) for m in _WEBSEARCH_TERM.finditer(q)]
+    return [(term, excluded) for term, excluded in terms if term.strip() and term.lower() != "or"]
+
+
+def search_is_ranked() -> bool:
+    """Whether search_segments puts the best match first (PostgreSQL) or answers in reading order."""
+    return connection.vendor == "postgresql"
+
+
 def search_segments(project: Project, q: str, *, coded: str = "") -> QuerySet:
     """Segments matching a full-text query, best first, as a lazy QuerySet of dicts for a page to slice.
 
     PostgreSQL: the stored, GIN-indexed english tsvector (interviews migration 0007), ranked by
-    ts_rank, ties in reading order; SQLite: icontains, in reading order.
+    ts_rank, ties in reading order; SQLite: each word or phrase as a substring, in reading order.
     """
     qs = Segment.objects.filter(interview__project=project, interview__deleted_at__isnull=True)
     coded_exists = Exists(Coding.objects.filter(segment_id=OuterRef("pk")))
@@ -310,7 +326,7 @@ def search_segments(project: Project, q: str, *, coded: str = "") -> QuerySet:
         qs = qs.filter(coded_exists)
     elif coded == "uncoded":
         qs = qs.filter(~coded_exists)
-    if connection.vendor == "postgresql":
+    if search_is_ranked():
         query = SearchQuery(q, config="english", search_type="websearch")
         # Not a model field (SQLite has no tsvector); the segment table is this query's base table.
         vector = RawSQL(f"{connection.ops.quote_name(Segment._meta.db_table)}.search_vector", (),
@@ -318,7 +334,9 @@ def search_segments(project: Project, q: str, *, coded: str = "") -> QuerySet:
         qs = qs.annotate(v=vector).filter(v=query).annotate(rank=SearchRank(F("v"), query)).order_by(
             "-rank", "interview_id", "position")
     else:
-        qs = qs.filter(text__icontains=q).order_by("interview_id", "position")
+        for term, excluded in _websearch_terms(q):
+            qs = qs.exclude(text__icontains=term) if excluded else qs.filter(text__icontains=term)
+        qs = qs.order_by("interview_id", "position")
     # A scalar subquery rather than EXISTS: PostgreSQL plans EXISTS for every match (not the page's
     # rows) and so hashes every coding in the database first (170 ms at 200,000 codings).
     first_coding = Subquery(Coding.objects.filter(segment_id=OuterRef("pk")).values("pk")[:1])

@@ -649,6 +649,6 @@ def search(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
             raise
         results, too_broad = paginate(request, [], target="#results"), True
     ctx = {"project": membership.project, "membership": membership, "nav": "interviews", "q": q, "coded": coded,
-           "results": results, "too_broad": too_broad}
+           "results": results, "too_broad": too_broad, "ranked": queries.search_is_ranked()}
     template = "coding/search.html#results" if request.htmx and not request.htmx.boosted else "coding/search.html"
     return render(request, template, ctx)

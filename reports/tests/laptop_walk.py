@@ -4,7 +4,7 @@ Run by test_laptop.py as a process of its own (`python -m reports.tests.laptop_w
 suite's own database is PostgreSQL; prints one JSON object: what failed, and what was visited. Every page whose
 URL takes only the demo's objects is opened, then what a first day does with them: a thread, a code placed on the
 board, an excerpt table with context and exemplars in every format, a second-reader run whose windows run in the
-laptop's threads, and its suggestions decided.
+laptop's threads, and its suggestions decided; and the search box's syntax.
 """
 
 from __future__ import annotations
@@ -145,6 +145,19 @@ def _first_day(walk: Walk, objects: dict) -> None:
             walk.request("post", f"{export}?{urlencode(query)}", {"format": fmt}, failing=400)
 
 
+def _search(walk: Walk, project) -> None:
+    """The search box's syntax, which SQLite reads as substrings: a phrase, and a word left out."""
+    from django.urls import reverse
+
+    from coding.queries import search_segments
+
+    for q, fits in (('"a home"', lambda text: "a home" in text), ("home -family", lambda text: "home" in text and "family" not in text)):
+        walk.request("get", reverse("coding:search", args=[project.uuid]), {"q": q}, failing=400)
+        found = [row["text"].lower() for row in search_segments(project, q)]
+        if not found or not all(fits(text) for text in found):
+            walk.failures.append({"request": f"search {q}", "error": "results that do not fit the query", "where": found})
+
+
 def _second_reader(walk: Walk, project, user) -> dict:
     """A run over the demo's interviews against the local fake endpoint: the laptop runs its windows in threads."""
     from django.db import transaction
@@ -205,6 +218,7 @@ def main(database: str) -> None:
     objects["suggestion"] = objects["run"].suggestions.order_by("pk").first()
     left_out = _open_every_page(walk, objects)
     _first_day(walk, objects)
+    _search(walk, project)
     print(json.dumps({"failures": walk.failures, "visited": sorted(set(walk.visited)), "left_out": left_out,
                       "reader_run": run}))
 
