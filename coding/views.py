@@ -164,6 +164,8 @@ def _detail_ctx(membership: Membership, code: Code, **forms) -> dict:
     )
 
 
+# Before any name is typed, the split form offers this many new codes to move an excerpt to.
+SPLIT_CHOICES = 4
 # The split form lists this many of the code's first excerpts to move to the new codes; the rest stay.
 SPLIT_EXCERPTS = 60
 
@@ -176,9 +178,12 @@ def code_split_excerpts(request: HttpRequest, project_uuid: UUID, code_uuid: UUI
     membership = writer_or_403(request, project_uuid)
     code = _code(membership, code_uuid)
     excerpts = excerpts_for_codes(membership.project, [code.pk], limit=SPLIT_EXCERPTS + 1)
+    # The new codes by the names typed so far (the form sends them along), else by number.
+    names = [n.strip() for n in request.GET.get("names", "").splitlines() if n.strip()] or [
+        f"new code {k}" for k in range(1, SPLIT_CHOICES + 1)]
     return render(request, "coding/code_detail.html#split-excerpts", _ctx(
         membership, code=code, split_excerpts=[(e, ",".join(map(str, e.segment_ids))) for e in excerpts[:SPLIT_EXCERPTS]],
-        more_excerpts=len(excerpts) > SPLIT_EXCERPTS))
+        more_excerpts=len(excerpts) > SPLIT_EXCERPTS, new_codes=names))
 
 
 @login_required

@@ -179,7 +179,7 @@ def test_split_a_code_choosing_which_excerpts_move(page, login, live_server, pro
     page.goto(f"/p/{project.uuid}/codebook/{code.uuid}/")
     page.get_by_label("New codes").fill("Home as people\nHome as place")
     page.get_by_role("button", name="Choose excerpts to move…").click()
-    page.get_by_label(re.compile(re.escape(first.text[:40]))).select_option(label="new code 2")
+    page.get_by_label(re.compile(re.escape(first.text[:40]))).select_option(label="Home as place")  # by the name typed
     page.get_by_role("button", name="Split", exact=True).click()
     expect(page.locator(".messages")).to_contain_text("split into Home as people, Home as place")
     assert list(Coding.objects.filter(code__name="Home as place").values_list("segment_id", flat=True)) == [first.pk]

@@ -438,8 +438,12 @@ def test_split_from_the_page_moves_chosen_excerpts(client_for, owner, project, i
     page = c.get(reverse("coding:code_detail", args=[project.uuid, code.uuid])).content.decode()
     choices = reverse("coding:code_split_excerpts", args=[project.uuid, code.uuid])
     assert choices in page and "name=\"assign\"" not in page  # the choices come when asked for
-    choices = c.get(choices).content.decode()
-    assert f'value="1:{s[0].pk},{s[1].pk}"' in choices  # the first excerpt spans two contiguous segments
+    assert 'hx-include="[name=\'names\']"' in page  # the names typed so far come along
+    numbered = c.get(choices).content.decode()
+    assert f'<option value="1:{s[0].pk},{s[1].pk}">new code 2</option>' in numbered  # nothing typed yet
+    choices = c.get(choices, {"names": "Home as people\n\n Home as place \n"}).content.decode()
+    assert f'<option value="1:{s[0].pk},{s[1].pk}">Home as place</option>' in choices  # two contiguous segments
+    assert choices.count(f':{s[0].pk},{s[1].pk}">') == 2 and "new code 1" not in choices  # one choice per name
     assert "The first" not in choices
     r = c.post(reverse("coding:code_split", args=[project.uuid, code.uuid]),
                {"names": "Home as people\nHome as place", "assign": [f"1:{s[0].pk},{s[1].pk}", ""], "reason": "two readings"})
