@@ -21,6 +21,7 @@ class Phase:
     done: bool
     url_name: str  # the page where this phase's work is done (takes the project's uuid)
     next_action: str
+    anchor: str = ""  # where on that page, when not at its top
 
 
 def _count(n: int, one: str, many: str = "") -> str:
@@ -51,7 +52,7 @@ class ProjectOverview:
                   "interviews:list", "Import or conduct interviews."),
             Phase(2, "Coding", f"{self.coded_percent}% of segments coded, {_count(self.codes, 'code')}",
                   self.coded_percent >= 100, "coding:codebook",
-                  "Keep coding: open an interview and code its uncoded segments."),
+                  "Keep coding: open an interview and code its uncoded segments.", anchor="#interview-progress"),
             Phase(3, "Generating themes", _count(themes, "theme"), themes > 0, "themes:board",
                   "Group codes into candidate themes on the themes board."),
             Phase(4, "Reviewing themes", f"{reviewed} reviewed", themes > 0 and reviewed == themes, "themes:reviews",

@@ -573,3 +573,11 @@ def test_codebook_collapses_many_model_columns_behind_a_toggle_that_works_withou
     assert '<input type="hidden" name="breakdown" value="show">' in shown
     assert f'href="{url}?breakdown=hide&amp;q=Home"' in shown or f'href="{url}?q=Home&amp;breakdown=hide"' in shown
     assert _model_headers(c.get(url, {"breakdown": "hide"}).content.decode()) == []
+
+
+def test_while_coding_the_next_step_leads_to_the_codebooks_list_of_interviews_to_code(client_for, project, owner,
+                                                                                      interview):
+    page = client_for(owner).get(reverse("project_home", args=[project.uuid])).content.decode()
+    codebook = reverse("coding:codebook", args=[project.uuid])
+    assert f'<strong>Next:</strong> <a href="{codebook}#interview-progress">Keep coding: open an interview' in page
+    assert 'id="interview-progress"' in client_for(owner).get(codebook).content.decode()
