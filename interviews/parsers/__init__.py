@@ -53,6 +53,16 @@ MD_SPEAKER_HEADING_RE = re.compile(r"^#{1,6}[ \t]+\W*\s*\**(you|user|chatgpt|ass
 HEAD_BYTES = 256 * 1024
 
 
+TRANSCRIPT_FORMATS = "a transcript: text, Markdown, CSV or Excel, a ChatGPT or Claude export, or OpenAI or ShareGPT JSON"
+# Files people pick by mistake, by their first bytes: said by name rather than as a byte that is not UTF-8.
+NOT_TRANSCRIPTS = (
+    (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document (copy its text into a .txt or .md file)"),
+    (b"\xd0\xcf\x11\xe0", "an old Word or Excel file (save it as plain text, .csv or .xlsx)"),
+    (b"{\\rtf", "an RTF document (save it as plain text)"),
+)
+
+
 def detect_format(source: SourceFile, limits: Limits | None = None) -> str:
     """One of FORMATS, from the file name and its first bytes."""
     lower = source.name.lower()
@@ -62,6 +72,8 @@ def detect_format(source: SourceFile, limits: Limits | None = None) -> str:
         head = f.read(HEAD_BYTES)
     if head.startswith(b"PK\x03\x04"):
         raise ParseError(source.name, None, "a transcript file", "a ZIP archive inside a ZIP")
+    if kind := next((kind for magic, kind in NOT_TRANSCRIPTS if head.startswith(magic)), None):
+        raise ParseError(source.name, None, TRANSCRIPT_FORMATS, kind)
     stripped = head.lstrip(b"\xef\xbb\xbf \t\r\n")
     if lower.endswith((".json", ".jsonl", ".ndjson")) or stripped[:1] in (b"[", b"{"):
         hits = [(m.start(), fmt) for fmt, rx in JSON_MARKERS if (m := rx.search(head))]

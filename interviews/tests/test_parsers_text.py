@@ -201,3 +201,14 @@ def test_markdown_with_bold_labels_falls_back_to_label_lines():
 def test_markdown_without_speakers_is_refused():
     with pytest.raises(ParseError, match="^readme.md: expected speaker labels"):
         parse("readme.md", "# Title\n\nSome prose.\n")
+
+
+@pytest.mark.parametrize(("name", "head", "said"), [
+    ("screenshot.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "found a PNG image"),
+    ("interview.pdf", b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n", "found a PDF document (copy its text into a .txt or .md file)"),
+    ("notes.doc", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1\x00", "found an old Word or Excel file"),
+])
+def test_a_file_that_is_no_transcript_is_named_for_what_it_is(name, head, said):
+    with pytest.raises(ParseError) as caught:
+        list(parse_upload(SourceFile.from_bytes(name, head + b"\x00" * 64)))
+    assert said in str(caught.value) and "expected a transcript: text, Markdown" in str(caught.value)
