@@ -4,6 +4,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 from conduct.answering import deployment_base_url
@@ -156,7 +157,8 @@ def key_choices(stored_keys: Iterable[EndpointKey]) -> list[tuple[str, str]]:
     """The keys a participant may use, each named with the only endpoint it goes to."""
     return [
         (KEY_NONE, "No key (a server that needs none, e.g. a local Ollama or vLLM)"),
-        (KEY_DEPLOYMENT, f"Deployment key (OPENAI_API_KEY) → {deployment_base_url()}"),
+        (KEY_DEPLOYMENT, f"Deployment key (OPENAI_API_KEY{'' if settings.OPENAI_API_KEY else ', not set on this server'})"
+                         f" → {deployment_base_url()}"),
         *((str(key.uuid), f"{key.label} {key.hint} → {key.base_url or 'no endpoint: store it again'}")
           for key in stored_keys),
     ]

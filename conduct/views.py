@@ -64,7 +64,9 @@ def conduct_home(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
         "form": form,
         "sessions": sessions,
         "nav": "interviews",
-        "has_default_key": bool(settings.OPENAI_API_KEY),
+        # Said only when a participant would need it: with stored keys for all, the warning misled.
+        "deployment_key_missing": not settings.OPENAI_API_KEY and LiveEndpoint.objects.filter(
+            participant__project=project, key_source=LiveEndpoint.KeySource.DEPLOYMENT).exists(),
     }
     return render(request, "conduct/home.html", context, status=400 if form.errors else 200)
 

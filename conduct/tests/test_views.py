@@ -508,10 +508,26 @@ def test_conduct_home_queries_do_not_grow_with_sessions(project, owner, viewer, 
     for _ in range(4):
         services.session_start(project=project, user=owner, guide_version=guide.versions.get(), participants=participants)
     client = client_for(viewer)
-    # session, user, membership+project, guides (exists), participants (exists), sessions with counts, unread-mentions badge
-    with django_assert_num_queries(7):
+    # session, user, membership+project, guides (exists), participants (exists), sessions with counts, whether a
+    # participant needs the deployment's key, unread-mentions badge
+    with django_assert_num_queries(8):
         response = client.get(url("home", project))
     assert response.content.decode().count("Values v1") == 4
+
+
+def test_conduct_home_warns_of_the_missing_deployment_key_only_when_a_participant_uses_it(project, owner, guide, live,
+                                                                                        client_for, settings):
+    from conduct.models import LiveEndpoint
+
+    settings.OPENAI_API_KEY = ""
+    participant = live("A", "a")
+    client = client_for(owner)
+    assert "OPENAI_API_KEY is not set" not in client.get(url("home", project)).content.decode()
+    LiveEndpoint.objects.filter(participant=participant).update(key_source=LiveEndpoint.KeySource.DEPLOYMENT)
+    assert "A participant uses the deployment's key, but OPENAI_API_KEY is not set" in client.get(
+        url("home", project)).content.decode()
+    settings.OPENAI_API_KEY = "sk-deployment"
+    assert "OPENAI_API_KEY is not set" not in client.get(url("home", project)).content.decode()
 
 
 def test_guide_detail_queries_do_not_grow_with_versions(project, owner, viewer, guide, client_for, django_assert_num_queries):
