@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,9 +69,19 @@ def _check_unique_name(project: Project, name: str, *, exclude: int | None = Non
         raise ValidationError({"name": f"There is already a code named “{name}” in this project."})
 
 
+def next_colour(project: Project) -> str:
+    """The palette's first colour no code of the project has, else its least used: a new code stands apart.
+
+    Handed out by the count of codes, a new code took a colour that a code still had once any was deleted
+    or recoloured."""
+    used = Counter(c.lower() for c in Code.objects.filter(project=project, deleted_at__isnull=True)
+                   .values_list("colour", flat=True))
+    return min(PALETTE, key=lambda colour: (used[colour], PALETTE.index(colour)))
+
+
 def _clean_colour(colour: str | None, project: Project) -> str:
     if not colour:
-        return PALETTE[Code.objects.filter(project=project).count() % len(PALETTE)]
+        return next_colour(project)
     if not COLOUR_RE.match(colour):
         raise ValidationError({"colour": f"“{colour}” is not a colour like #4c78a8."})
     return colour.lower()

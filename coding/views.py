@@ -29,7 +29,6 @@ from coding.render import (
     render_transcript,
 )
 from coding.services import (
-    PALETTE,
     CodeConflict,
     CodingResult,
     UndoOutcome,
@@ -42,6 +41,7 @@ from coding.services import (
     coding_apply,
     coding_remove,
     coding_undo,
+    next_colour,
     note_save,
 )
 from interviews.models import Interview, Participant, Speaker, Turn
@@ -117,9 +117,9 @@ def _codebook_ctx(request: HttpRequest, membership: Membership, ctx: dict, form:
     project = membership.project
     interviews = paginate(request, Interview.objects.for_project(project).order_by("participant__label", "title", "pk"),
                           per_page=CODEBOOK_INTERVIEWS, param="interviews")
-    colour = PALETTE[ctx["nodes"].total % len(PALETTE)]
+    initial = {"kind": Code.Kind.SEMANTIC, "colour": next_colour(project)}
     return {**ctx, "interviews": interviews, "progress": queries.interview_progress(interviews.items),
-            "form": form or CodeCreateForm(project=project, initial={"kind": Code.Kind.SEMANTIC, "colour": colour})}
+            "form": form or CodeCreateForm(project=project, initial=initial)}
 
 
 @login_required

@@ -54,6 +54,7 @@ from django.db import models, transaction
 
 import refiqda
 from coding.models import Code, CodeEvent, Coding
+from coding.services import PALETTE
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.parsers.base import guess_labels
 from interviews.parsers.text import find_label_lines
@@ -458,7 +459,7 @@ class _Importer:
             if name != fcode.name.strip()[:200]:
                 self.warn(f"Code {fcode.name!r} appears more than once; imported as {name!r}.")
             code = Code.objects.create(
-                project=self.project, name=name, colour=_colour(fcode.color) or "#4c78a8",
+                project=self.project, name=name, colour=_colour(fcode.color) or PALETTE[len(self.codes) % len(PALETTE)],
                 parent=self.codes.get(refiqda.norm_guid(parent.guid)) if parent else None,
                 position=len(self.codes), created_by=self.owner, **fields)
             self.codes[refiqda.norm_guid(fcode.guid)] = code

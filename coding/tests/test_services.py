@@ -164,3 +164,14 @@ def test_a_note_created_by_the_same_author_meanwhile_is_replaced_not_an_error(in
     monkeypatch.undo()
     assert note.text == "Written here"
     assert list(Note.objects.filter(interview=interview, author=analyst).values_list("text", flat=True)) == ["Written here"]
+
+
+def test_a_new_code_takes_a_palette_colour_no_code_has(project, owner):
+    from coding.services import PALETTE, code_create, code_update
+
+    first = code_create(project=project, actor=owner, name="First")
+    second = code_create(project=project, actor=owner, name="Second")
+    assert (first.colour, second.colour) == (PALETTE[0], PALETTE[1])
+    # The first code takes the colour the count would hand the next one: the next code stands apart still.
+    code_update(code=first, actor=owner, version=first.version, colour=PALETTE[2])
+    assert code_create(project=project, actor=owner, name="Third").colour == PALETTE[0]

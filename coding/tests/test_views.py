@@ -106,9 +106,9 @@ def test_codebook_queries_do_not_grow(client_for, owner, analyst, project, make_
     make_code("Child", parent=codes[0])
     c = client_for(owner)
     # session, user, membership+project, a page of participants (columns), codes, live interviews, counts per
-    # code × participant, a page of interviews (short: not counted), their progress, parent choices (form),
-    # unread-mentions badge
-    with django_assert_num_queries(11):
+    # code × participant, a page of interviews (short: not counted), their progress, the colours in use (the new
+    # code's), parent choices (form), unread-mentions badge
+    with django_assert_num_queries(12):
         r = c.get(reverse("coding:codebook", args=[project.uuid]))
     assert r.status_code == 200 and "Code 0" in r.content.decode()
 

@@ -15,6 +15,7 @@ from lxml import etree
 
 import refiqda
 from coding.models import Code, Coding
+from coding.services import PALETTE
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.segment_store import segments_for_turns
 from projects.models import Project
@@ -218,6 +219,9 @@ def test_every_sample_imports_with_its_codes(owner, path):
     texts = [s for s in parsed.sources if s.text and s.text.strip()]
     assert result.interviews == len([s for s in parsed.sources if s.text is not None])
     codings = Coding.objects.filter(interview__project=result.project).select_related("segment__turn")
+    # No sample gives its codes a colour: they take the palette in turn rather than all one blue.
+    colours = list(Code.objects.filter(project=result.project).order_by("position").values_list("colour", flat=True))
+    assert len(set(colours)) == min(len(colours), len(PALETTE)) and colours[:2] == PALETTE[:2]
     if path.name == "qc-demo.qdpx":
         assert texts and codings.count() > 150
         board = next(s for s in parsed.sources if s.name == "board_2017")
