@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import functools
 import uuid
 
 from django.conf import settings
@@ -181,6 +182,22 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.actor} {self.action} {self.target_type}: {self.summary}"
+
+    @property
+    def target_label(self) -> str:
+        return audit_target_label(self.target_type)
+
+
+def audit_target_label(target_type: str) -> str:
+    """What an audit event is about, in words: a model's name ("endpoint key", not "endpointkey"), else as recorded."""
+    return _model_names().get(target_type, target_type.replace("_", " "))
+
+
+@functools.cache
+def _model_names() -> dict[str, str]:
+    from django.apps import apps
+
+    return {m._meta.model_name: str(m._meta.verbose_name) for m in apps.get_models()}
 
 
 

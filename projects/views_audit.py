@@ -11,7 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from projects.models import AuditEvent, Membership
+from projects.models import AuditEvent, Membership, audit_target_label
 from projects.pagination import paginate
 from projects.permissions import owner_or_403
 
@@ -28,7 +28,7 @@ class AuditFilterForm(forms.Form):
         members = Membership.objects.filter(project=project).select_related("user").order_by("user__username")
         self.fields["actor"].choices = [("", "Anyone")] + [(m.user.username, m.user.get_full_name() or m.user.username) for m in members]
         types = AuditEvent.objects.filter(project=project).order_by("target_type").values_list("target_type", flat=True).distinct()
-        self.fields["target_type"].choices = [("", "Anything")] + [(t, t.replace("_", " ")) for t in types]
+        self.fields["target_type"].choices = [("", "Anything")] + [(t, audit_target_label(t)) for t in types]
 
     def clean(self):
         cleaned = super().clean()

@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import functools
 import io
 import json
 import uuid
@@ -367,11 +368,22 @@ class BackupPerson:
 
     @property
     def summary(self) -> str:
-        return ", ".join(f"{n} {label}" for label, n in sorted(self.counts.items()))
+        """What they did, as "2 memos, 1 coding"."""
+        return ", ".join(f"{n:,} {label if n != 1 else _one(label)}" for label, n in sorted(self.counts.items()))
 
     def is_named(self, username: str) -> bool:
         """Whether the file calls them `username` (the importer's own entry is suggested as the importer)."""
         return username in (self.username, *self.aliases)
+
+
+@functools.cache
+def _singular() -> dict[str, str]:
+    return {str(m._meta.verbose_name_plural): str(m._meta.verbose_name) for m in apps.get_models()}
+
+
+def _one(plural: str) -> str:
+    """The singular of a model's plural name ("thread reads" → "thread read"); other words lose their s."""
+    return _singular().get(plural) or plural.removesuffix("s")
 
 
 def _people(archive_name: str, plans: dict[str, ModelPlan], entries: dict[str, list]) -> dict[str, BackupPerson]:

@@ -233,6 +233,13 @@ def test_people_are_listed_with_what_they_did_for_the_mapping_step(demo_project,
     assert people["arjun"].counts["memos"] == 2
 
 
+def test_what_a_person_did_is_said_in_the_singular_for_one():
+    from reports.backup import BackupPerson
+
+    person = BackupPerson("arjun", counts={"memos": 2, "thread reads": 1, "guides": 1, "codings": 1_204, "notes": 1})
+    assert person.summary == "1,204 codings, 1 guide, 2 memos, 1 note, 1 thread read"
+
+
 def test_a_person_mapped_to_an_existing_account_gets_their_work_and_with_members_all_their_role(
         demo_project, analyst, make_user):
     original = _rich_project(demo_project, analyst)
