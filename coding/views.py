@@ -203,8 +203,9 @@ def code_edit(request: HttpRequest, project_uuid: UUID, code_uuid: UUID) -> Http
             data["version"] = conflict.current.version
             form = CodeEditForm(data)
             form.is_valid()
-            form.add_error(None, "Someone else changed this code while you were editing. Their version is shown "
-                                 "below; your text is still in the form — review it and save again.")
+            form.add_error(None, f"This code changed while you were editing: version {conflict.current.version} was "
+                                 "saved by a colleague or in another tab. Its text is shown above; yours is still in "
+                                 "the form: review it and save again.")
             return render(request, "coding/code_detail.html",
                           _detail_ctx(membership, conflict.current, edit_form=form, conflict=conflict.current), status=409)
         except ValidationError as exc:

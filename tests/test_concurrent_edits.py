@@ -41,7 +41,7 @@ def test_second_code_editor_is_told_and_keeps_their_text(project, code, owner, a
     response = second.post(url, stale | {"definition": "Any uncertainty marker."})
     assert response.status_code == 409
     body = response.content.decode()
-    assert "Someone else changed this code" in body
+    assert "This code changed while you were editing" in body
     assert "Any uncertainty marker." in body  # the second editor's text is still in the form
     code.refresh_from_db()
     assert code.definition == "Claims softened with may/might."

@@ -86,7 +86,9 @@ def test_edit_conflict_shows_the_newer_text_and_keeps_mine(client_for, owner, an
                                  {"name": "Trust", "kind": "semantic", "definition": "Analyst's definition", "version": 1})
     assert r.status_code == 409
     body = r.content.decode()
-    assert "Someone else changed this code" in body and "Owner&#x27;s newer definition" in body
+    assert "This code changed while you were editing: version 2 was saved" in body and "Its text is shown above" in body
+    assert body.index("The newer text (version 2)") < body.index("Its text is shown above")  # above the form's error
+    assert "Owner&#x27;s newer definition" in body
     assert "Analyst&#x27;s definition" in body and 'name="version" value="2"' in body
     assert Code.objects.get(pk=code.pk).definition == "Owner's newer definition"
 
