@@ -24,7 +24,7 @@ WORKSPACE = [
 SECOND_READER = [
     Shortcut(("j",), "down", "next suggestion"),
     Shortcut(("k",), "up", "previous suggestion"),
-    Shortcut(("a",), "accept", "accept the suggestion as your coding"),
+    Shortcut(("y",), "accept", "accept the suggestion as your coding (the coding page's key too)"),
     Shortcut(("r",), "reject", "reject it: type an optional reason, then Enter"),
     HELP,
 ]

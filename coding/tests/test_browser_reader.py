@@ -56,7 +56,7 @@ def test_the_review_queue_accepts_and_rejects_by_keyboard(page, login, live_serv
     items = page.locator("[data-suggestion]")
     expect(items).to_have_count(3)
     page.keyboard.press("j")
-    page.keyboard.press("a")
+    page.keyboard.press("y")  # accept: the coding page's key
     expect(items.nth(0)).to_contain_text("Accepted by arjun")
     expect(items.nth(1)).to_be_focused()  # the next pending one
     page.keyboard.press("r")

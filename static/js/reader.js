@@ -1,4 +1,4 @@
-// Review queue of the AI second reader: j/k move between suggestions, a accepts, r rejects.
+// Review queue of the AI second reader: j/k move between suggestions, y accepts, r rejects.
 (function () {
   "use strict";
   function items() { return Array.from(document.querySelectorAll("[data-suggestion]")); }
