@@ -126,3 +126,21 @@ def test_case_matrix_ticks_a_code_for_a_whole_interview(page, login, live_server
     box.check()
     expect(page.locator(f"#case-{world.interviews['claude'].uuid}-{world.codes['Unused'].uuid}")).to_contain_text("1")
     assert CaseCoding.objects.filter(interview=world.interviews["claude"], code=world.codes["Unused"]).count() == 1
+
+
+def test_a_trim_under_its_minimum_is_said_at_the_field_and_the_preview_waits(page, login, live_server, world, analyst):
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{world.project.uuid}/reports/excerpts/")
+    page.wait_for_selector("#excerpt-preview table")
+    page.evaluate("""() => { window.reported = 0; const report = HTMLFormElement.prototype.reportValidity;
+        HTMLFormElement.prototype.reportValidity = function () { window.reported += 1; return report.call(this); }; }""")
+    requests = []
+    page.on("request", lambda request: requests.append(request.url) if "/reports/excerpts/" in request.url else None)
+    trim = page.get_by_label("Trim quotes longer than (characters)")
+    trim.fill("10")
+    trim.dispatch_event("change")
+    page.wait_for_function("window.reported > 0")  # the browser says what is wrong, at the field
+    assert trim.evaluate("input => input.validationMessage") and not requests
+    trim.fill("40")
+    trim.dispatch_event("change")
+    expect(page.locator("#excerpt-preview td").filter(has_text="[...]").first).to_be_visible()

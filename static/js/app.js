@@ -20,6 +20,12 @@
       : "Something went wrong (" + xhr.status + "). Try again.";
     window.RTA.flash(text, "error");
   });
+  // A field the browser finds invalid (a number under its min) stopped an htmx request without a word: say
+  // which field and why, as a plain submit would.
+  document.addEventListener("htmx:validation:halted", function (event) {
+    var form = event.detail.elt && event.detail.elt.closest("form");
+    if (form) { form.reportValidity(); }
+  });
   document.addEventListener("htmx:sendError", function () {
     window.RTA.flash("The server could not be reached; your last change was not saved.", "error");
   });
