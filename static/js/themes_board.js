@@ -113,6 +113,15 @@
   // ---- drag and drop
   var dragged = null;
 
+  // Where a dragged code lands: a list of codes, or anywhere on a theme's card (its title, its header) for that
+  // theme's own list, which is what a researcher aims at.
+  function dropZone(target) {
+    if (!target.closest) { return null; }
+    var zone = target.closest(".drop-zone");
+    var card = zone ? null : target.closest("[data-theme-card]");
+    return zone || (card && card.querySelector('.drop-zone[data-theme="' + card.getAttribute("data-theme-card") + '"]'));
+  }
+
   document.addEventListener("dragstart", function (event) {
     var chip = event.target.closest && event.target.closest(".code-chip[draggable=true]");
     if (!chip) { return; }
@@ -126,22 +135,24 @@
     var chip = event.target.closest && event.target.closest(".code-chip");
     if (chip) { chip.classList.remove("dragging"); }
     document.querySelectorAll(".drop-zone.over").forEach(function (z) { z.classList.remove("over"); });
+    dragged = null;  // dropped outside any theme, or cancelled with Escape
   });
 
   document.addEventListener("dragover", function (event) {
-    var zone = event.target.closest && event.target.closest(".drop-zone");
+    var zone = dropZone(event.target);
     if (!zone || !dragged) { return; }
     event.preventDefault();
+    document.querySelectorAll(".drop-zone.over").forEach(function (z) { if (z !== zone) { z.classList.remove("over"); } });
     zone.classList.add("over");
   });
 
   document.addEventListener("dragleave", function (event) {
-    var zone = event.target.closest && event.target.closest(".drop-zone");
-    if (zone && !zone.contains(event.relatedTarget)) { zone.classList.remove("over"); }
+    var zone = dropZone(event.target);
+    if (zone && !(event.relatedTarget && dropZone(event.relatedTarget) === zone)) { zone.classList.remove("over"); }
   });
 
   document.addEventListener("drop", function (event) {
-    var zone = event.target.closest && event.target.closest(".drop-zone");
+    var zone = dropZone(event.target);
     if (!zone || !dragged) { return; }
     event.preventDefault();
     zone.classList.remove("over");

@@ -43,7 +43,8 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
     # Drag codes from the codebook into the themes; each drop is one request.
     codebook_chip("admits uncertainty").drag_to(zone("Honesty about limits"))
     expect(zone("Honesty about limits")).to_contain_text("admits uncertainty")
-    codebook_chip("user as friend").drag_to(zone("Friendship"))
+    # Aimed at the theme's title, not its list: the card takes it all the same.
+    codebook_chip("user as friend").drag_to(page.locator('[data-theme-name="Friendship"] .theme-name'))
     expect(zone("Friendship")).to_contain_text("user as friend")
     codebook_chip("patterns not experience").drag_to(zone("Friendship"))
     expect(zone("Friendship")).to_contain_text("patterns not experience")
