@@ -144,3 +144,17 @@ def test_a_trim_under_its_minimum_is_said_at_the_field_and_the_preview_waits(pag
     trim.fill("40")
     trim.dispatch_event("change")
     expect(page.locator("#excerpt-preview td").filter(has_text="[...]").first).to_be_visible()
+
+
+def test_a_column_just_ticked_moves_past_the_unticked_ones_at_the_first_press(page, login, live_server, world, analyst):
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{world.project.uuid}/reports/excerpts/")
+    page.wait_for_selector("#excerpt-preview table")
+    page.get_by_label("Interview", exact=True).check()  # listed after Quote and the unticked Sub-theme
+    expect(page.locator("#excerpt-preview thead th")).to_have_count(5)
+    assert headers(page) == ["Theme", "Code", "Model", "Quote", "Interview"]
+    page.get_by_role("button", name="Move Interview up").click()
+    expect(page.locator("#excerpt-preview thead th").nth(3)).to_have_text("Interview")
+    assert headers(page) == ["Theme", "Code", "Model", "Interview", "Quote"]
+    page.get_by_role("button", name="Move Theme down").click()
+    expect(page.locator("#excerpt-preview thead th").nth(0)).to_have_text("Code")

@@ -7,6 +7,20 @@
     form.dispatchEvent(new Event("change", { bubbles: true }));
   }
 
+  function ticked(li) {
+    var box = li.querySelector("input[type=checkbox]");
+    return !box || box.checked;
+  }
+
+  // The nearest ticked column above (or below) `item`, else the nearest column at all.
+  function neighbour(item, up) {
+    var step = up ? "previousElementSibling" : "nextElementSibling";
+    for (var li = item[step]; li; li = li[step]) {
+      if (ticked(li)) { return li; }
+    }
+    return item[step];
+  }
+
   function setUpColumns() {
     var list = document.getElementById("column-list");
     var form = document.getElementById("excerpt-builder");
@@ -15,13 +29,12 @@
       var button = event.target.closest("button[data-move]");
       if (!button) { return; }
       var item = button.closest("li");
-      if (button.getAttribute("data-move") === "up" && item.previousElementSibling) {
-        list.insertBefore(item, item.previousElementSibling);
-      } else if (button.getAttribute("data-move") === "down" && item.nextElementSibling) {
-        list.insertBefore(item.nextElementSibling, item);
-      } else {
-        return;
-      }
+      // Past the unticked columns to the next ticked one: swapping with a column not shown changes nothing
+      // the researcher can see.
+      var up = button.getAttribute("data-move") === "up";
+      var other = neighbour(item, up);
+      if (!other) { return; }
+      list.insertBefore(item, up ? other : other.nextElementSibling);
       button.focus();  // keep keyboard users where they were
       refresh(form);
     });
