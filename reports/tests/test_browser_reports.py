@@ -158,3 +158,25 @@ def test_a_column_just_ticked_moves_past_the_unticked_ones_at_the_first_press(pa
     assert headers(page) == ["Theme", "Code", "Model", "Interview", "Quote"]
     page.get_by_role("button", name="Move Theme down").click()
     expect(page.locator("#excerpt-preview thead th").nth(0)).to_have_text("Code")
+
+
+def test_a_second_tick_while_the_first_is_on_its_way_is_kept(page, login, live_server, world, analyst):
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{world.project.uuid}/reports/frequency/")
+    held = []
+
+    def hold_the_first(route):
+        if held:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route("**/reports/frequency/?**", hold_the_first)
+    page.locator("fieldset", has_text="Group A").get_by_label("GPT-4o").check()
+    page.wait_for_function("() => document.querySelector('#frequency-form').classList.contains('htmx-request')")
+    page.locator("fieldset", has_text="Group B").get_by_label("Claude").check()  # the first answer has not come
+    held[0].continue_()  # the first answer, late: it must not undo the second tick
+    page.wait_for_selector("#frequency-table .ratio")
+    expect(page.locator("fieldset", has_text="Group B").get_by_label("Claude")).to_be_checked()
+    expect(page.locator("fieldset", has_text="Group A").get_by_label("GPT-4o")).to_be_checked()
+    assert "only in B" in page.locator("#frequency-table").inner_text()
