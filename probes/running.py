@@ -276,9 +276,8 @@ def token_estimate(probe: Probe) -> dict[str, Any]:
         rows.append({"condition": condition.name, "requests": requests, "prompt_tokens": prompt_tokens,
                      "completion_tokens": per_answer * requests if per_answer else None,
                      "completion_basis": "earlier answers" if _completion_tokens(condition) else
-                     ("max tokens" if version.max_tokens else
-                                           "unknown until the condition has max tokens or its first answers report "
-                                           "their tokens")})
+                     ("max tokens" if version.max_tokens
+                      else "unknown until the condition has max tokens or its first answers report their tokens")})
     return {"rows": rows, "requests": sum(r["requests"] for r in rows), "prompt_tokens": sum(r["prompt_tokens"] for r in rows)}
 
 
