@@ -409,7 +409,8 @@ def qdpx_people(qp: refiqda.Project, filename: str = "") -> list[BackupPerson]:
     for src in qp.sources:
         for sel in src.selections:
             for coding in sel.codings:
-                count(coding.creating_user or sel.creating_user, "codings")
+                # A passage the file codes becomes a coding of each sentence it spans: counted as passages here.
+                count(coding.creating_user or sel.creating_user, "coded passages")
     for note in qp.notes:
         count(note.creating_user, "notes")
     if len(people) > MAX_PEOPLE:

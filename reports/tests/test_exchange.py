@@ -541,7 +541,8 @@ def test_a_file_naming_more_than_500_coders_is_refused(owner):
 def test_coders_mapped_to_existing_accounts_get_their_codings_and_notes(owner, analyst, viewer):
     data = _qdpx_with_coders(["Arjun A.", "Someone else"])
     people = {p.username: p for p in qdpx_people(refiqda.read_project(data))}
-    assert people["Arjun A."].counts == {"codings": 1, "notes": 1} and not people["Arjun A."].needs_account
+    assert people["Arjun A."].counts == {"coded passages": 1, "notes": 1} and not people["Arjun A."].needs_account
+    assert people["Arjun A."].summary == "1 coded passage, 1 note"
     result = project_import_qdpx(source=data, owner=owner, people={people["Arjun A."].key: analyst}, members="all")
     codings = Coding.objects.filter(interview__project=result.project)
     assert {(c.coder, _kept_name(c)) for c in codings} == {(analyst, ""), (owner, "Someone else")}
