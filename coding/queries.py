@@ -144,7 +144,11 @@ def forget_purged_code(sender: Any, instance: Code, **kwargs: Any) -> None:
 def live_interviews(project: Project) -> list[tuple[int, int]]:
     """(id, participant id) of the project's live interviews in id order: what project-wide counts are keyed by
     besides the coding events (trashing or moving an interview changes them without a coding write)."""
-    return list(Interview.objects.alive().filter(project=project).order_by("pk").values_list("pk", "participant_id"))
+    return list(_live_interviews(project).order_by("pk").values_list("pk", "participant_id"))
+
+
+def _live_interviews(project: Project) -> QuerySet[Interview]:
+    return Interview.objects.alive().filter(project=project)
 
 
 def live_interviews_digest(project: Project) -> str:
@@ -156,7 +160,8 @@ def live_interviews_digest(project: Project) -> str:
     if not connection.features.supports_aggregate_order_by_clause:  # SQLite before 3.44, the laptop default
         return hashlib.sha256(repr(live_interviews(project)).encode()).hexdigest()
     pair = Concat(Cast("pk", TextField()), Value(":"), Cast("participant_id", TextField()), output_field=TextField())
-    return Interview.objects.alive().filter(project=project).aggregate(digest=MD5(StringAgg(pair, delimiter=Value(","), order_by="pk")))["digest"] or ""
+    pairs = StringAgg(pair, delimiter=Value(","), order_by="pk")
+    return _live_interviews(project).aggregate(digest=MD5(pairs))["digest"] or ""
 
 
 def cached_counts[T](project: Project, name: str, inputs: Any, count: Callable[[], T]) -> T:

@@ -15,7 +15,7 @@ import json
 import os
 import re
 import sys
-import time
+import threading
 import traceback
 from urllib.parse import urlencode
 
@@ -164,7 +164,7 @@ def _second_reader(walk: Walk, project, user) -> dict:
     from django.urls import reverse
 
     from coding import reader
-    from coding.models import Code, Coding, SuggestionRun
+    from coding.models import Code, Coding
     from conduct.services import live_participant_save
     from conduct.testing.fake_openai import FakeOpenAIServer
     from interviews.models import Interview
@@ -182,12 +182,12 @@ def _second_reader(walk: Walk, project, user) -> dict:
             project=project, participant=None, label="Reader", provider="Fake", model_id="reader",
             base_url=server.base_url, temperature=0, top_p=None, seed=1, max_tokens=None, timeout_seconds=10, api_key=None)
         reader.reader_settings_save(project=project, user=user, enabled=True, endpoint=endpoint, local_only=False)
-        with transaction.atomic():
+        before = set(threading.enumerate())
+        with transaction.atomic():  # its windows start in a thread of their own when this commits
             run = reader.run_start(project=project, user=user, with_critic=False,
                                    interviews=list(Interview.objects.filter(project=project, participant__is_live=False)))
-        deadline = time.monotonic() + 120
-        while SuggestionRun.objects.get(pk=run.pk).status == SuggestionRun.Status.RUNNING and time.monotonic() < deadline:
-            time.sleep(0.05)
+        for started in set(threading.enumerate()) - before:
+            started.join(timeout=120)
     run.refresh_from_db()
     suggestions = list(run.suggestions.order_by("pk"))
     for suggestion, decision in zip(suggestions, ("accept", "reject", "accept"), strict=False):

@@ -23,20 +23,24 @@
   // A form that htmx swaps with its own answer (data-answer-replaces-form) keeps what was changed while that
   // answer was on its way: a stale answer is not swapped in, and the form as it is now is sent instead.
   function formState(form) { return new URLSearchParams(new FormData(form)).toString(); }
-  function answerReplaces(elt) { return elt && elt.matches && elt.matches("form[data-answer-replaces-form]"); }
+  // The form whose request this is, if it is such a form (in beforeSwap, detail.elt is the swap's target).
+  function answerReplaces(event) {
+    var elt = event.detail.requestConfig && event.detail.requestConfig.elt;
+    return elt && elt.matches && elt.matches("form[data-answer-replaces-form]") ? elt : null;
+  }
   document.addEventListener("htmx:beforeRequest", function (event) {
-    if (answerReplaces(event.detail.elt)) { event.detail.elt.dataset.sentState = formState(event.detail.elt); }
+    var form = answerReplaces(event);
+    if (form) { form.dataset.sentState = formState(form); }
   });
-  function requester(event) { return event.detail.requestConfig && event.detail.requestConfig.elt; }
   document.addEventListener("htmx:beforeSwap", function (event) {
-    var form = requester(event);  // detail.elt is the swap's target here
-    if (!answerReplaces(form) || formState(form) === form.dataset.sentState) { return; }
+    var form = answerReplaces(event);
+    if (!form || formState(form) === form.dataset.sentState) { return; }
     event.detail.shouldSwap = false;
     form.dataset.sendAgain = "1";
   });
   document.addEventListener("htmx:afterRequest", function (event) {
-    var form = requester(event);  // once this request is done: htmx drops a form's request while one is on its way
-    if (answerReplaces(form) && form.dataset.sendAgain) {
+    var form = answerReplaces(event);  // sent again once this request is done: htmx drops one made meanwhile
+    if (form && form.dataset.sendAgain) {
       delete form.dataset.sendAgain;
       window.htmx.trigger(form, "change");
     }

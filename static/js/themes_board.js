@@ -112,6 +112,7 @@
 
   // ---- drag and drop
   var dragged = null;
+  var over = null;  // the drop zone shown as the target
 
   // Where a dragged code lands: a list of codes, or anywhere on a theme's card (its title, its header) for that
   // theme's own list, which is what a researcher aims at.
@@ -134,21 +135,25 @@
   document.addEventListener("dragend", function (event) {
     var chip = event.target.closest && event.target.closest(".code-chip");
     if (chip) { chip.classList.remove("dragging"); }
-    document.querySelectorAll(".drop-zone.over").forEach(function (z) { z.classList.remove("over"); });
-    dragged = null;  // dropped outside any theme, or cancelled with Escape
+    if (over) { over.classList.remove("over"); }
+    dragged = over = null;  // dropped outside any theme, or cancelled with Escape
   });
 
   document.addEventListener("dragover", function (event) {
     var zone = dropZone(event.target);
     if (!zone || !dragged) { return; }
     event.preventDefault();
-    document.querySelectorAll(".drop-zone.over").forEach(function (z) { if (z !== zone) { z.classList.remove("over"); } });
+    if (over && over !== zone) { over.classList.remove("over"); }
+    over = zone;
     zone.classList.add("over");
   });
 
   document.addEventListener("dragleave", function (event) {
     var zone = dropZone(event.target);
-    if (zone && !(event.relatedTarget && dropZone(event.relatedTarget) === zone)) { zone.classList.remove("over"); }
+    if (zone && zone === over && !(event.relatedTarget && dropZone(event.relatedTarget) === zone)) {
+      zone.classList.remove("over");
+      over = null;
+    }
   });
 
   document.addEventListener("drop", function (event) {
@@ -156,6 +161,7 @@
     if (!zone || !dragged) { return; }
     event.preventDefault();
     zone.classList.remove("over");
+    over = null;
     var target = zone.getAttribute("data-theme");
     var beforeChip = event.target.closest(".code-chip");
     var before = beforeChip && beforeChip.getAttribute("data-code") !== dragged.code ? beforeChip.getAttribute("data-code") : "";
