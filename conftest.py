@@ -195,6 +195,38 @@ def browser() -> Iterator:
 BROWSER_TIMEOUT_MS = int(os.environ.get("RTA_TEST_BROWSER_TIMEOUT_MS", "30000"))
 
 
+@pytest.fixture(autouse=True)
+def _live_server_idle_before_flush(request) -> Iterator[None]:
+    """After a browser test, wait until the live server's requests have finished before the database is flushed.
+
+    Closing a browser does not stop a request its server thread is still handling; a flush (TRUNCATE of every
+    table) that meets that request's open transaction deadlocks with it and fails, and the next test then finds
+    the last one's rows. The server closes its connection at the end of each request, so no other connection to the
+    test database is the condition; one still open when the wait ends is ended by the database.
+    """
+    if "live_server" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("transactional_db")  # set up before this fixture, so torn down after it
+    yield
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    others = "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+    deadline = time.monotonic() + BROWSER_TIMEOUT_MS / 1000
+    with connection.cursor() as cursor:
+        while True:
+            cursor.execute(others)
+            busy = [pid for (pid,) in cursor.fetchall()]  # usually gone within 0.2 s
+            if not busy:
+                return
+            if time.monotonic() > deadline:
+                cursor.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [busy])
+                return
+            time.sleep(0.02)
+
+
 @pytest.fixture
 def page(browser, live_server) -> Iterator:
     """A fresh browser page; console errors (e.g. CSP violations) fail the test."""

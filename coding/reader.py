@@ -248,7 +248,8 @@ def enqueue_windows(run_id: int, count: int) -> None:
     from config.celery import app
 
     if app.conf.task_always_eager and getattr(settings, "READER_EAGER_IN_THREAD", True):
-        threading.Thread(target=_windows_in_thread, args=(run_id, count), daemon=True).start()
+        threading.Thread(target=_windows_in_thread, args=(run_id, count), name=laptop_thread_name(run_id),
+                         daemon=True).start()
         return
     for window in range(count):
         if app.conf.task_always_eager:
@@ -280,6 +281,11 @@ def _send_window(run_id: int, window: int) -> None:
 
     with transaction.atomic():
         enqueue(reader_window_task, run_id, window, queue=endpoint_queue())
+
+
+def laptop_thread_name(run_id: int) -> str:
+    """The name of the thread that asks a run's windows in laptop mode (a test waits for it by name)."""
+    return f"rta-reader-run-{run_id}"
 
 
 def _windows_in_thread(run_id: int, count: int) -> None:

@@ -182,12 +182,13 @@ def _second_reader(walk: Walk, project, user) -> dict:
             project=project, participant=None, label="Reader", provider="Fake", model_id="reader",
             base_url=server.base_url, temperature=0, top_p=None, seed=1, max_tokens=None, timeout_seconds=10, api_key=None)
         reader.reader_settings_save(project=project, user=user, enabled=True, endpoint=endpoint, local_only=False)
-        before = set(threading.enumerate())
         with transaction.atomic():  # its windows start in a thread of their own when this commits
             run = reader.run_start(project=project, user=user, with_critic=False,
                                    interviews=list(Interview.objects.filter(project=project, participant__is_live=False)))
-        for started in set(threading.enumerate()) - before:
-            started.join(timeout=120)
+        # Only the run's own thread: the threads it starts may not have started yet, and join() refuses those.
+        for thread in threading.enumerate():
+            if thread.name == reader.laptop_thread_name(run.pk):
+                thread.join(timeout=120)
     run.refresh_from_db()
     suggestions = list(run.suggestions.order_by("pk"))
     for suggestion, decision in zip(suggestions, ("accept", "reject", "accept"), strict=False):
