@@ -1,12 +1,26 @@
 from __future__ import annotations
 
-from django.urls import path
+from django.urls import include, path
 
 from coding import views, views_cases, views_gallery, views_reader
 
 app_name = "coding"
 
+# The coding workspace and what it posts (apply, remove, the chips' polling): the most requested URLs,
+# matched first and under one prefix.
+workspace = [
+    path("", views.workspace, name="workspace"),
+    path("apply/", views.apply, name="apply"),
+    path("remove/", views.remove, name="remove"),
+    path("create-code/", views.create_inline, name="create_inline"),
+    path("undo/", views.undo, name="undo"),
+    path("notes/", views.notes, name="notes"),
+    path("state/", views.chips_state, name="state"),
+    path("speakers/", views.speaker_toggle, name="speaker_toggle"),
+]
+
 urlpatterns: list = [
+    path("interviews/<uuid:interview_uuid>/code/", include(workspace)),
     path("codebook/", views.codebook, name="codebook"),
     path("codebook/new/", views.code_new, name="code_new"),
     path("codebook/import/", views.codebook_import_view, name="import"),
@@ -22,14 +36,6 @@ urlpatterns: list = [
     path("codebook/<uuid:code_uuid>/archive/", views.code_archive_view, name="code_archive"),
     path("codebook/<uuid:code_uuid>/excerpts/", views.code_excerpts, name="excerpts"),
     path("search/", views.search, name="search"),
-    path("interviews/<uuid:interview_uuid>/code/", views.workspace, name="workspace"),
-    path("interviews/<uuid:interview_uuid>/code/apply/", views.apply, name="apply"),
-    path("interviews/<uuid:interview_uuid>/code/remove/", views.remove, name="remove"),
-    path("interviews/<uuid:interview_uuid>/code/create-code/", views.create_inline, name="create_inline"),
-    path("interviews/<uuid:interview_uuid>/code/undo/", views.undo, name="undo"),
-    path("interviews/<uuid:interview_uuid>/code/notes/", views.notes, name="notes"),
-    path("interviews/<uuid:interview_uuid>/code/state/", views.chips_state, name="state"),
-    path("interviews/<uuid:interview_uuid>/code/speakers/", views.speaker_toggle, name="speaker_toggle"),
     path("interviews/<uuid:interview_uuid>/context/", views.excerpt_context, name="excerpt_context"),
     path("interviews/<uuid:interview_uuid>/compare/", views.compare, name="compare"),
     path("second-reader/", views_reader.reader_home, name="reader"),
