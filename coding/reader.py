@@ -237,8 +237,8 @@ def run_start(*, project: Project, user: Any, interviews: Sequence[Interview], w
     run.interviews.set(interviews)
     audit_record(project=project, actor=user, action=AuditEvent.Action.CREATED, target=run,
                  summary=f"AI suggestions{f' like “{focus.name}”' if focus else ''} asked of {endpoint.model} "
-                         f"for {len(interviews)} interview(s), "
-                         f"{len(windows)} window(s), text sent to {endpoint.base_url}")
+                         f"for {len(interviews)} interview{'s' if len(interviews) != 1 else ''}, "
+                         f"{len(windows)} window{'s' if len(windows) != 1 else ''}, text sent to {endpoint.base_url}")
     transaction.on_commit(lambda: enqueue_windows(run.pk, len(windows)))
     return run
 

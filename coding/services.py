@@ -357,8 +357,9 @@ _APPLY_SQL = _SCOPE_SQL + """, seg AS (
     -- The audit trail, in the same statement (a data-modifying CTE runs even unreferenced).
     INSERT INTO projects_auditevent (project_id, actor_id, action, target_type, target_id, summary, data, created_at)
     SELECT m.project_id, %(user)s, 'created', 'coding', %(interview)s,
-           left(""" + _UNDONE_PREFIX + """ || format('Code “%%s” applied to %%s segment(s)',
-                (SELECT name FROM coding_code WHERE id = %(code)s), (SELECT count(*) FROM ins)), 500),
+           left(""" + _UNDONE_PREFIX + """ || format('Code “%%s” applied to %%s segment%%s',
+                (SELECT name FROM coding_code WHERE id = %(code)s), (SELECT count(*) FROM ins),
+                CASE WHEN (SELECT count(*) FROM ins) = 1 THEN '' ELSE 's' END), 500),
            jsonb_build_object('code', %(code)s, 'segments', coalesce((SELECT jsonb_agg(segment_id) FROM ins), '[]'))
              || %(extra)s, now()
     FROM m WHERE EXISTS (SELECT 1 FROM ins) OR """ + _UNDO_ALWAYS_RECORDED + """
@@ -384,8 +385,9 @@ _REMOVE_SQL = _SCOPE_SQL + """, seg AS (
 ), aud AS (
     INSERT INTO projects_auditevent (project_id, actor_id, action, target_type, target_id, summary, data, created_at)
     SELECT m.project_id, %(user)s, 'deleted', 'coding', %(interview)s,
-           left(""" + _UNDONE_PREFIX + """ || format('Code “%%s” removed from %%s segment(s)',
-                (SELECT name FROM coding_code WHERE id = %(code)s), (SELECT count(*) FROM del)), 500),
+           left(""" + _UNDONE_PREFIX + """ || format('Code “%%s” removed from %%s segment%%s',
+                (SELECT name FROM coding_code WHERE id = %(code)s), (SELECT count(*) FROM del),
+                CASE WHEN (SELECT count(*) FROM del) = 1 THEN '' ELSE 's' END), 500),
            jsonb_build_object('code', %(code)s, 'segments', coalesce((SELECT jsonb_agg(segment_id) FROM del), '[]'))
              || %(extra)s, now()
     FROM m WHERE EXISTS (SELECT 1 FROM del) OR """ + _UNDO_ALWAYS_RECORDED + """
@@ -664,7 +666,7 @@ def _orm_change(p: dict[str, Any], *, remove: bool) -> CodingResult:
         verb = "removed from" if remove else "applied to"
         audit_record(project=membership.project, actor=membership.user, action=AuditEvent.Action.DELETED if remove else AuditEvent.Action.CREATED,
                      target_type="coding", target_id=p["interview"],
-                     summary=f"{'Undone: ' if undo else ''}Code “{name}” {verb} {len(changed)} segment(s)",
+                     summary=f"{'Undone: ' if undo else ''}Code “{name}” {verb} {len(changed)} segment{'s' if len(changed) != 1 else ''}",
                      data={"code": p["code"], "segments": changed, **p["extra"]})
     chips = [list(r) for r in Coding.objects.filter(segment_id__in=seg_ids)
              .order_by("segment_id", "code__position", "code__name", "coder_id")

@@ -203,7 +203,7 @@ def reader_accept_rest(request: HttpRequest, project_uuid: UUID, run_uuid: UUID,
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
-        messages.success(request, f"Accepted the {accepted} remaining suggestion(s) of “{code.name}”.")
+        messages.success(request, f"Accepted the {accepted} remaining suggestion{'s' if accepted != 1 else ''} of “{code.name}”.")
     return redirect("coding:reader_run", project_uuid=project_uuid, run_uuid=run_uuid)
 
 

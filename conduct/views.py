@@ -219,7 +219,7 @@ def key_delete(request: HttpRequest, project_uuid: UUID, key_uuid: UUID) -> Http
     membership = owner_or_403(request, project_uuid)
     key = get_object_or_404(EndpointKey, project=membership.project, uuid=key_uuid)
     affected = services.endpoint_key_delete(key=key, user=request.user)
-    note = f" {affected} participant(s) that used it now send no key: choose another for them." if affected else ""
+    note = f" {affected} participant{'s' if affected != 1 else ''} that used it now send no key: choose another for them." if affected else ""
     messages.success(request, f"Key “{key.label}” deleted.{note}")
     return redirect("conduct:participants", project_uuid=project_uuid)
 

@@ -49,8 +49,8 @@ def test_codes_and_codings_are_audited(project, analyst):
     assert ("changed", "code", "arjun") in _events(project)
     codings = AuditEvent.objects.filter(project=project, target_type="coding").order_by("id")
     assert [(e.action, e.summary) for e in codings] == [
-        ("created", "Code “Many ideas” applied to 2 segment(s)"),
-        ("deleted", "Code “Many ideas” removed from 1 segment(s)"),
+        ("created", "Code “Many ideas” applied to 2 segments"),
+        ("deleted", "Code “Many ideas” removed from 1 segment"),
     ]
     assert codings[0].target_id == str(interview.uuid) and codings[0].actor == analyst
     assert sorted(codings[0].data["segments"]) == sorted(segments)

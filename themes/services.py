@@ -322,7 +322,7 @@ def theme_split(*, theme: Theme, actor, name: str, codes: Iterable[Code], review
     for code in codes:
         theme_move_code(code=code, source=theme, target=new, actor=actor)
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
-                 summary=f"Theme “{theme.name}” split: “{new.name}” with {len(codes)} code(s)",
+                 summary=f"Theme “{theme.name}” split: “{new.name}” with {len(codes)} code{'s' if len(codes) != 1 else ''}",
                  data={"new": str(new.uuid), "review": str(review.uuid) if review else None})
     return new
 
@@ -809,7 +809,7 @@ def _move_decided_codes(decision: Decision, theme: Theme, actor) -> str:
         return ""
     if not to_move:
         return f"The codes are no longer in “{theme.name}” ({', '.join(gone)}); nothing to move."
-    return f"Moved {len(to_move)} code(s); {', '.join(gone)} had already left “{theme.name}” and stayed where they are."
+    return f"Moved {len(to_move)} code{'s' if len(to_move) != 1 else ''}; {', '.join(gone)} had already left “{theme.name}” and stayed where they are."
 
 
 @transaction.atomic

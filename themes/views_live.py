@@ -27,7 +27,7 @@ def present_lead(request: HttpRequest, project_uuid, review_uuid, index: int) ->
         return HttpResponse(status=204)
     count = AgendaItem.objects.filter(review=review, theme__isnull=False).count()
     if not 0 <= index < count:
-        return HttpResponse(f"The agenda has {count} theme(s); there is no item {index + 1}.", status=400)
+        return HttpResponse(f"The agenda has {count} theme{'s' if count != 1 else ''}; there is no item {index + 1}.", status=400)
     presenting.present_lead(review=review, actor=request.user, index=index)
     return HttpResponse(status=204)
 

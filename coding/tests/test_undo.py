@@ -64,7 +64,7 @@ def test_undo_takes_back_my_last_apply_but_never_a_colleagues_coding(client_for,
     assert trigger["undo"] == {"message": "Undone: removed “Trust” from 2 segments.", "archivedCode": None}
     assert _mine(analyst, trust) == set() and _mine(owner, trust) == {s[1].pk, s[2].pk}
     undo_event = AuditEvent.objects.filter(actor=analyst, target_type="coding").latest("id")
-    assert undo_event.summary == "Undone: Code “Trust” removed from 2 segment(s)"
+    assert undo_event.summary == "Undone: Code “Trust” removed from 2 segments"
     assert undo_event.data["undoes"] == AuditEvent.objects.filter(actor=analyst, action="created").get().pk
 
 
