@@ -22,12 +22,12 @@
     cy = window.cytoscape({
       container: container,
       elements: data.nodes.concat(data.edges),
-      wheelSensitivity: 0.3,
       style: [
         { selector: "node", style: {
           "label": "data(label)", "width": function (n) { return 2 * radius(n); }, "height": function (n) { return 2 * radius(n); },
           "background-color": "data(colour)", "font-size": 11, "text-wrap": "wrap", "text-max-width": 120,
-          "text-valign": "bottom", "text-margin-y": 4, "color": "#1f2933" } },
+          "text-valign": "bottom", "text-margin-y": 4, "color": "#1f2933",
+          "text-background-color": "#ffffff", "text-background-opacity": 0.8, "text-background-padding": 2 } },
         { selector: "node[kind = 'theme'], node[kind = 'subtheme']", style: {
           "shape": "round-rectangle", "font-size": 14, "font-weight": "bold", "border-width": 3, "border-color": "#1f2933",
           "border-style": function (n) { return BORDER[n.data("status")] || "solid"; }, "background-opacity": 0.85 } },
@@ -35,7 +35,9 @@
         { selector: "edge", style: { "width": 1.5, "line-color": "#9aa5b1", "curve-style": "bezier" } },
         { selector: "edge[kind = 'subtheme']", style: { "width": 3, "line-color": "#52606d", "target-arrow-shape": "triangle", "target-arrow-color": "#52606d" } }
       ],
-      layout: { name: "cose", animate: false, nodeRepulsion: function () { return 9000; }, idealEdgeLength: function () { return 90; }, randomize: false }
+      // Labels count as part of each node's size, so the layout keeps them apart as well as the nodes.
+      layout: { name: "cose", animate: false, nodeDimensionsIncludeLabels: true, nodeRepulsion: function () { return 9000; },
+                idealEdgeLength: function () { return 90; }, randomize: false }
     });
     cy.on("tap", "node[uuid]", function (event) {
       window.location.assign(container.getAttribute("data-theme-url") + event.target.data("uuid") + "/");

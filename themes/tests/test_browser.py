@@ -136,9 +136,12 @@ def test_build_themes_discuss_and_review(page, login, live_server, project, owne
     expect(page.locator(".removed")).to_contain_text("Friendship")
     expect(page.locator(".codes-moved")).to_contain_text("user as friend: out of Friendship")
 
-    # The thematic map draws and downloads as SVG and PNG.
+    # The thematic map draws (without a warning from cytoscape about its options) and downloads as SVG and PNG.
+    warnings: list[str] = []
+    page.on("console", lambda msg: warnings.append(msg.text) if msg.type == "warning" else None)
     page.get_by_role("link", name="Thematic map").click()
     expect(page.locator("#cy[data-ready='1']")).to_have_count(1)
+    assert not warnings
     with page.expect_download() as svg:
         page.get_by_role("button", name="Download SVG").click()
     svg_text = open(svg.value.path(), encoding="utf-8").read()
