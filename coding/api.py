@@ -28,10 +28,9 @@ from coding.services import (
     CodeConflict,
     code_archive,
     code_create,
+    code_edit,
     code_merge,
-    code_move,
     code_split,
-    code_update,
     coding_apply,
     coding_remove,
     note_save,
@@ -215,7 +214,11 @@ class CodeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
         code = self.get_object()
         data = CodeArchiveSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        code = code_archive(code=code, actor=request.user, archived=data.validated_data["archived"], reason=data.validated_data["reason"])
+        try:
+            code = code_archive(code=code, actor=request.user, archived=data.validated_data["archived"],
+                                reason=data.validated_data["reason"])
+        except DjangoValidationError as exc:
+            raise drf_error(exc) from exc
         return self._answer(Code.objects.get(pk=code.pk))
 
     @extend_schema(request=CodeCreateSerializer, responses={201: CodeSerializer})
@@ -244,17 +247,8 @@ class CodeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMode
         if "version" not in d:
             raise serializers.ValidationError({"version": "Send the version you edited (optimistic locking)."})
         reason = d.pop("reason", "")
-        version = d.pop("version")
         try:
-            if "parent" in d:
-                code_move(code=code, actor=request.user, parent=d.pop("parent"), reason=reason)
-                version += 1
-            if "archived" in d:
-                archived = d.pop("archived")
-                if archived != code.archived:
-                    code_archive(code=code, actor=request.user, archived=archived, reason=reason)
-                    version += 1
-            code = code_update(code=Code.objects.get(pk=code.pk), actor=request.user, version=version, reason=reason, **d)
+            code = code_edit(code=code, actor=request.user, version=d.pop("version"), reason=reason, **d)
         except CodeConflict as conflict:
             return Response({"detail": str(conflict), "current": CodeSerializer(conflict.current, context=self.get_serializer_context()).data},
                             status=status.HTTP_409_CONFLICT)

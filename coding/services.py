@@ -198,9 +198,14 @@ def code_move(*, code: Code, actor: Any, parent: Code | None, reason: str = "") 
 
 @transaction.atomic
 def code_archive(*, code: Code, actor: Any, archived: bool = True, reason: str = "") -> Code:
-    """Archive (hide from the picker, keep codings) or bring back a code."""
+    """Archive (hide from the picker, keep codings) or bring back a code; a merged code stays archived."""
     if code.archived == archived:
         return code
+    if not archived and code.merged_into_id is not None:
+        # Its codings are the target's now; back in use it would count nothing, and it could be merged into
+        # in turn (a cycle of merges).
+        raise ValidationError(f"“{code.name}” was merged into “{code.merged_into.name}”, which holds its codings; "
+                              f"a merged code stays archived. Create a new code to use the name again.")
     code.archived = archived
     code.save(update_fields=["archived", "updated_at"])
     _bump(code)
@@ -208,6 +213,22 @@ def code_archive(*, code: Code, actor: Any, archived: bool = True, reason: str =
     _event(code, project=code.project, actor=actor, action=action, reason=reason,
            summary=f"Code “{code.name}” {'archived' if archived else 'brought back from the archive'}")
     return code
+
+
+@transaction.atomic
+def code_edit(*, code: Code, actor: Any, version: int, reason: str = "", **changes: Any) -> Code:
+    """One edit of a code as the API sends it: its parent, whether it is archived and its fields (code_update's),
+    all or nothing, and refused whole (CodeConflict) if the code changed since `version` was read."""
+    current = Code.objects.select_for_update().get(pk=code.pk)
+    if current.version != version:
+        raise CodeConflict(current)
+    if "parent" in changes:
+        code_move(code=current, actor=actor, parent=changes.pop("parent"), reason=reason)
+    archived = changes.pop("archived", None)
+    if archived is not None:
+        code_archive(code=current, actor=actor, archived=archived, reason=reason)
+    current.refresh_from_db()
+    return code_update(code=current, actor=actor, version=current.version, reason=reason, **changes)
 
 
 @transaction.atomic

@@ -158,6 +158,7 @@ def _detail_ctx(membership: Membership, code: Code, **forms) -> dict:
         move_form=forms.get("move_form") or MoveForm(code=code, initial={"parent": code.parent_id}),
         merge_form=forms.get("merge_form") or MergeForm(code=code),
         split_form=forms.get("split_form") or SplitForm(),
+        archive_form=forms.get("archive_form"),
         conflict=forms.get("conflict"),
         events=CodeEvent.objects.filter(code=code).select_related("actor")[:50],
         uses=code.codings.count(),

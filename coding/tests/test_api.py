@@ -45,6 +45,46 @@ def test_patch_uses_optimistic_locking(client_for, owner, analyst, project, make
     assert Code.objects.get(pk=code.pk).definition == "Owner"
 
 
+def test_a_refused_patch_changes_nothing_of_what_it_asked(client_for, analyst, project, make_code):
+    home, code = make_code("Home"), make_code("Trust")
+    url = f"{_codes(project)}{code.uuid}/"
+    make_code("Taken")
+    events = CodeEvent.objects.filter(code=code).count()
+    stale = {"version": 0, "parent": str(home.uuid), "archived": True, "name": "Trust renamed"}
+    r = client_for(analyst).patch(url, stale, content_type="application/json")
+    assert r.status_code == 409 and "now version 1" in r.json()["detail"]
+    duplicate = {"version": 1, "parent": str(home.uuid), "archived": True, "name": "Taken"}
+    r = client_for(analyst).patch(url, duplicate, content_type="application/json")
+    assert r.status_code == 400 and "already a code named “Taken”" in str(r.json())
+    code.refresh_from_db()
+    assert (code.parent, code.archived, code.name, code.version) == (None, False, "Trust", 1)
+    assert CodeEvent.objects.filter(code=code).count() == events
+    everything = {"version": 1, "parent": str(home.uuid), "archived": True, "name": "Trust in people"}
+    r = client_for(analyst).patch(url, everything, content_type="application/json")
+    assert r.status_code == 200 and r.json()["name"] == "Trust in people" and r.json()["archived"] is True
+    code.refresh_from_db()
+    assert (code.parent, code.archived, code.version) == (home, True, 4)  # moved, archived, renamed: one version each
+
+
+def test_a_merged_code_stays_archived_so_merges_cannot_go_round(client_for, analyst, project, make_code):
+    source, target = make_code("Advice list"), make_code("Deference")
+    client_for(analyst).post(f"{_codes(project)}{source.uuid}/merge/", {"target": str(target.uuid)},
+                             content_type="application/json")
+    r = client_for(analyst).post(f"{_codes(project)}{source.uuid}/archive/", {"archived": False},
+                                 content_type="application/json")
+    assert r.status_code == 400 and "was merged into “Deference”" in str(r.json())
+    source.refresh_from_db()
+    r = client_for(analyst).patch(f"{_codes(project)}{source.uuid}/", {"version": source.version, "archived": False},
+                                  content_type="application/json")
+    assert r.status_code == 400 and "a merged code stays archived" in str(r.json())
+    r = client_for(analyst).post(f"{_codes(project)}{target.uuid}/merge/", {"target": str(source.uuid)},
+                                 content_type="application/json")
+    assert r.status_code == 400 and "is archived" in str(r.json())
+    source.refresh_from_db()
+    target.refresh_from_db()
+    assert source.archived and source.merged_into == target and target.merged_into is None
+
+
 def test_codings_apply_list_and_delete_own_only(client_for, owner, analyst, viewer, outsider, project, interview,
                                                 participant_segments, make_code):
     code = make_code("Trust")

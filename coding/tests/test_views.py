@@ -583,3 +583,17 @@ def test_while_coding_the_next_step_leads_to_the_codebooks_list_of_interviews_to
     codebook = reverse("coding:codebook", args=[project.uuid])
     assert f'<strong>Next:</strong> <a href="{codebook}#interview-progress">Keep coding: open an interview' in page
     assert 'id="interview-progress"' in client_for(owner).get(codebook).content.decode()
+
+
+def test_a_merged_codes_page_offers_no_bring_back_and_a_post_is_refused_with_why(client_for, analyst, project, make_code):
+    from coding.services import code_merge
+
+    source, target = make_code("Advice list"), make_code("Deference")
+    code_merge(source=source, target=target, actor=analyst)
+    page = client_for(analyst).get(reverse("coding:code_detail", args=[project.uuid, source.uuid]))
+    assert page.status_code == 200
+    assert "Bring back into use" not in page.content.decode() and "A merged code stays archived" in page.content.decode()
+    r = client_for(analyst).post(reverse("coding:code_archive", args=[project.uuid, source.uuid]), {"archived": ""})
+    assert r.status_code == 400 and "was merged into “Deference”, which holds its codings" in r.content.decode()
+    source.refresh_from_db()
+    assert source.archived and source.merged_into == target
