@@ -35,7 +35,7 @@ from coding.services import (
     coding_remove,
     note_save,
 )
-from interviews.models import Interview, Participant, Turn
+from interviews.models import Interview, Participant, Segment, Turn
 from projects.api_exceptions import drf_error
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
@@ -368,14 +368,20 @@ class CodingViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.DestroyMod
         s = CodingCreateSerializer(data=request.data)
         s.is_valid(raise_exception=True)
         code = Code.objects.for_project(self.project).filter(uuid=s.validated_data["code"]).first()
-        if code is None or not Interview.objects.for_project(self.project).filter(uuid=s.validated_data["interview"]).exists():
-            raise serializers.ValidationError({"detail": "No such code or interview in this project."})
-        result = coding_apply(project_uuid=self.project.uuid, interview_uuid=s.validated_data["interview"],
+        if code is None:
+            raise serializers.ValidationError({"code": ["No code with this id in this project."]})
+        interview = Interview.objects.for_project(self.project).filter(uuid=s.validated_data["interview"]).first()
+        if interview is None:
+            raise serializers.ValidationError({"interview": ["No interview with this id in this project."]})
+        result = coding_apply(project_uuid=self.project.uuid, interview_uuid=interview.uuid,
                               user_id=request.user.pk, code_id=code.pk, segment_ids=s.validated_data["segments"],
                               any_speaker=s.validated_data["any_speaker"])
-        if not result.code_found or not result.segments_found:
-            raise serializers.ValidationError({"detail": "The code is archived or none of the segments can be coded "
-                                                         "(interviewer and system turns only with any_speaker)."})
+        if not result.code_found:
+            why = (f"was merged into “{code.merged_into.name}”; code with that instead" if code.merged_into_id
+                   else "is archived; bring it back to code with it")
+            raise serializers.ValidationError({"code": [f"“{code.name}” {why}."]})
+        if not result.segments_found:
+            raise serializers.ValidationError({"segments": [_uncodable(interview, s.validated_data["segments"])]})
         coded, codable = interview_segment_progress(result.interview_id)
         return Response({"created": result.changed, "coded": coded, "codable": codable},
                         status=status.HTTP_201_CREATED if result.changed else status.HTTP_200_OK)
@@ -385,6 +391,17 @@ class CodingViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.DestroyMod
             raise Http404("No such coding of yours.")
         coding_remove(project_uuid=self.project.uuid, interview_uuid=instance.interview.uuid, user_id=self.request.user.pk,
                       code_id=instance.code_id, segment_ids=[instance.segment_id])
+
+
+def _uncodable(interview: Interview, segment_ids: list[int]) -> str:
+    """Why none of these segments could be coded in the interview (an error's message: one more query)."""
+    speakers = dict(Segment.objects.filter(interview=interview, pk__in=segment_ids).values_list("pk", "speaker"))
+    elsewhere = [pk for pk in segment_ids if pk not in speakers]
+    if elsewhere:
+        listed = ", ".join(map(str, elsewhere[:10])) + (f" and {len(elsewhere) - 10} more" if len(elsewhere) > 10 else "")
+        return f"Not segments of “{interview.title}”: {listed}."
+    return ("These are interviewer, system or tool segments; send any_speaker: true to code them "
+            "(only the participant's segments are coded otherwise).")
 
 
 class NoteSerializer(serializers.ModelSerializer):

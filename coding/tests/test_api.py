@@ -85,6 +85,34 @@ def test_a_merged_code_stays_archived_so_merges_cannot_go_round(client_for, anal
     assert source.archived and source.merged_into == target and target.merged_into is None
 
 
+def test_a_coding_that_cannot_be_made_says_which_field_is_wrong_and_why(client_for, analyst, project, interview,
+                                                                        participant_segments, make_code, make_interview):
+    from coding.services import code_archive, code_merge
+    from interviews.models import Speaker
+
+    code, archived, merged = make_code("Trust"), make_code("Old idea"), make_code("Faith")
+    code_archive(code=archived, actor=analyst)
+    code_merge(source=merged, target=code, actor=analyst)
+    other = make_interview(title="Another")
+    asked = interview.segments.filter(speaker=Speaker.INTERVIEWER).first()
+
+    def refused(**changes) -> dict:
+        body = {"interview": str(interview.uuid), "code": str(code.uuid), "segments": [participant_segments[0].pk], **changes}
+        r = client_for(analyst).post(_codings(project), body, content_type="application/json")
+        assert r.status_code == 400, r.content
+        return r.json()
+
+    unknown = "00000000-0000-0000-0000-000000000000"
+    assert refused(code=unknown) == {"code": ["No code with this id in this project."]}
+    assert refused(interview=unknown) == {"interview": ["No interview with this id in this project."]}
+    assert refused(code=str(archived.uuid)) == {"code": ["“Old idea” is archived; bring it back to code with it."]}
+    assert refused(code=str(merged.uuid)) == {"code": ["“Faith” was merged into “Trust”; code with that instead."]}
+    elsewhere = other.segments.first().pk
+    assert refused(segments=[elsewhere]) == {"segments": [f"Not segments of “{interview.title}”: {elsewhere}."]}
+    assert "send any_speaker: true" in refused(segments=[asked.pk])["segments"][0]
+    assert not Coding.objects.exists()
+
+
 def test_codings_apply_list_and_delete_own_only(client_for, owner, analyst, viewer, outsider, project, interview,
                                                 participant_segments, make_code):
     code = make_code("Trust")
@@ -233,7 +261,7 @@ def test_interviewer_turns_are_coded_only_when_asked(client_for, analyst, projec
     question = interview.segments.filter(speaker=Speaker.INTERVIEWER).first()
     body = {"interview": str(interview.uuid), "code": str(code.uuid), "segments": [question.pk]}
     refused = client_for(analyst).post(_codings(project), body, content_type="application/json")
-    assert refused.status_code == 400 and "any_speaker" in refused.json()["detail"]
+    assert refused.status_code == 400 and "any_speaker" in refused.json()["segments"][0]
     response = client_for(analyst).post(_codings(project), {**body, "any_speaker": True}, content_type="application/json")
     assert response.status_code == 201 and response.json()["created"] == [question.pk]
     assert Coding.objects.filter(segment=question, code=code).exists()
