@@ -26,7 +26,7 @@ class ItemImportError(ValueError):
 
 @dataclass
 class ItemRow:
-    line: int  # 1-based data row (CSV/XLSX: header is row 0; JSONL: line number)
+    line: int  # 1-based data row (CSV/XLSX: the sheet's row number minus the header's; JSONL: line number)
     text: str
     labels: dict[str, str]
     attributes: dict[str, Any]
@@ -77,15 +77,58 @@ def read_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str,
 
 
 def _csv_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str, Any]]]:
+    text = _utf8(filename, data.read())
+    lines = io.StringIO(text, newline="")
+    reader = csv.reader(lines, delimiter=_delimiter(lines.readline()))
+    lines.seek(0)
+    header = _header(filename, next(reader, []))
+    for number, values in enumerate(reader, start=1):
+        if not any(v.strip() for v in values):
+            continue  # a blank line, or only delimiters: XLSX skips empty rows too
+        if any(v.strip() for v in values[len(header):]):
+            raise ItemImportError(f"{_where(filename, number)}: more cells than the header has columns.")
+        values += [""] * (len(header) - len(values))
+        yield number, {h: v for h, v in zip(header, values, strict=False) if h}
+
+
+def _delimiter(header_line: str) -> str:
+    """A comma, or the semicolon or tab of a header with no comma (Excel in many locales saves CSV with ";")."""
+    if "," in header_line:
+        return ","
+    return next((d for d in (";", "\t") if d in header_line), ",")
+
+
+def _header(filename: str, names: list[Any]) -> list[str]:
+    """The column names with spaces around them stripped; a name used twice is refused."""
+    from openpyxl.utils import get_column_letter
+
+    header = ["" if name is None else str(name).strip() for name in names]
+    seen: dict[str, int] = {}
+    for index, name in enumerate(header, start=1):
+        if name and name in seen:
+            raise ItemImportError(f"{filename}, row 1: the column “{name}” appears twice (columns "
+                                  f"{get_column_letter(seen[name])} and {get_column_letter(index)}); rename one.")
+        seen.setdefault(name, index)
+    return header
+
+
+def _where(filename: str, number: int) -> str:
+    """Where a record is, as the user's program shows it: the sheet row (the header is row 1) or the JSONL line."""
+    if filename.lower().endswith(".jsonl"):
+        return f"{filename}, line {number}"
+    return f"{filename}, row {number + 1}"
+
+
+def _utf8(filename: str, raw: bytes) -> str:
+    """The file as text: UTF-8, with or without a byte-order mark; anything else is refused with its line."""
     try:
-        text = data.read().decode("utf-8-sig")
+        return raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise ItemImportError(f"{filename}: not UTF-8 text (byte {exc.start}); save the sheet as CSV UTF-8.")
-    reader = csv.DictReader(io.StringIO(text, newline=""))
-    for number, record in enumerate(reader, start=1):
-        if None in record:
-            raise ItemImportError(f"{filename}, row {number}: more cells than the header has columns.")
-        yield number, record
+        line = raw.count(b"\n", 0, exc.start) + 1
+        before = raw[raw.rfind(b"\n", 0, exc.start) + 1:exc.start].decode("utf-8-sig")  # valid up to the bad byte
+        fix = "save the sheet as “CSV UTF-8”" if format_of(filename) == "csv" else "save the file as UTF-8"
+        raise ItemImportError(f"{filename}, line {line}: not UTF-8 text (byte 0x{raw[exc.start]:02X} at column "
+                              f"{len(before) + 1}); {fix}.") from None
 
 
 def _xlsx_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str, Any]]]:
@@ -97,7 +140,7 @@ def _xlsx_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str
     except Exception as exc:  # noqa: BLE001 - any unreadable workbook is the user's file, not our bug
         raise ItemImportError(f"{filename}: not a readable XLSX workbook ({type(exc).__name__}).")
     rows = workbook.worksheets[0].iter_rows(values_only=True)
-    header = [str(h).strip() if h is not None else "" for h in next(rows, ())]
+    header = _header(filename, list(next(rows, ())))
     for number, values in enumerate(rows, start=1):
         if all(v is None for v in values):
             continue
@@ -132,8 +175,9 @@ def _check_unpacked_size(filename: str, data: BinaryIO) -> None:
 
 
 def _jsonl_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str, Any]]]:
-    for number, raw in enumerate(data, start=1):
-        line = raw.decode("utf-8", errors="replace").strip()
+    # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks at.
+    for number, line in enumerate(_utf8(filename, data.read()).split("\n"), start=1):
+        line = line.strip()
         if not line:
             continue
         try:
@@ -152,16 +196,16 @@ def item_rows(
     """Check every record and split it into text, labels and attributes."""
     rows: list[ItemRow] = []
     for number, record in records:
-        where = "line" if filename.lower().endswith(".jsonl") else "row"
-        _check_columns(f"{filename}, {where} {number}" if rows else filename, record, [text_column, *label_columns])
+        where = _where(filename, number)
+        _check_columns(where if rows else filename, record, [text_column, *label_columns])
         text = _cell(record.get(text_column))
         if not text:
-            raise ItemImportError(f"{filename}, {where} {number}, column “{text_column}”: the text is empty.")
+            raise ItemImportError(f"{where}, column “{text_column}”: the text is empty.")
         labels = {}
         for column in label_columns:
             value = _cell(record.get(column))
             if not value:
-                raise ItemImportError(f"{filename}, {where} {number}, column “{column}”: the ground-truth label is empty.")
+                raise ItemImportError(f"{where}, column “{column}”: the ground-truth label is empty.")
             labels[column] = value
         attributes = {_no_nul(k): _no_nul(v) for k, v in record.items() if k not in labels and k != text_column}
         rows.append(ItemRow(number, text, labels, attributes))

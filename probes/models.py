@@ -194,6 +194,15 @@ class Answer(models.Model):
         return f"{self.item} × {self.condition} × {self.participant} #{self.repetition}"
 
     @property
+    def asked_model_id(self) -> str:
+        """The model id this answer was asked with, as recorded in its provenance ("" when never sent).
+
+        The participant's model id may have been edited since; the recorded one is what the answer is about.
+        """
+        request = self.provenance.get("request") or {}
+        return str(self.provenance.get("model_requested") or request.get("model") or "")
+
+    @property
     def is_lost(self) -> bool:
         """Claimed or queued so long ago that its worker must be gone."""
         since = self.claimed_at if self.status == self.Status.RUNNING else self.queued_at

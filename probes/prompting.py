@@ -87,6 +87,8 @@ def response_format(version: ConditionVersion) -> dict[str, Any] | None:
 
 def parse(version: ConditionVersion, text: str) -> Parsed:
     """The answer's label, categories and rationale; raises ParseError with the reason."""
+    if not text.strip():
+        raise ParseError("The answer was empty: the model sent no text.")
     if version.output_format == OutputFormat.JSON_SCHEMA:
         fields = _json_fields(version, text)
     else:
@@ -102,6 +104,9 @@ def _json_fields(version: ConditionVersion, text: str) -> dict[str, Any]:
     try:
         value = safejson.loads(body)
     except safejson.JSONInputError as exc:
+        if not body.lstrip().startswith(("{", "[")):
+            # A refusal or an explanation instead of JSON: the parser's "Expecting value" would hide which.
+            raise ParseError(f"Not JSON: the answer is plain text (“{_preview(body)}”).") from None
         raise ParseError(f"Not valid JSON: {exc}.") from None
     try:
         jsonschema.validate(value, schema_for(version))
@@ -111,6 +116,11 @@ def _json_fields(version: ConditionVersion, text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ParseError("Expected a JSON object.")
     return value
+
+
+def _preview(text: str, length: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= length else text[: length - 1] + "…"
 
 
 def _strip_fence(text: str) -> str:

@@ -193,21 +193,31 @@ def probes_resume(*, worker: str) -> list[int]:
 
 
 def progress(probe: Probe) -> dict[str, Any]:
-    """Answers done, unparsed, failed, remaining, and an ETA in seconds from this run's pace."""
+    """Answers done, unparsed, failed, remaining, and an ETA in seconds from this run's pace.
+
+    Remaining counts the answers the probe's current design (items × conditions × live models ×
+    repetitions) needs and does not have yet, so a condition, model or repetition added after a run
+    shows as work left for "Run the rest".
+    """
+    live = probe.participants.filter(is_live=True)
     counts = Answer.objects.filter(item__probe=probe).aggregate(
-        total=Count("pk"),
+        answers=Count("pk"),
         **{status: Count("pk", filter=Q(status=status)) for status in Answer.Status.values},
         this_run=Count("pk", filter=Q(finished_at__gte=probe.run_started_at or timezone.now())),
+        in_design=Count("pk", filter=Q(participant__in=live.values("pk"), repetition__lte=probe.repetitions)),
     )
+    needed = probe.items.count() * probe.conditions.count() * live.count() * probe.repetitions
+    missing = max(0, needed - counts.pop("in_design"))
+    total = counts["answers"] + missing
     finished = counts["done"] + counts["unparsed"] + counts["failed"]
-    remaining = counts["total"] - finished
+    remaining = total - finished
     eta = None
     if probe.run_state == Probe.RunState.RUNNING and counts["this_run"] and remaining:
         elapsed = (timezone.now() - probe.run_started_at).total_seconds()
         eta = round(elapsed / counts["this_run"] * remaining)
-    percent = round(100 * finished / counts["total"]) if counts["total"] else 0
-    return {**counts, "finished": finished, "remaining": remaining, "eta_seconds": eta, "percent": percent,
-            "lost": _lost_count(probe)}
+    percent = round(100 * finished / total) if total else 0
+    return {**counts, "total": total, "missing": missing, "finished": finished, "remaining": remaining,
+            "eta_seconds": eta, "percent": percent, "lost": _lost_count(probe)}
 
 
 def _lost_count(probe: Probe) -> int:

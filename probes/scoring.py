@@ -11,7 +11,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from probes.models import Answer, Probe
+from probes.models import Answer, ConditionVersion, Probe
 from probes.stats import TestResult, difference_test, wilson
 
 ALL, CITES, NONE = "all", "cites", "none"
@@ -83,23 +83,34 @@ def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | No
     truth_column = truth_column or probe.truth_column
     chosen_set = {c.lower() for c in chosen or []}
     rows: dict[tuple[str, str], list[_Row]] = defaultdict(list)
-    labels: dict[str, list[str]] = {}
+    labels = latest_labels(probe)
     offered: dict[str, set[str]] = {}
     answers = Answer.objects.filter(item__probe=probe).order_by("condition__name", "participant__label").values_list(
         "condition__name", "participant__label", "item__labels", "label", "categories", "status",
-        "condition_version__labels", "condition_version__categories",
+        "condition_version__categories",
     )
-    for condition, model, item_labels, label, categories, status, version_labels, version_categories in answers.iterator():
+    for condition, model, item_labels, label, categories, status, version_categories in answers.iterator():
         rows[(condition, model)].append(_Row(str(item_labels.get(truth_column, "")), label, categories or [], status))
-        labels.setdefault(condition, list(version_labels))
+        columns = labels.setdefault(condition, [])
+        if status == Answer.Status.DONE and label not in columns:
+            columns.append(label)  # parsed with an older version's labels: still a column, so every answer counts
         offered.setdefault(condition, set()).update(c.lower() for c in version_categories)
     cells = []
     for (condition, model), cell_rows in rows.items():
         subsets = [ALL, CITES, NONE] if chosen_set else [ALL]
         for subset in subsets:
             cells.append(_cell(condition, model, subset, labels[condition], cell_rows, chosen_set))
-    novel = {condition: _novel(cell_rows_of(rows, condition), offered[condition]) for condition in labels}
+    novel = {condition: _novel(cell_rows_of(rows, condition), offered[condition]) for condition in offered}
     return Scores(truth_column=truth_column, chosen=list(chosen or []), cells=cells, novel=novel)
+
+
+def latest_labels(probe: Probe) -> dict[str, list[str]]:
+    """Each condition's labels as its latest version lists them: the predicted columns of Table 1."""
+    labels: dict[str, list[str]] = {}
+    versions = ConditionVersion.objects.filter(condition__probe=probe).order_by("condition__name", "-number")
+    for condition, version_labels in versions.values_list("condition__name", "labels"):
+        labels.setdefault(condition, list(version_labels))
+    return labels
 
 
 def cell_rows_of(rows: dict[tuple[str, str], list[_Row]], condition: str) -> list[_Row]:
@@ -159,10 +170,16 @@ SUMMARY_HEADERS = [
 
 
 def summary_rows(scores: Scores) -> list[list[Any]]:
-    """Table 1 in long form: one row per condition × model × subset × ground-truth group × predicted label."""
+    """Table 1 in long form: one row per condition × model × subset × ground-truth group × predicted label.
+
+    A cell with no parsed answers still gets one row (N = 0) with its unparsed and failed counts, as the page shows it.
+    """
     out = []
     for cell in scores.cells:
         low, high = cell.accuracy.interval or (None, None)
+        if not cell.groups:
+            out.append([cell.condition, cell.model, cell.subset_name, "", 0, "", None, None, None, None, None, None,
+                        None, None, "", None, cell.unparsed, cell.failed])
         for group in cell.groups:
             for label, rate in group.predicted.items():
                 r_low, r_high = rate.interval or (None, None)

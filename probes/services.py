@@ -143,6 +143,7 @@ def condition_save(*, probe: Probe, condition: Condition | None, user: Any, name
 def _check_version(probe: Probe, version: ConditionVersion) -> None:
     if not version.labels:
         raise ValidationError({"labels": "List the labels the model may answer with, e.g. “woman, man”."})
+    _check_keys(version)
     first = probe.items.order_by("position").first()
     known = set(item_fields(first)) if first else {"text"}
     _check_pipeline(version)
@@ -156,6 +157,18 @@ def _check_version(probe: Probe, version: ConditionVersion) -> None:
                                               f"{', '.join(sorted(allowed))}."})
     if version.output_format == OutputFormat.JSON_SCHEMA and version.json_schema:
         _check_schema(version)
+
+
+def _check_keys(version: ConditionVersion) -> None:
+    # One answer field cannot be the label and the categories (or the rationale) at once: nothing would parse.
+    # Compared without case, as labelled lines are read.
+    seen: dict[str, str] = {}
+    for field, name in (("label_key", "label"), ("categories_key", "categories"), ("rationale_key", "rationale")):
+        key = getattr(version, field).strip().lower()
+        if key and key in seen:
+            raise ValidationError({field: f"The label, categories and rationale keys must differ: “{getattr(version, field)}” "
+                                          f"is the {seen[key]} key too."})
+        seen.setdefault(key, name)
 
 
 def _check_pipeline(version: ConditionVersion) -> None:
@@ -189,9 +202,22 @@ class RunNotReady(ValueError):
     """The probe lacks items, conditions or models; the message says which."""
 
 
+@dataclass(frozen=True)
+class RunStarted:
+    created: int  # answers the design needed and did not have yet
+    to_ask: int  # answers this run asks: the new ones, pending ones, lost ones put back, failed ones when retried
+
+    @property
+    def message(self) -> str:
+        if not self.to_ask:
+            return "Nothing to ask: every answer the probe needs is finished."
+        new = f" ({self.created} new)" if self.created and self.created != self.to_ask else ""
+        return f"Run started: {self.to_ask} answer{'s' if self.to_ask != 1 else ''} to ask{new}."
+
+
 @transaction.atomic
-def run_start(*, probe: Probe, retry_failed: bool = False) -> int:
-    """Create the missing answers (latest condition versions) and start or resume the run; returns answers created.
+def run_start(*, probe: Probe, retry_failed: bool = False) -> RunStarted:
+    """Create the missing answers (latest condition versions) and start or resume the run.
 
     Answers already done are never asked again; answers a lost worker held are asked again, and
     failed ones too when `retry_failed` (their last failure stays in the provenance until then).
@@ -209,18 +235,20 @@ def run_start(*, probe: Probe, retry_failed: bool = False) -> int:
                participant=p, repetition=r)
         for c in conditions for p in participants for item_id in item_ids for r in range(1, probe.repetitions + 1)
     ]
-    before = Answer.objects.filter(item__probe=probe).count()
+    answers = Answer.objects.filter(item__probe=probe)
+    before = answers.count()
     Answer.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
-    created = Answer.objects.filter(item__probe=probe).count() - before
+    created = answers.count() - before
     if retry_failed:
-        Answer.objects.filter(item__probe=probe, status=Answer.Status.FAILED).update(status=Answer.Status.PENDING, reason="")
+        answers.filter(status=Answer.Status.FAILED).update(status=Answer.Status.PENDING, reason="")
     probe.run_state, probe.run_started_at = Probe.RunState.RUNNING, timezone.now()
     probe.save(update_fields=["run_state", "run_started_at"])
     from probes.running import answers_requeue_lost, probe_pump  # running.py imports this module
 
     answers_requeue_lost(probe=probe)
     transaction.on_commit(lambda: probe_pump(probe.pk))
-    return created
+    to_ask = answers.exclude(status__in=Answer.FINISHED).count()
+    return RunStarted(created=created, to_ask=to_ask)
 
 
 @transaction.atomic
@@ -300,7 +328,7 @@ def condition_to_interviews(*, condition: Condition, user: Any) -> int:
         turns = Turn.objects.bulk_create([
             Turn(interview=interview, position=0, speaker=Speaker.INTERVIEWER, text=prompt),
             Turn(interview=interview, position=1, speaker=Speaker.PARTICIPANT, text=answer.rationale,
-                 model_slug=(answer.provenance.get("model_returned") or answer.participant.model_id)[:200],
+                 model_slug=(answer.provenance.get("model_returned") or answer.asked_model_id or answer.participant.model_id)[:200],
                  timestamp=answer.finished_at, metadata={"provenance": answer.provenance}),
         ])
         Segment.objects.bulk_create(segments_for_turns(interview, turns))

@@ -169,15 +169,15 @@ def dry_run(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> HttpR
 @login_required
 @require_POST
 def run_start(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> HttpResponse:
-    """Start the run, or resume it: only answers not yet finished are asked."""
+    """Start the run, or resume it: only answers not yet finished (or not yet created) are asked."""
     membership = writer_or_403(request, project_uuid)
     probe = _probe(membership, probe_uuid)
     try:
-        created = services.run_start(probe=probe, retry_failed=request.POST.get("retry_failed") == "1")
+        started = services.run_start(probe=probe, retry_failed=request.POST.get("retry_failed") == "1")
     except services.RunNotReady as exc:
         messages.error(request, str(exc))
     else:
-        messages.success(request, f"Run started: {created} new answer{'s' if created != 1 else ''} to ask.")
+        messages.success(request, started.message)
     return redirect("probes:detail", project_uuid=project_uuid, probe_uuid=probe.uuid)
 
 

@@ -45,7 +45,8 @@ def _answer_rows(probe: Probe, attribute_keys: list[str]) -> Iterator[Sequence[C
         yield [
             a.item.text, *[a.item.labels.get(c, "") for c in probe.label_columns],
             *[_cell(a.item.attributes.get(k)) for k in attribute_keys],
-            a.condition.name, a.condition_version.number, a.participant.label, a.participant.model_id, a.item.position,
+            a.condition.name, a.condition_version.number, a.participant.label,
+            a.asked_model_id or a.participant.model_id, a.item.position,  # not asked yet: the model it will be
             a.repetition, a.get_status_display(), a.reason, a.label, "; ".join(a.categories), a.rationale, a.text,
             a.provenance.get("model_returned"), a.provenance.get("system_fingerprint"), usage.get("prompt_tokens"),
             usage.get("completion_tokens"), a.provenance.get("latency_ms"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import pytest
 from openpyxl import Workbook
@@ -43,7 +44,7 @@ def test_a_missing_column_is_named_with_the_columns_found():
 
 
 def test_an_empty_label_names_row_and_column():
-    with pytest.raises(ItemImportError, match="r.csv, row 2, column “gender”: the ground-truth label is empty"):
+    with pytest.raises(ItemImportError, match="r.csv, row 3, column “gender”: the ground-truth label is empty"):
         rows_of("r.csv", b"text,gender\nA,woman\nB,\n")
 
 
@@ -109,3 +110,60 @@ def test_an_xlsx_that_would_unpack_beyond_the_limit_is_refused(settings):
 def test_nul_characters_are_dropped_so_postgresql_can_store_the_row():
     [row] = rows_of("r.csv", b"text,gender,note\nRu\x00de.,wo\x00man,a\x00b\n")
     assert (row.text, row.labels, row.attributes) == ("Rude.", {"gender": "woman"}, {"note": "ab"})
+
+
+def xlsx(*rows) -> bytes:
+    book = Workbook()
+    for row in rows:
+        book.active.append(row)
+    buffer = io.BytesIO()
+    book.save(buffer)
+    return buffer.getvalue()
+
+
+def test_a_column_named_twice_is_refused_in_csv_and_xlsx():
+    message = "the column “gender” appears twice (columns C and D); rename one."
+    with pytest.raises(ItemImportError, match=re.escape(f"r.csv, row 1: {message}")):
+        rows_of("r.csv", b"id,text,gender,gender\n1,Rude.,woman,man\n")
+    with pytest.raises(ItemImportError, match=re.escape(f"r.xlsx, row 1: {message}")):
+        rows_of("r.xlsx", xlsx(["id", "text", "gender", " gender "], [1, "Rude.", "woman", "man"]))
+
+
+def test_csv_headers_are_trimmed_and_rows_of_only_commas_skipped_like_xlsx():
+    data = b"id , text ,gender\n1,Rude.,woman\n,,\n\n4,Late.,man\n"
+    rows = rows_of("r.csv", data)
+    assert [(r.line, r.text, r.labels, r.attributes) for r in rows] == [
+        (1, "Rude.", {"gender": "woman"}, {"id": "1"}), (4, "Late.", {"gender": "man"}, {"id": "4"})]
+    book = rows_of("r.xlsx", xlsx(["id ", " text", "gender"], [1, "Rude.", "woman"], [None, None, None],
+                                  [None, None, None], [4, "Late.", "man"]))
+    assert [(r.line, r.text, r.labels) for r in book] == [(r.line, r.text, r.labels) for r in rows]
+
+
+def test_row_numbers_are_the_ones_the_spreadsheet_shows():
+    # The header is row 1; blank rows and a cell running over two lines still count as the spreadsheet counts them.
+    data = b'text,gender\n"Rude,\nvery rude.",woman\n,,\nLate.,\n'
+    with pytest.raises(ItemImportError, match="^r.csv, row 4, column “gender”: the ground-truth label is empty.$"):
+        rows_of("r.csv", data)
+    with pytest.raises(ItemImportError, match="^r.xlsx, row 4, column “gender”: the ground-truth label is empty.$"):
+        rows_of("r.xlsx", xlsx(["text", "gender"], ["Rude.", "woman"], [None, None], ["Late.", None]))
+    with pytest.raises(ItemImportError, match="^r.csv, row 3: more cells than the header has columns.$"):
+        rows_of("r.csv", b"text,gender\nRude.,woman\nLate.,man,extra\n")
+
+
+def test_a_semicolon_delimited_csv_is_read_with_its_delimiter():
+    rows = rows_of("r.csv", "text;gender;city\nRude, very rude.;woman;Köln\n".encode())
+    assert [(r.text, r.labels, r.attributes) for r in rows] == [("Rude, very rude.", {"gender": "woman"}, {"city": "Köln"})]
+
+
+@pytest.mark.parametrize("name", ["r.csv", "r.jsonl"])
+def test_utf8_with_or_without_bom_is_read_and_anything_else_is_refused_with_its_line(name):
+    good = (b"text,gender\nK\xc3\xb6ln was rude.,woman\n" if name == "r.csv"
+            else b'{"text": "K\xc3\xb6ln was rude.", "gender": "woman"}\n')
+    for data in (good, b"\xef\xbb\xbf" + good):
+        [row] = rows_of(name, data)
+        assert (row.text, row.labels) == ("Köln was rude.", {"gender": "woman"})
+    latin1 = good.replace(b"\xc3\xb6", b"\xf6")
+    where = ("line 2: not UTF-8 text (byte 0xF6 at column 2); save the sheet as “CSV UTF-8”." if name == "r.csv"
+             else "line 1: not UTF-8 text (byte 0xF6 at column 12); save the file as UTF-8.")
+    with pytest.raises(ItemImportError, match=re.escape(f"{name}, {where}")):
+        rows_of(name, latin1)

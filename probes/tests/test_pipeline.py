@@ -77,7 +77,7 @@ def test_an_agent_whose_answer_does_not_parse_stops_the_pipeline(agents, probe_w
         services.run_start(probe=probe_with_items)
     answer = Answer.objects.get(condition=agents[1], item__position=1)
     assert answer.status == "unparsed"
-    assert answer.reason.startswith("The analysis agent's answer: Not valid JSON")
+    assert answer.reason.startswith("The analysis agent's answer: Not JSON: the answer is plain text (“I refuse.”)")
     assert [s["agent"] for s in answer.provenance["pipeline"]] == ["assistant", "analysis"]
 
 

@@ -43,8 +43,16 @@ def test_json_answers_parse_and_are_validated_again():
     assert (parsed.label, parsed.categories, parsed.rationale) == ("woman", ["Emotional Expression", "Tone"], "Warm.")
     with pytest.raises(ParseError, match="Does not match the JSON schema at label: 'other' is not one of"):
         parse(version(), json.dumps({"label": "other", "categories": [], "rationale": ""}))
-    with pytest.raises(ParseError, match="Not valid JSON"):
-        parse(version(), "The author is a woman.")
+    with pytest.raises(ParseError, match="Not valid JSON: 'Expecting ',' delimiter' at line 1, column 19"):
+        parse(version(), '{"label": "woman" "categories": []}')
+
+
+def test_empty_answers_and_plain_text_refusals_say_which_they_are():
+    for v in (version(), lines_version()):
+        with pytest.raises(ParseError, match=r"^The answer was empty: the model sent no text\.$"):
+            parse(v, " \n")
+    with pytest.raises(ParseError, match=r"^Not JSON: the answer is plain text \(“I'm sorry, but I can't help with that\.”\)\.$"):
+        parse(version(), "I'm sorry, but I can't help\nwith that.")
 
 
 def test_labelled_lines_parse_with_markdown_and_multi_line_rationales():

@@ -8,7 +8,7 @@ import pytest
 
 from probes import services
 from probes.models import Answer, Probe
-from probes.running import answer_run, probe_dry_run, probe_pump, token_estimate
+from probes.running import answer_run, probe_dry_run, probe_pump, progress, token_estimate
 from probes.tests import scripted
 
 
@@ -40,8 +40,29 @@ def test_a_run_asks_every_answer_once_and_finishes(ready, fake_openai, django_ca
     assert Probe.objects.get(pk=ready.pk).run_state == Probe.RunState.FINISHED
     # A second run creates nothing and asks nothing.
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.run_start(probe=ready) == 0
+        assert services.run_start(probe=ready) == services.RunStarted(created=0, to_ask=0)
     assert len(fake_openai.chat_requests()) == 16
+
+
+def test_what_the_design_gains_after_a_run_is_remaining_and_the_next_run_asks_it(
+        ready, fake_openai, owner, django_capture_on_commit_callbacks):
+    fake_openai.script("model-a", answer=scripted.answer)
+    run_all(ready, django_capture_on_commit_callbacks)
+    assert progress(ready)["remaining"] == 0
+    # A second repetition and a third condition: 16 + 8 answers the probe now needs and does not have.
+    services.probe_configure(probe=ready, participants=list(ready.participants.all()), repetitions=2, concurrency=3)
+    services.condition_save(probe=ready, condition=None, user=owner, name="Neutral", template="{text}",
+                            output_format="json_schema", json_schema={}, label_key="gender", categories_key="",
+                            rationale_key="", labels=["woman", "man"])
+    numbers = progress(Probe.objects.get(pk=ready.pk))
+    assert (numbers["answers"], numbers["missing"], numbers["total"], numbers["remaining"], numbers["percent"]) == (
+        16, 32, 48, 32, 33)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.run_start(probe=ready) == services.RunStarted(created=32, to_ask=32)
+    assert len(fake_openai.chat_requests()) == 48
+    numbers = progress(Probe.objects.get(pk=ready.pk))
+    assert (numbers["answers"], numbers["missing"], numbers["remaining"]) == (48, 0, 0)
+    assert Answer.objects.filter(repetition=2).count() == 24 and Answer.objects.filter(condition__name="Neutral").count() == 16
 
 
 def test_rate_limits_and_server_errors_are_retried_with_backoff(ready, fake_openai, django_capture_on_commit_callbacks):
@@ -146,7 +167,9 @@ def test_failed_answers_are_asked_again_only_when_asked_to(ready, fake_openai, d
     run_all(ready, django_capture_on_commit_callbacks)  # "Run the rest": failed answers stay
     assert set(Answer.objects.values_list("status", flat=True)) == {"failed"}
     with django_capture_on_commit_callbacks(execute=True):
-        services.run_start(probe=ready, retry_failed=True)
+        started = services.run_start(probe=ready, retry_failed=True)
+    assert started == services.RunStarted(created=0, to_ask=16)
+    assert started.message == "Run started: 16 answers to ask."
     assert Counter(Answer.objects.values_list("status", flat=True)) == {"done": 15, "unparsed": 1}
 
 

@@ -90,7 +90,7 @@ def test_a_bad_sheet_names_row_and_column_and_imports_nothing(probe, project, an
     data = {"file": upload, "text_column": "text", "label_columns": "gender"}
     response = client_for(analyst).post(url("items_import", project, probe), data)
     assert response.status_code == 400
-    assert "reviews.csv, row 2, column “text”: the text is empty." in response.content.decode()
+    assert "reviews.csv, row 3, column “text”: the text is empty." in response.content.decode()
     assert not Item.objects.exists()
 
 
@@ -214,3 +214,120 @@ def test_the_condition_page_lists_versions_in_bounded_queries(answered, project,
     assert count_queries(client, target) == few
     page = client.get(target).content.decode()
     assert "v4" in page and "Answers asked with it" in page
+
+
+def test_after_a_finished_run_a_new_condition_is_remaining_and_run_the_rest_asks_it(answered, project, analyst,
+                                                                                      client_for):
+    Probe.objects.filter(pk=answered.pk).update(run_state=Probe.RunState.FINISHED)
+    client = client_for(analyst)
+    progress = client.get(url("detail", project, answered), HTTP_HX_REQUEST="true").content.decode()
+    assert "0 remaining" in progress and 'id="run-button"' not in progress
+    assert client.post(url("condition_create", project, answered), CONDITION_POST).status_code == 302
+    progress = client.get(url("detail", project, answered), HTTP_HX_REQUEST="true").content.decode()
+    # 8 items × 2 models under the new condition.
+    assert "32 done · 0 unparsed · 0 failed · 16 remaining" in progress
+    assert "16 answers the probe now needs" in progress and ">Run the rest</button>" in progress
+    response = client.post(url("run", project, answered), follow=True)
+    assert "Run started: 16 answers to ask." in response.content.decode()
+    assert Answer.objects.filter(condition__name="Plain", status=Answer.Status.PENDING).count() == 16
+
+
+def test_resuming_says_how_many_answers_it_asks_not_only_the_new_ones(answered, project, analyst, client_for):
+    Answer.objects.filter(pk__in=Answer.objects.order_by("pk").values("pk")[:3]).update(status=Answer.Status.PENDING)
+    Answer.objects.filter(pk__in=Answer.objects.order_by("-pk").values("pk")[:2]).update(status=Answer.Status.FAILED)
+    client = client_for(analyst)
+    assert "Run started: 3 answers to ask." in client.post(url("run", project, answered), follow=True).content.decode()
+    retried = client.post(url("run", project, answered), {"retry_failed": "1"}, follow=True).content.decode()
+    assert "Run started: 5 answers to ask." in retried
+    Answer.objects.update(status=Answer.Status.DONE)
+    done = client.post(url("run", project, answered), follow=True).content.decode()
+    assert "Nothing to ask: every answer the probe needs is finished." in done
+
+
+def test_result_columns_follow_the_latest_labels_and_every_parsed_label(answered, owner, project, viewer, client_for):
+    import json
+
+    from probes.scoring import probe_scores
+    from probes.services import VERSION_FIELDS, answers_reparse, condition_save
+
+    control = Condition.objects.get(probe=answered, name="Control")
+    for answer in Answer.objects.filter(condition=control).select_related("item", "participant"):
+        said = "nonbinary" if answer.participant.label == "Model A" and answer.item.position in (1, 5) else answer.label
+        answer.text = json.dumps({"gender": said, "codes_applied": ["Declaration"], "rationale": "r"})
+        answer.status = Answer.Status.UNPARSED if said == "nonbinary" else Answer.Status.DONE
+        answer.save(update_fields=["text", "status"])
+    version = control.versions.get()
+    fields = {f: getattr(version, f) for f in VERSION_FIELDS}
+    schema = json.loads(json.dumps(fields["json_schema"]))
+    schema["properties"]["gender"]["enum"] = ["woman", "man", "nonbinary"]
+    condition_save(probe=answered, condition=control, user=owner, name="Control",
+                   **fields | {"labels": ["woman", "man", "nonbinary"], "json_schema": schema})
+    assert answers_reparse(condition=control) == {"done": 16, "unparsed": 0}
+
+    def model_a() -> list:
+        cells = probe_scores(answered).cells
+        return next(c for c in cells if (c.condition, c.model) == ("Control", "Model A"))
+
+    cell = model_a()
+    assert cell.labels == ["woman", "man", "nonbinary"]
+    assert [(g.group, g.n, g.predicted["nonbinary"].count) for g in cell.groups] == [("man", 4, 1), ("woman", 4, 1)]
+    assert sum(g.n for g in cell.groups) == cell.n == 8 and cell.confusion == [[0, 3, 1], [3, 0, 1]]
+    assert cell.accuracy.count == 6
+    page = client_for(viewer).get(url("results", project, answered)).content.decode()
+    assert "Predicted “nonbinary”" in page
+    # A later version without the label: the answers parsed with it keep their column.
+    condition_save(probe=answered, condition=control, user=owner, name="Control", **fields | {"template": "R: {text}"})
+    assert model_a().labels == ["woman", "man", "nonbinary"] and model_a().n == 8
+
+
+def test_the_summary_download_keeps_cells_without_parsed_answers(answered, project, viewer, client_for):
+    Answer.objects.filter(condition__name="Primed", participant__label="Model B").update(
+        status=Answer.Status.FAILED, label="")
+    Answer.objects.filter(condition__name="Primed", participant__label="Model B", item__position=1).update(
+        status=Answer.Status.UNPARSED)
+    scores = client_for(viewer).get(reverse("reports:probe_summary", args=[project.uuid, answered.uuid, "csv"]))
+    lines = b"".join(scores.streaming_content).decode("utf-8-sig").splitlines()
+    assert [line for line in lines if line.startswith("Primed,Model B,")] == [
+        "Primed,Model B,All answers,,0,,,,,,,,,,,,1,7"]
+    assert sum(1 for line in lines if line.startswith("Primed,Model A,All answers,")) == 4  # 2 groups × 2 labels
+
+
+def test_a_condition_whose_keys_clash_is_refused_with_a_form_error(answered, project, analyst, client_for):
+    post = CONDITION_POST | {"name": "Same keys", "label_key": "gender", "categories_key": "Gender",
+                             "rationale_key": "gender"}
+    response = client_for(analyst).post(url("condition_create", project, answered), post)
+    assert response.status_code == 400
+    assert "The label, categories and rationale keys must differ: “Gender” is the label key too." in response.content.decode()
+    assert not Condition.objects.filter(name="Same keys").exists()
+
+
+def test_an_items_file_naming_a_column_twice_is_refused_and_imports_nothing(probe, project, analyst, client_for):
+    upload = io.BytesIO(b"id,text,gender,gender\n1,Rude.,woman,man\n")
+    upload.name = "reviews.csv"
+    data = {"file": upload, "text_column": "text", "label_columns": "gender"}
+    response = client_for(analyst).post(url("items_import", project, probe), data)
+    assert response.status_code == 400
+    assert "reviews.csv, row 1: the column “gender” appears twice (columns C and D); rename one." in response.content.decode()
+    assert not Item.objects.exists()
+
+
+def test_an_answer_keeps_the_model_id_it_was_asked_with(answered):
+    answer = Answer.objects.select_related("participant").order_by("pk").first()
+    assert answer.asked_model_id == ""  # never sent: nothing recorded
+    answer.provenance = {"model_requested": "clf-lines", "request": {"model": "clf-lines"}}
+    answer.participant.model_id = "clf-lines-v2"
+    assert answer.asked_model_id == "clf-lines"
+    answer.provenance = {"request": {"model": "clf-old"}}  # provenance written before model_requested was recorded
+    assert answer.asked_model_id == "clf-old"
+
+
+def test_the_answers_download_shows_the_model_id_each_answer_was_asked_with(answered, project, viewer, client_for):
+    import csv
+
+    from interviews.models import Participant
+
+    Answer.objects.filter(participant__label="Model A").update(provenance={"model_requested": "model-a-v1"})
+    Participant.objects.filter(label="Model A").update(model_id="model-a-v2")
+    response = client_for(viewer).get(reverse("reports:probe_answers", args=[project.uuid, answered.uuid, "csv"]))
+    rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
+    assert {r["Model id"] for r in rows if r["Model"] == "Model A"} == {"model-a-v1"}
