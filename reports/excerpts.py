@@ -67,6 +67,7 @@ from interviews.models import Interview, Participant, Speaker, Turn, turn_number
 from interviews.provenance import CITED_LIVE_KEYS, REQUEST_PARAMS, turn_citation
 from interviews.rendering import MUTED, RichText, Run, quote_text
 from projects.models import Project
+from reports.query_params import choice, flag, last
 from themes.models import Exemplar, Theme, ThemeCode
 
 COLUMNS: dict[str, str] = {
@@ -96,6 +97,7 @@ NO_THEME = "(no theme)"
 DEFAULT_COLUMNS = ("theme", "code", "model", "quote")
 TRIM_MARK = "[...]"
 MIN_TRIM = 20
+MAX_CAPTION = 300  # the builder's caption field holds as many
 CHUNK = 500  # rows fetched per round trip: the most a table ever holds in memory
 FIRST_ROWS_FETCH = 4  # codings fetched per excerpt wanted for a preview (runs of codings join into one excerpt)
 SORTED_WHOLE = 10_000  # codings: a preview of a table this small sorts all of them in one query (tens of ms)
@@ -245,19 +247,22 @@ def spec_from_query(options: ExcerptOptions, query: Mapping[str, Any]) -> Excerp
     themes = _pick(getlist("themes"), {str(t.uuid): t for t in options.themes}, "theme")
     # A theme includes its sub-themes: choosing "Belonging" means all of it.
     theme_ids = {t.pk for t in themes} | {t.pk for t in options.themes if t.parent_id in {x.pk for x in themes}}
-    trim = _positive_int(_first(query, "trim"), "trim")
+    trim = _positive_int(last(query, "trim"), "trim")
     if trim is not None and trim < MIN_TRIM:
         raise ExcerptSpecError(f"Trim quotes to at least {MIN_TRIM} characters (got {trim}).")
-    subcodes = _first(query, "subcodes") in ("1", "on", "true")
+    subcodes = flag(query, "subcodes", False, ExcerptSpecError)
     codes = {c.pk for c in _pick(getlist("codes"), {str(c.uuid): c for c in options.codes}, "code")}
     if subcodes:
         codes = with_descendants(codes, options.codes)
-    context = _positive_int(_first(query, "context"), "context", zero=True) or 0
+    context = _positive_int(last(query, "context"), "context", zero=True) or 0
     if context > MAX_CONTEXT:
         raise ExcerptSpecError(f"context: show at most {MAX_CONTEXT} neighbouring sentences on each side (got {context}).")
+    caption = (last(query, "caption") or "").strip()
+    if len(caption) > MAX_CAPTION:
+        raise ExcerptSpecError(f"caption: at most {MAX_CAPTION} characters (got {len(caption)}).")
     return ExcerptSpec(
         columns=columns,
-        question=_first(query, "question") in ("1", "on", "true"),
+        question=flag(query, "question", False, ExcerptSpecError),
         context=context,
         themes=frozenset(theme_ids),
         codes=frozenset(codes),
@@ -265,19 +270,12 @@ def spec_from_query(options: ExcerptOptions, query: Mapping[str, Any]) -> Excerp
         participants=frozenset(p.pk for p in _pick(getlist("participants"),
                                                      {str(p.uuid): p for p in options.participants}, "participant")),
         coders=frozenset(u.pk for u in _pick(getlist("coders"), {u.username: u for u in options.coders}, "coder")),
-        exemplars_only=_first(query, "rows") == "exemplars",
+        exemplars_only=choice(query, "rows", {"all": False, "exemplars": True}, False, ExcerptSpecError),
         max_quote_chars=trim,
-        caption=(_first(query, "caption") or "").strip()[:300],
-        markdown_source=_first(query, "quotes") == "markdown",
-        with_suggestions=_first(query, "suggestions") != "exclude",
+        caption=caption,
+        markdown_source=choice(query, "quotes", {"plain": False, "markdown": True}, False, ExcerptSpecError),
+        with_suggestions=choice(query, "suggestions", {"include": True, "exclude": False}, True, ExcerptSpecError),
     )
-
-
-def _first(query: Mapping[str, Any], key: str) -> str | None:
-    value = query.get(key)
-    if isinstance(value, list):
-        return value[-1] if value else None
-    return value
 
 
 def _pick(values: list[str], available: dict[str, Any], what: str) -> list[Any]:

@@ -50,6 +50,7 @@ from coding.models import Code, Coding
 from coding.queries import cached_counts
 from interviews.models import Interview, Participant, Segment, Speaker
 from projects.models import Project
+from reports.query_params import choice, flag
 from themes.models import Theme, ThemeCode
 
 LEVELS = ("code", "theme")
@@ -368,11 +369,6 @@ def _value(key: str, interview: Interview, participant: Participant) -> str:
 # --- choices ---------------------------------------------------------------------------
 
 
-def _flag(query: Mapping[str, Any], key: str, default: bool) -> bool:
-    value = query.get(key)
-    return default if value in (None, "") else value in ("1", "on", "true", "yes")
-
-
 def spec_from_query(population: Population, query: Mapping[str, Any]) -> FrequencySpec:
     """Level, the attribute the columns are grouped by, the two groups (values in `a` and `b`) and the options."""
     getlist = query.getlist if hasattr(query, "getlist") else (lambda k: list(query.get(k, [])))
@@ -393,8 +389,10 @@ def spec_from_query(population: Population, query: Mapping[str, Any]) -> Frequen
     if groups[0] & groups[1]:
         raise FrequencySpecError("A value cannot be in both groups: the ratio compares two separate groups.")
     return FrequencySpec(level=level, group_a=groups[0], group_b=groups[1], by=attribute.key, denominator=denominator,
-                         rollup=_flag(query, "rollup", True), correction=_flag(query, "correction", False),
-                         with_suggestions=query.get("suggestions") != "exclude")
+                         rollup=flag(query, "rollup", True, FrequencySpecError),
+                         correction=flag(query, "correction", False, FrequencySpecError),
+                         with_suggestions=choice(query, "suggestions", {"include": True, "exclude": False}, True,
+                                                 FrequencySpecError))
 
 
 # --- the table ---------------------------------------------------------------------------

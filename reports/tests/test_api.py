@@ -48,6 +48,31 @@ def test_excerpts_json_rejects_bad_choices(world, client_for, owner):
     assert client_for(owner).get(api(world, "excerpts"), {"limit": "many"}).status_code == 400
 
 
+@pytest.mark.parametrize(("what", "params", "says"), [
+    ("excerpts", {"rows": "bogus"}, "rows: 'bogus' is not one of all, exemplars."),
+    ("excerpts", {"question": "2"}, "question: '2' is neither yes nor no; send 1 or 0."),
+    ("excerpts", {"quotes": "html"}, "quotes: 'html' is not one of plain, markdown."),
+    ("excerpts", {"suggestions": "bogus"}, "suggestions: 'bogus' is not one of include, exclude."),
+    ("excerpts", {"caption": "c" * 301}, "caption: at most 300 characters (got 301)."),
+    ("frequency", {"rollup": "maybe"}, "rollup: 'maybe' is neither yes nor no; send 1 or 0."),
+    ("frequency", {"correction": "maybe"}, "correction: 'maybe' is neither yes nor no; send 1 or 0."),
+    ("frequency", {"suggestions": "bogus"}, "suggestions: 'bogus' is not one of include, exclude."),
+])
+def test_a_report_option_that_means_nothing_is_refused_by_name(world, client_for, viewer, what, params, says):
+    response = client_for(viewer).get(api(world, what), params)
+    assert response.status_code == 400 and response.json() == {"detail": says}
+
+
+def test_report_options_accept_what_the_pages_send(world, client_for, viewer):
+    c = client_for(viewer)
+    assert c.get(api(world, "excerpts"), {"rows": "exemplars", "question": "1", "quotes": "markdown",
+                                          "suggestions": "exclude", "caption": "c" * 300}).status_code == 200
+    # The frequency page sends rollup twice: its hidden "0", then the ticked box's "1".
+    both = c.get(f"{api(world, 'frequency')}?rollup=0&rollup=1&correction=1&suggestions=exclude")
+    assert both.status_code == 200
+    assert c.get(api(world, "frequency"), {"rollup": "false", "correction": "no"}).status_code == 200
+
+
 def test_frequency_json_encodes_infinity_as_text(world, client_for, owner):
     data = client_for(owner).get(api(world, "frequency"), {"a": str(world.gpt.uuid), "b": str(world.claude.uuid)}).json()
     by = {r["label"]: r for r in data["rows"]}
