@@ -139,6 +139,14 @@ class CodeSplitSerializer(serializers.Serializer):
     archive_original = serializers.BooleanField(default=False)
     reason = serializers.CharField(required=False, allow_blank=True, default="")
 
+    def validate_assignments(self, value: list[dict]) -> list[dict]:
+        seen: set[int] = set()
+        for assignment in value:
+            if assignment["segment"] in seen:
+                raise serializers.ValidationError(f"Segment {assignment['segment']} is assigned twice; give each one code.")
+            seen.add(assignment["segment"])
+        return value
+
 
 class CodeArchiveSerializer(serializers.Serializer):
     archived = serializers.BooleanField(default=True, help_text="false brings the code back into use.")

@@ -308,13 +308,18 @@ def code_split(*, code: Code, actor: Any, names: Sequence[str], reason: str = ""
         raise ValidationError({"names": "Name at least two new codes to split into."})
     if len({n.lower() for n in clean}) != len(clean):
         raise ValidationError({"names": "The new codes need different names."})
+    assignments = assignments or {}
+    carrying = set(Coding.objects.filter(code=code, segment_id__in=list(assignments)).values_list("segment_id", flat=True))
+    if not_coded := sorted(set(assignments) - carrying):
+        listed = ", ".join(map(str, not_coded[:10])) + (f" and {len(not_coded) - 10} more" if len(not_coded) > 10 else "")
+        raise ValidationError({"assignments": f"Not coded with “{code.name}”, so there is nothing to move: segment {listed}."})
     new_codes = [
         code_create(project=code.project, actor=actor, name=n, kind=code.kind, parent=code.parent,
                     definition=code.definition, reason=f"Split from “{code.name}”" + (f": {reason}" if reason else ""))
         for n in clean
     ]
     moved = 0
-    for segment_id, index in (assignments or {}).items():
+    for segment_id, index in assignments.items():
         if not 0 <= index < len(new_codes):
             raise ValidationError({"assignments": f"Segment {segment_id} is assigned to a code that does not exist."})
         moved += Coding.objects.filter(code=code, segment_id=segment_id).update(code=new_codes[index])

@@ -45,6 +45,26 @@ def test_patch_uses_optimistic_locking(client_for, owner, analyst, project, make
     assert Code.objects.get(pk=code.pk).definition == "Owner"
 
 
+def test_a_split_refuses_a_segment_assigned_twice_or_not_coded_with_the_code(client_for, analyst, owner, project, interview,
+                                                                             participant_segments, make_code):
+    code = make_code("Belonging")
+    first, second, uncoded = participant_segments[:3]
+    Coding.objects.bulk_create([Coding(segment=s, code=code, coder=owner, interview=interview) for s in (first, second)])
+    url = f"{_codes(project)}{code.uuid}/split/"
+
+    def split(*assignments) -> dict:
+        body = {"names": ["Place", "People"], "assignments": [{"segment": s, "into": i} for s, i in assignments]}
+        r = client_for(analyst).post(url, body, content_type="application/json")
+        assert r.status_code == 400, r.content
+        return r.json()
+
+    assert split((first.pk, 0), (first.pk, 1)) == {"assignments": [f"Segment {first.pk} is assigned twice; give each one code."]}
+    assert split((first.pk, 0), (uncoded.pk, 1)) == {
+        "assignments": [f"Not coded with “Belonging”, so there is nothing to move: segment {uncoded.pk}."]}
+    assert not Code.objects.filter(name__in=["Place", "People"]).exists()
+    assert Coding.objects.filter(code=code).count() == 2
+
+
 def test_a_refused_patch_changes_nothing_of_what_it_asked(client_for, analyst, project, make_code):
     home, code = make_code("Home"), make_code("Trust")
     url = f"{_codes(project)}{code.uuid}/"
