@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from interviews.models import ImportJob, Interview, Participant, Segment, Turn
 from interviews.parsers import FORMATS, LABEL_CHOICES, NOT_A_SPEAKER, SPEAKERS, ParseError
 from interviews.parsers.base import human_size
-from interviews.services import interview_update, participant_update
+from interviews.services import PARTICIPANT_FIELDS, interview_update, participant_create, participant_update
 from interviews.services_import import (
     ImportOptions,
     ImportOptionsError,
@@ -51,15 +51,6 @@ class ParticipantSerializer(serializers.ModelSerializer):
         if hasattr(participant, "interview_count"):
             return participant.interview_count
         return participant.interviews.filter(deleted_at__isnull=True).count()
-
-    def validate_label(self, value: str) -> str:
-        project = self.context["project"]
-        clash = Participant.objects.filter(project=project, label=value)
-        if self.instance is not None:
-            clash = clash.exclude(pk=self.instance.pk)
-        if clash.exists():
-            raise serializers.ValidationError("This project already has a participant with this label.")
-        return value
 
 
 class InterviewWriteSerializer(serializers.Serializer):
@@ -297,16 +288,20 @@ class ParticipantViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retri
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "project": self.project}
 
+    # Writes go through the services, so they are checked and audited like the page's (label taken, attributes' shape).
     def perform_create(self, serializer):
-        serializer.save(project=self.project)
+        d = serializer.validated_data
+        try:
+            serializer.instance = participant_create(project=self.project, actor=self.request.user,
+                                                     **{f: d[f] for f in PARTICIPANT_FIELDS if f in d})
+        except DjangoValidationError as exc:
+            raise drf_error(exc) from None
 
     def perform_update(self, serializer):
-        # Through the service, so the edit is audited like the page's.
         participant, d = serializer.instance, serializer.validated_data
-        fields = ("label", "provider", "model_id", "interface", "snapshot_date", "attributes")
         try:
             participant_update(participant=participant, actor=self.request.user,
-                               **{f: d.get(f, getattr(participant, f)) for f in fields})
+                               **{f: d.get(f, getattr(participant, f)) for f in PARTICIPANT_FIELDS})
         except DjangoValidationError as exc:
             raise drf_error(exc) from None
 

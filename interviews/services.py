@@ -6,9 +6,11 @@ Keyword-only, atomic, audited. Views and the API call these and nothing else to 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.core.validators import ProhibitNullCharactersValidator
 from django.db import IntegrityError, transaction
 from django.utils.dateparse import parse_datetime
 
@@ -16,7 +18,7 @@ from interviews.models import Interview, Participant, Segment, Turn
 from interviews.parsers.base import ParsedConversation, ParsedTurn
 from interviews.segment_store import segments_for_turns
 from projects.audit import audit_record
-from projects.models import AuditEvent
+from projects.models import AuditEvent, Project
 
 LABEL_TAKEN = "Another participant in this project is already called “{label}”; participant labels must be unique."
 
@@ -80,33 +82,102 @@ def interview_update(*, interview: Interview, actor: Any, title: str, conducted_
     return interview
 
 
-@transaction.atomic
-def participant_update(*, participant: Participant, actor: Any, label: str, provider: str, model_id: str,
-                       interface: str, snapshot_date: dt.date | None, attributes: dict[str, Any]) -> Participant:
-    """Correct how a participant is described (label, provider, model, interface, snapshot, case attributes)."""
+PARTICIPANT_FIELDS = ("label", "provider", "model_id", "interface", "snapshot_date", "attributes")
+ATTRIBUTES_SHAPE = "Case attributes must be a mapping from non-empty names to values."
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def check_storable_text(text: str) -> None:
+    """Refuse text PostgreSQL cannot store, in the words the forms and the API's text fields use: a NUL
+    (their ProhibitNullCharactersValidator) or a lone surrogate (DRF's check; a JSON "\\ud800" reaches a JSON field)."""
+    ProhibitNullCharactersValidator()(text)
+    if found := _SURROGATE.search(text):
+        raise ValidationError(f"Surrogate characters are not allowed: U+{ord(found.group()):X}.")
+
+
+def _attributes_problem(attributes: Any) -> str:
+    """Why `attributes` cannot be a participant's case attributes, or ""."""
+    if not isinstance(attributes, dict) or not all(isinstance(k, str) and k.strip() for k in attributes):
+        return ATTRIBUTES_SHAPE
+    for name, value in attributes.items():
+        for text in (name, *_texts_in(value)):
+            try:
+                check_storable_text(text)
+            except ValidationError as exc:
+                return f"Case attribute “{_printable(name)}”: {exc.messages[0]}"
+    return ""
+
+
+def _texts_in(value: Any) -> list[str]:
+    """Every string inside a JSON value (keys too)."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [*value, *_texts_in(list(value.values()))]
+    if isinstance(value, list):
+        return [text for item in value for text in _texts_in(item)]
+    return []
+
+
+def _printable(text: str) -> str:
+    return _SURROGATE.sub("\N{REPLACEMENT CHARACTER}", text.replace("\x00", "\N{SYMBOL FOR NULL}"))[:60]
+
+
+def _participant_checked(*, project_id: int, exclude: int | None, label: str, interface: str, attributes: Any) -> str:
+    """The label as it will be saved; raises ValidationError naming each field that cannot be (create and edit alike)."""
     label = (label or "").strip()
     errors = {}
     if not label:
         errors["label"] = "Give the participant a label."
-    elif Participant.objects.filter(project_id=participant.project_id, label=label).exclude(pk=participant.pk).exists():
+    elif Participant.objects.filter(project_id=project_id, label=label).exclude(pk=exclude).exists():
         errors["label"] = LABEL_TAKEN.format(label=label)
     if interface not in Participant.Interface.values:
         errors["interface"] = f"“{interface}” is not an interface; choose one of {', '.join(Participant.Interface.values)}."
-    if not isinstance(attributes, dict) or not all(isinstance(k, str) and k.strip() for k in attributes):
-        errors["attributes"] = "Case attributes must be a mapping from non-empty names to values."
+    if problem := _attributes_problem(attributes):
+        errors["attributes"] = problem
     if errors:
         raise ValidationError(errors)
+    return label
+
+
+def _save_participant(participant: Participant, **kwargs: Any) -> None:
+    """Save, turning a label taken meanwhile (between the check and the save) into the same refusal."""
+    try:
+        with transaction.atomic():
+            participant.save(**kwargs)
+    except IntegrityError:
+        raise ValidationError({"label": LABEL_TAKEN.format(label=participant.label)}) from None
+
+
+@transaction.atomic
+def participant_create(*, project: Project, actor: Any, label: str, provider: str = "", model_id: str = "",
+                       interface: str = Participant.Interface.WEB, snapshot_date: dt.date | None = None,
+                       attributes: dict[str, Any] | None = None) -> Participant:
+    """Add a participant (an interviewed chatbot) described by hand, with the checks an edit has."""
+    attributes = {} if attributes is None else attributes
+    label = _participant_checked(project_id=project.pk, exclude=None, label=label, interface=interface, attributes=attributes)
+    participant = Participant(project=project, label=label, provider=(provider or "").strip(), model_id=(model_id or "").strip(),
+                              interface=interface, snapshot_date=snapshot_date, attributes=attributes)
+    participant.full_clean(exclude=["project"], validate_constraints=False)
+    _save_participant(participant)
+    audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=participant,
+                 summary=f"Participant “{participant.label}” added",
+                 data={"fields": {field: _recorded(getattr(participant, field)) for field in PARTICIPANT_FIELDS}})
+    return participant
+
+
+@transaction.atomic
+def participant_update(*, participant: Participant, actor: Any, label: str, provider: str, model_id: str,
+                       interface: str, snapshot_date: dt.date | None, attributes: dict[str, Any]) -> Participant:
+    """Correct how a participant is described (label, provider, model, interface, snapshot, case attributes)."""
+    label = _participant_checked(project_id=participant.project_id, exclude=participant.pk, label=label, interface=interface,
+                                 attributes=attributes)
     changes = _apply(participant, {"label": label, "provider": (provider or "").strip(), "model_id": (model_id or "").strip(),
                                    "interface": interface, "snapshot_date": snapshot_date, "attributes": attributes})
     if not changes:
         return participant
     participant.full_clean(exclude=["project"], validate_constraints=False)
-    try:
-        with transaction.atomic():
-            participant.save(update_fields=[*changes, "updated_at"])
-    except IntegrityError:
-        # Someone took the label between the check above and this save.
-        raise ValidationError({"label": LABEL_TAKEN.format(label=label)}) from None
+    _save_participant(participant, update_fields=[*changes, "updated_at"])
     said = [_attributes_said(old, new) if field == "attributes" else
             f"{field.replace('_', ' ')} {_shown(old)} → {_shown(new)}" for field, (old, new) in changes.items()]
     audit_record(project=participant.project, actor=actor, action=AuditEvent.Action.CHANGED, target=participant,

@@ -19,11 +19,11 @@ DECISION = P + "/reviews/{uuid}/decisions/{decision_uuid}"
 # (method, path) → (every field the action reads from the body, the fields it cannot do without)
 REQUEST_BODIES = {
     ("post", P + "/themes/"): ({"name", "definition", "colour", "parent"}, {"name"}),
-    ("patch", P + "/themes/{uuid}/"): ({"name", "definition", "colour", "parent", "version"}, set()),
+    ("patch", P + "/themes/{uuid}/"): ({"name", "definition", "colour", "parent", "version"}, {"version"}),
     ("post", P + "/themes/{uuid}/status/"): ({"status", "reason"}, {"status"}),
     ("post", P + "/themes/{uuid}/codes/"): ({"code", "action", "to", "before"}, {"code"}),
     ("post", P + "/themes/{theme_uuid}/exemplars/{uuid}/move/"): ({"offset"}, {"offset"}),
-    ("patch", P + "/memos/{uuid}/"): ({"base_version", "title", "body", "kind"}, set()),
+    ("patch", P + "/memos/{uuid}/"): ({"base_version", "title", "body", "kind"}, {"base_version"}),
     ("post", P + "/comments/{uuid}/resolve/"): ({"resolved"}, set()),
     ("post", P + "/reviews/"): ({"title", "date", "agenda", "attendees"}, {"title", "date"}),
     ("post", P + "/reviews/{uuid}/decisions/"): ({"theme", "kind", "payload", "note", "theme_version"}, {"theme", "kind"}),

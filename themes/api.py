@@ -6,10 +6,12 @@ read but not write (403). Writes go through themes.services, like the pages.
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
 from functools import cached_property
 
 from django.core.exceptions import ValidationError as DjangoValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -24,8 +26,45 @@ from interviews.models import Interview, Segment
 from projects.api_exceptions import drf_error
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
+from projects.models import Project
 from themes import services, snapshots
-from themes.models import Comment, Decision, Exemplar, Memo, Review, Snapshot, Theme, ThemeCode
+from themes.models import Comment, Decision, Exemplar, Memo, MemoRevision, Review, Snapshot, Theme, ThemeCode
+
+
+class InProject(serializers.SlugRelatedField):
+    """A row of the request's project (the serializer's context["project"]) named in the body by its uuid.
+
+    Anything else is a 400 naming the field, never a 404 (the URL named nothing unknown), and a number or true is
+    refused rather than read as a uuid.
+    """
+
+    def __init__(self, model: type[models.Model], noun: str, rows: Callable[[Project], models.QuerySet] | None = None, **kwargs):
+        self.rows = rows or model.objects.for_project
+        kwargs["error_messages"] = {"does_not_exist": f"No {noun} with this id in this project.",
+                                    "invalid": f"Send the {noun}'s id: a uuid, as text."}
+        super().__init__(slug_field="uuid", queryset=model.objects.none(), **kwargs)
+
+    def get_queryset(self) -> models.QuerySet:
+        project = self.context.get("project")
+        return self.rows(project) if project is not None else self.queryset
+
+    def to_internal_value(self, data):
+        try:
+            uuid.UUID(data if isinstance(data, str) else "")
+        except ValueError:
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class WholeBody:
+    """A PATCH body the view validates whole, its required fields (the version edited) required: says so to the
+    schema, which otherwise marks every field of a PATCH body optional."""
+
+    partial = property(lambda self: False, lambda self, value: None)
+
+
+class DetailSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="What was refused and why.")
 
 
 class ThemeSerializer(serializers.ModelSerializer):
@@ -52,11 +91,11 @@ def _with_codes(themes):
 class ThemeCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, error_messages={"required": "Give the theme a name.", "blank": "Give the theme a name."})
     definition = serializers.CharField(required=False, allow_blank=True)
-    colour = serializers.RegexField(r"^#[0-9a-fA-F]{6}$", required=False)
-    parent = serializers.UUIDField(required=False, allow_null=True, help_text="Make it a sub-theme of this theme.")
+    colour = serializers.CharField(required=False, help_text="#rrggbb, like #4c78a8.")
+    parent = InProject(Theme, "theme", required=False, allow_null=True, help_text="Make it a sub-theme of this theme.")
 
 
-class ThemeEditSerializer(ThemeCreateSerializer):
+class ThemeEditSerializer(WholeBody, ThemeCreateSerializer):
     name = serializers.CharField(max_length=200, required=False)
     version = serializers.IntegerField(help_text="The theme's `version` you edited: 409 if someone saved since.", error_messages={
         "required": "Send the version you edited (the theme's `version`), so a colleague's newer edit is never overwritten."})
@@ -69,17 +108,21 @@ class ThemeStatusSerializer(serializers.Serializer):
 
 
 class ThemeCodePlacementSerializer(serializers.Serializer):
-    code = serializers.UUIDField(help_text="The code to add, remove or move.")
+    code = InProject(Code, "code", help_text="The code to add, remove or move.")
     action = serializers.ChoiceField(choices=["add", "remove", "move"], default="add",
                                      error_messages={"invalid_choice": "Use add, remove or move."})
-    to = serializers.UUIDField(required=False, help_text="The theme to move the code to (move only).")
-    before = serializers.UUIDField(required=False, allow_null=True,
-                                   help_text="Place it before this code of the theme (add, move); without it, at the end.")
+    to = InProject(Theme, "theme", required=False, help_text="The theme to move the code to (move only).")
+    before = InProject(Code, "code", required=False, allow_null=True,
+                       help_text="Place it before this code of the theme (add, move); without it, at the end.")
 
     def validate(self, attrs: dict) -> dict:
         if attrs["action"] == "move" and attrs.get("to") is None:
             raise ValidationError({"to": "Name the theme to move the code to."})
         return attrs
+
+
+class ThemeConflictSerializer(DetailSerializer):
+    current = ThemeSerializer(help_text="The theme as it is now: merge your change into it and send its version.")
 
 
 class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -94,25 +137,22 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
     def get_queryset(self):
         return _with_codes(Theme.objects.for_project(self.project))
 
-    def _parent(self, value) -> Theme | None:
-        return get_object_or_404(Theme.objects.for_project(self.project), uuid=value) if value else None
-
     @extend_schema(request=ThemeCreateSerializer, responses={201: ThemeSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:
-        data = ThemeCreateSerializer(data=request.data)
+        data = ThemeCreateSerializer(data=request.data, context={"project": self.project})
         data.is_valid(raise_exception=True)
         try:
             theme = services.theme_create(project=self.project, actor=request.user, name=data.validated_data.get("name", ""),
-                                          definition=data.validated_data.get("definition", ""), parent=self._parent(data.validated_data.get("parent")),
+                                          definition=data.validated_data.get("definition", ""), parent=data.validated_data.get("parent"),
                                           colour=data.validated_data.get("colour", ""))
         except DjangoValidationError as exc:
             raise drf_error(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=ThemeEditSerializer, responses=ThemeSerializer)
+    @extend_schema(request=ThemeEditSerializer, responses={200: ThemeSerializer, 409: ThemeConflictSerializer})
     def partial_update(self, request: Request, *args, **kwargs) -> Response:
         theme = self.get_object()
-        data = ThemeEditSerializer(data=request.data)
+        data = ThemeEditSerializer(data=request.data, context={"project": self.project})
         data.is_valid(raise_exception=True)
         v = data.validated_data
         try:
@@ -120,7 +160,7 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
                 services.theme_update(theme=theme, actor=request.user, base_version=v["version"], name=v.get("name"),
                                       definition=v.get("definition"), colour=v.get("colour"))
                 if "parent" in v:
-                    services.theme_set_parent(theme=theme, actor=request.user, parent=self._parent(v["parent"]))
+                    services.theme_set_parent(theme=theme, actor=request.user, parent=v["parent"])
         except services.ThemeConflict as exc:
             return Response({"detail": str(exc), "current": ThemeSerializer(self.get_queryset().get(pk=exc.current.pk)).data},
                             status=status.HTTP_409_CONFLICT)
@@ -149,20 +189,17 @@ class ThemeViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMod
     def codes(self, request: Request, *args, **kwargs) -> Response:
         """Place a code: add it to this theme, remove it, or move it to the theme `to` (before the code `before`)."""
         theme = self.get_object()
-        data = ThemeCodePlacementSerializer(data=request.data)
+        data = ThemeCodePlacementSerializer(data=request.data, context={"project": self.project})
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        codes = Code.objects.for_project(self.project)
-        code = get_object_or_404(codes, uuid=v["code"])
-        before = get_object_or_404(codes, uuid=v["before"]) if v.get("before") else None
+        code, before = v["code"], v.get("before")
         try:
             if v["action"] == "add":
                 services.theme_add_code(theme=theme, actor=request.user, code=code, before=before)
             elif v["action"] == "remove":
                 services.theme_remove_code(theme=theme, actor=request.user, code=code)
             else:
-                target = get_object_or_404(Theme.objects.for_project(self.project), uuid=v["to"])
-                services.theme_move_code(code=code, source=theme, target=target, actor=request.user, before=before)
+                services.theme_move_code(code=code, source=theme, target=v["to"], actor=request.user, before=before)
         except DjangoValidationError as exc:
             raise drf_error(exc) from None
         return Response(ThemeSerializer(self.get_queryset().get(pk=theme.pk)).data)
@@ -275,25 +312,30 @@ class ExemplarViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retrieve
 
 class MemoSerializer(serializers.ModelSerializer):
     author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)  # null once the account is deleted
-    interview = serializers.SlugRelatedField(slug_field="uuid", queryset=Interview.objects.none(), required=False, allow_null=True)
-    code = serializers.SlugRelatedField(slug_field="uuid", queryset=Code.objects.none(), required=False, allow_null=True)
-    theme = serializers.SlugRelatedField(slug_field="uuid", queryset=Theme.objects.none(), required=False, allow_null=True)
+    interview = InProject(Interview, "interview", required=False, allow_null=True)
+    code = InProject(Code, "code", required=False, allow_null=True)
+    theme = InProject(Theme, "theme", required=False, allow_null=True)
 
     class Meta:
         model = Memo
         fields = ["uuid", "title", "body", "kind", "interview", "code", "theme", "version", "author", "created_at", "updated_at"]
         read_only_fields = ["uuid", "version", "author", "created_at", "updated_at"]
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        project = self.context.get("project")
-        if project is not None:
-            self.fields["interview"].queryset = Interview.objects.for_project(project)
-            self.fields["code"].queryset = Code.objects.for_project(project)
-            self.fields["theme"].queryset = Theme.objects.for_project(project)
+
+class MemoRevisionSerializer(serializers.ModelSerializer):
+    author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)  # null once the account is deleted
+
+    class Meta:
+        model = MemoRevision
+        fields = ["number", "title", "body", "kind", "author", "created_at"]
+        read_only_fields = fields
 
 
-class MemoEditSerializer(serializers.Serializer):
+class MemoConflictSerializer(DetailSerializer):
+    latest = MemoRevisionSerializer(help_text="The newer revision: merge your change into it and send its number as base_version.")
+
+
+class MemoEditSerializer(WholeBody, serializers.Serializer):
     """A memo edit: what it is attached to stays; title, body and kind left out keep their current value."""
 
     base_version = serializers.IntegerField(help_text="The memo's `version` you edited: 409 with the newer revision if someone saved since.",
@@ -332,7 +374,7 @@ class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
         except DjangoValidationError as exc:
             raise drf_error(exc) from None
 
-    @extend_schema(request=MemoEditSerializer, responses=MemoSerializer)
+    @extend_schema(request=MemoEditSerializer, responses={200: MemoSerializer, 409: MemoConflictSerializer})
     def partial_update(self, request: Request, *args, **kwargs) -> Response:
         memo = self.get_object()
         data = MemoEditSerializer(data=request.data)
@@ -342,9 +384,7 @@ class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
             memo = services.memo_update(memo=memo, actor=request.user, base_version=v["base_version"], title=v.get("title", memo.title),
                                         body=v.get("body", memo.body), kind=v.get("kind", memo.kind))
         except services.MemoConflict as exc:
-            return Response({"detail": str(exc), "latest": {"number": exc.latest.number, "title": exc.latest.title, "body": exc.latest.body,
-                                                            "author": exc.latest.author.username if exc.latest.author else None}},
-                            status=status.HTTP_409_CONFLICT)
+            return Response({"detail": str(exc), "latest": MemoRevisionSerializer(exc.latest).data}, status=status.HTTP_409_CONFLICT)
         except DjangoValidationError as exc:
             raise drf_error(exc) from None
         return Response(self.get_serializer(memo).data)
@@ -352,17 +392,18 @@ class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
     def perform_destroy(self, instance):
         services.memo_delete(memo=instance, actor=self.request.user)
 
-    @action(detail=True, methods=["get"])
+    @extend_schema(responses=MemoRevisionSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)
     def revisions(self, request: Request, *args, **kwargs) -> Response:
+        """Every revision of the memo, newest first."""
         memo = self.get_object()
-        return Response([{"number": r.number, "title": r.title, "body": r.body, "kind": r.kind,
-                          "author": r.author.username if r.author else None, "created_at": r.created_at}
-                         for r in memo.revisions.select_related("author")])
+        return Response(MemoRevisionSerializer(memo.revisions.select_related("author"), many=True).data)
 
 
 class CommentSerializer(serializers.ModelSerializer):
-    theme = serializers.SlugRelatedField(slug_field="uuid", queryset=Theme.objects.none())
-    parent = serializers.SlugRelatedField(slug_field="uuid", queryset=Comment.objects.none(), required=False, allow_null=True)
+    theme = InProject(Theme, "theme")
+    parent = InProject(Comment, "comment", rows=lambda project: Comment.objects.filter(theme__project=project), required=False,
+                       allow_null=True)
     author = serializers.SlugRelatedField(slug_field="username", read_only=True, allow_null=True)  # null once the account is deleted
     mentions = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
     resolved = serializers.SerializerMethodField()
@@ -371,13 +412,6 @@ class CommentSerializer(serializers.ModelSerializer):
         model = Comment
         fields = ["uuid", "theme", "parent", "author", "body", "mentions", "resolved", "resolved_at", "created_at"]
         read_only_fields = ["uuid", "author", "mentions", "resolved", "resolved_at", "created_at"]
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        project = self.context.get("project")
-        if project is not None:
-            self.fields["theme"].queryset = Theme.objects.for_project(project)
-            self.fields["parent"].queryset = Comment.objects.filter(theme__project=project)
 
     def get_resolved(self, comment: Comment) -> bool:
         return comment.resolved_at is not None
@@ -450,11 +484,12 @@ class DecisionAppliedSerializer(DecisionSerializer):
 
 
 class DecisionRecordSerializer(serializers.Serializer):
-    theme = serializers.UUIDField(help_text="The theme the decision is about.")
+    theme = InProject(Theme, "theme", help_text="The theme the decision is about.")
     kind = serializers.ChoiceField(choices=Decision.Kind.choices)
     payload = serializers.DictField(required=False, allow_null=True, default=dict, help_text=(
         "By kind: rename {name}; merge {into: theme uuid}; split {name, codes: [code uuid]}; redefine {definition}; "
-        "status {status}; move_codes {to: theme uuid, codes: [code uuid]}."))
+        "status {status}; move_codes {to: theme uuid, codes: [code uuid]}. Checked when recorded as the theme's own "
+        "fields are (a name is text of at most 200 characters); a refusal names the key under `payload`."))
     note = serializers.CharField(required=False, allow_blank=True, default="", trim_whitespace=False)
     theme_version = serializers.IntegerField(required=False, allow_null=True, help_text=(
         "The theme version the decision was made on (default: the current one); an older one makes applying ask first."))
@@ -505,6 +540,28 @@ class ReviewSerializer(serializers.ModelSerializer):
         return [str(item.theme.uuid) if item.theme is not None else None for item in review.agenda.all()]
 
 
+class NotesStateSerializer(serializers.Serializer):
+    notes = serializers.CharField()
+    notes_version = serializers.IntegerField()
+
+
+class NotesConflictSerializer(DetailSerializer):
+    current = NotesStateSerializer(required=False, help_text="The notes as they are now (absent when the meeting is closed).")
+
+
+class DecisionConflictSerializer(DetailSerializer):
+    decision = DecisionSerializer()
+    current = ThemeSerializer(help_text="The theme as it is now.")
+
+
+def _decision_refused(exc: DjangoValidationError) -> ValidationError:
+    """A refused decision as a 400, each payload key's refusal under "payload", where the request put the key."""
+    errors = drf_error(exc).detail
+    keys = {key for keys in services.DECISION_PAYLOAD_KEYS.values() for key in keys}
+    payload = {key: errors.pop(key) for key in [k for k in errors if k in keys]}
+    return ValidationError({**errors, "payload": payload} if payload else errors)
+
+
 def _closed(exc: services.ReviewClosed) -> Response:
     """A write to a closed meeting: 409, as for a notes conflict, with what can no longer change."""
     return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
@@ -534,25 +591,25 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
                                         attendees=attendees, themes=[themes[u] for u in uuids])
         return Response(ReviewSerializer(self.get_queryset().get(pk=review.pk)).data, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=DecisionRecordSerializer, responses={201: DecisionRecordedSerializer})
+    @extend_schema(request=DecisionRecordSerializer, responses={201: DecisionRecordedSerializer, 409: DetailSerializer})
     @action(detail=True, methods=["post"])
     def decisions(self, request: Request, *args, **kwargs) -> Response:
         review = self.get_object()
-        data = DecisionRecordSerializer(data=request.data)
+        data = DecisionRecordSerializer(data=request.data, context={"project": self.project})
         data.is_valid(raise_exception=True)
         v = data.validated_data
-        theme = get_object_or_404(Theme.objects.for_project(self.project), uuid=v["theme"])
+        theme = v["theme"]
         try:
             decision = services.decision_record(review=review, theme=theme, actor=request.user, kind=v["kind"],
                                                 payload=v["payload"] or {}, note=v["note"], seen_version=v.get("theme_version"))
         except services.ReviewClosed as exc:
             return _closed(exc)
         except DjangoValidationError as exc:
-            raise drf_error(exc) from None
+            raise _decision_refused(exc) from None
         notice = services.decision_stale_notice(decision, theme)  # "" unless the theme changed since the caller read it
         return Response({**DecisionSerializer(decision).data, "notice": notice}, status=status.HTTP_201_CREATED)
 
-    @extend_schema(request=DecisionConfirmSerializer, responses=DecisionAppliedSerializer)
+    @extend_schema(request=DecisionConfirmSerializer, responses={200: DecisionAppliedSerializer, 409: DecisionConflictSerializer})
     @action(detail=True, methods=["post"], url_path=r"decisions/(?P<decision_uuid>[0-9a-f-]{36})/apply")
     def apply(self, request: Request, *args, decision_uuid: str = "", **kwargs) -> Response:
         """Apply a decision. If its theme was edited since it was recorded, 409 with the theme as it is now,
@@ -573,7 +630,7 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
             raise drf_error(exc) from None
         return Response({**DecisionSerializer(outcome.decision).data, "message": outcome.message})
 
-    @extend_schema(request=DecisionDeclineSerializer, responses=DecisionSerializer)
+    @extend_schema(request=DecisionDeclineSerializer, responses={200: DecisionSerializer, 409: DetailSerializer})
     @action(detail=True, methods=["post"], url_path=r"decisions/(?P<decision_uuid>[0-9a-f-]{36})/decline")
     def decline(self, request: Request, *args, decision_uuid: str = "", **kwargs) -> Response:
         """Keep the theme as it is: the decision is marked not applied, with `reason` (optional) as its note."""
@@ -589,7 +646,7 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
             raise drf_error(exc) from None
         return Response(DecisionSerializer(decision).data)
 
-    @extend_schema(request=ReviewNotesSerializer, responses=ReviewSerializer)
+    @extend_schema(request=ReviewNotesSerializer, responses={200: ReviewSerializer, 409: NotesConflictSerializer})
     @action(detail=True, methods=["put"])
     def notes(self, request: Request, *args, **kwargs) -> Response:
         """Replace the meeting notes as of `notes_version`. 409 with the notes as they are now if someone saved
@@ -607,7 +664,7 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
                             status=status.HTTP_409_CONFLICT)
         return Response(ReviewSerializer(self.get_queryset().get(pk=review.pk)).data)
 
-    @extend_schema(request=None, responses=ReviewClosedSerializer)
+    @extend_schema(request=None, responses={200: ReviewClosedSerializer, 409: DetailSerializer})
     @action(detail=True, methods=["post"])
     def close(self, request: Request, *args, **kwargs) -> Response:
         """Close the meeting (409 if it already was): its notes, agenda and decisions become read-only."""
@@ -625,8 +682,8 @@ class SnapshotSerializer(serializers.ModelSerializer):
 
 
 class SnapshotPairSerializer(serializers.Serializer):
-    a = serializers.UUIDField()
-    b = serializers.UUIDField()
+    a = InProject(Snapshot, "snapshot", rows=lambda project: Snapshot.objects.filter(project=project))
+    b = InProject(Snapshot, "snapshot", rows=lambda project: Snapshot.objects.filter(project=project))
 
 
 class SnapshotViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
@@ -643,9 +700,9 @@ class SnapshotViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retrieve
                    responses=OpenApiTypes.OBJECT)
     @action(detail=False, methods=["get"], pagination_class=None)
     def compare(self, request: Request, *args, **kwargs) -> Response:
-        pair = SnapshotPairSerializer(data={"a": request.query_params.get("a"), "b": request.query_params.get("b")})
+        pair = SnapshotPairSerializer(data={k: request.query_params[k] for k in ("a", "b") if k in request.query_params},
+                                      context={"project": self.project})
         pair.is_valid(raise_exception=True)
-        a = get_object_or_404(self.get_queryset(), uuid=pair.validated_data["a"])
-        b = get_object_or_404(self.get_queryset(), uuid=pair.validated_data["b"])
+        a, b = pair.validated_data["a"], pair.validated_data["b"]
         before, after = (a, b) if (a.taken_at, a.id) <= (b.taken_at, b.id) else (b, a)
         return Response(snapshots.compare(before.data, after.data))

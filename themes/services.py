@@ -6,17 +6,20 @@ Keyword-only, atomic, audited. Views and the API call these and nothing else to 
 from __future__ import annotations
 
 import datetime
+import re
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
 from coding.models import Code
 from interviews.models import Segment
+from interviews.services import check_storable_text
 from projects import live
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
@@ -39,6 +42,14 @@ from themes.models import (
 from themes.rendering import mentioned_usernames
 
 TRIM = "[...]"
+COLOUR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
+
+
+def _checked_colour(colour: str) -> str:
+    """A #rrggbb colour, lower-cased; refused in the words the codebook uses."""
+    if not isinstance(colour, str) or not COLOUR_RE.match(colour):
+        raise ValidationError({"colour": f"“{colour}” is not a colour like #4c78a8."})
+    return colour.lower()
 
 
 # ---------------------------------------------------------------- themes
@@ -53,10 +64,10 @@ def theme_create(*, project: Project, actor, name: str, definition: str = "", pa
     if parent is not None and parent.project_id != project.id:
         raise ValidationError({"parent": "The parent theme belongs to another project."})
     last = Theme.objects.for_project(project).filter(parent=parent).aggregate(m=Max("position"))["m"]
-    theme = Theme(project=project, name=name[:200], definition=definition, parent=parent, created_by=actor,
+    theme = Theme(project=project, name=name, definition=definition, parent=parent, created_by=actor,
                   position=(last + 1) if last is not None else 0)
     if colour:
-        theme.colour = colour
+        theme.colour = _checked_colour(colour)
     theme.full_clean(exclude=["codes"])
     theme.save()
     ThemeStatusChange.objects.create(theme=theme, from_status="", to_status=theme.status, actor=actor, reason="created")
@@ -87,13 +98,13 @@ def theme_update(*, theme: Theme, actor, base_version: int | None, name: str | N
     changed = []
     if name is not None and name.strip() and name.strip() != theme.name:
         changed.append(f"renamed from “{theme.name}” to “{name.strip()}”")
-        theme.name = name.strip()[:200]
+        theme.name = name.strip()
     if definition is not None and definition != theme.definition:
         changed.append("definition changed")
         theme.definition = definition
-    if colour is not None and colour and colour != theme.colour:
+    if colour is not None and colour and colour.lower() != theme.colour.lower():
         changed.append("colour changed")
-        theme.colour = colour
+        theme.colour = _checked_colour(colour)
     if not changed:
         return theme
     theme.full_clean(exclude=["codes", "parent", "merged_into"])
@@ -253,8 +264,11 @@ def theme_add_code(*, theme: Theme, actor, code: Code, before: Code | None = Non
 
 @transaction.atomic
 def theme_remove_code(*, theme: Theme, actor, code: Code) -> None:
-    """Take a code out of a theme (it stays in the codebook and in other themes)."""
-    _take_out(theme, _placements(theme)[theme.pk], actor=actor, code=code)
+    """Take a code out of a theme (it stays in the codebook and in other themes); refused if it is not in it."""
+    rows = _placements(theme)[theme.pk]
+    if not any(r.code_id == code.id for r in rows):
+        raise ValidationError({"code": f"“{code.name}” is not in theme “{theme.name}”."})
+    _take_out(theme, rows, actor=actor, code=code)
 
 
 @transaction.atomic
@@ -601,39 +615,80 @@ def review_close(*, review: Review, actor) -> Snapshot:
 
 def _theme_by_uuid(project: Project, value, field: str) -> Theme:
     try:
+        if not isinstance(value, str | uuid.UUID):
+            raise ValueError(value)
         return Theme.objects.for_project(project).get(uuid=value)
     except (Theme.DoesNotExist, ValidationError, ValueError):
         raise ValidationError({field: "Choose a theme of this project that is not in the trash."}) from None
 
 
 def _codes_by_uuid(project: Project, values) -> list[Code]:
-    values = [str(v) for v in (values or [])]
-    codes = list(Code.objects.for_project(project).filter(uuid__in=values))
-    if not values or len(codes) != len(set(values)):
+    wanted = _uuids(values)
+    codes = list(Code.objects.for_project(project).filter(uuid__in=wanted)) if wanted else []
+    if not wanted or len(codes) != len(wanted):
         raise ValidationError({"codes": "Choose one or more codes of this project."})
     return codes
 
 
+def _uuids(values) -> set[uuid.UUID]:
+    """The ids in a list of uuid strings; empty if it is not one (a string, a number, a malformed id)."""
+    if not isinstance(values, list | tuple):
+        return set()
+    try:
+        return {v if isinstance(v, uuid.UUID) else uuid.UUID(v) for v in values}
+    except (AttributeError, TypeError, ValueError):
+        return set()
+
+
+# What each kind of decision reads from its payload; the API answers refusals of these under "payload".
+DECISION_PAYLOAD_KEYS = {
+    Decision.Kind.RENAME: ("name",), Decision.Kind.MERGE: ("into",), Decision.Kind.SPLIT: ("name", "codes"),
+    Decision.Kind.REDEFINE: ("definition",), Decision.Kind.STATUS: ("status",), Decision.Kind.MOVE_CODES: ("to", "codes"),
+}
+_JSON_TYPES = {bool: "true or false", int: "a number", float: "a number", dict: "an object", list: "a list"}
+
+
+def _payload_text(payload: dict, key: str, field: str, *, missing: str) -> str:
+    """The text a decision puts in the theme's `field`, held now to that field's rules (so applying cannot fail or
+    cut it): text, not empty unless the field may be, within its length, nothing PostgreSQL cannot store."""
+    value = payload.get(key)
+    if value is None:
+        raise ValidationError({key: missing})
+    if not isinstance(value, str):
+        raise ValidationError({key: f"Must be text, not {_JSON_TYPES.get(type(value), type(value).__name__)}."})
+    model_field = Theme._meta.get_field(field)
+    if isinstance(model_field, models.CharField):  # a name is kept trimmed, a definition as written
+        value = value.strip()
+    if not value and not model_field.blank:
+        raise ValidationError({key: missing})
+    try:
+        check_storable_text(value)
+        model_field.run_validators(value)
+    except ValidationError as exc:
+        raise ValidationError({key: exc.messages}) from None
+    return value
+
+
 def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict) -> dict:
-    """Check a decision's payload now, so a meeting never records something that cannot be applied."""
+    """Check a decision's payload now, so a meeting never records something that cannot be applied as decided."""
     project = review.project
+    if not isinstance(payload, dict):
+        raise ValidationError({"payload": "Send the decision's details as an object, e.g. {\"name\": \"…\"} for a rename."})
     if kind == Decision.Kind.RENAME:
-        if not str(payload.get("name", "")).strip():
-            raise ValidationError({"name": "Give the new name."})
-        return {"name": str(payload["name"]).strip()}
+        return {"name": _payload_text(payload, "name", "name", missing="Give the new name.")}
     if kind == Decision.Kind.MERGE:
         into = _theme_by_uuid(project, payload.get("into"), "into")
         if into.pk == theme.pk:
             raise ValidationError({"into": "A theme cannot be merged into itself."})
         return {"into": str(into.uuid), "into_name": into.name}
     if kind == Decision.Kind.SPLIT:
-        if not str(payload.get("name", "")).strip():
-            raise ValidationError({"name": "Name the theme that is split off."})
-        return {"name": str(payload["name"]).strip(), "codes": [str(c.uuid) for c in _codes_by_uuid(project, payload.get("codes"))]}
+        name = _payload_text(payload, "name", "name", missing="Name the theme that is split off.")
+        return {"name": name, "codes": [str(c.uuid) for c in _codes_by_uuid(project, payload.get("codes"))]}
     if kind == Decision.Kind.REDEFINE:
-        return {"definition": str(payload.get("definition", ""))}
+        return {"definition": _payload_text(payload, "definition", "definition",
+                                            missing="Give the new definition (an empty text clears it).")}
     if kind == Decision.Kind.STATUS:
-        if payload.get("status") not in Theme.Status.values:
+        if not isinstance(payload.get("status"), str) or payload["status"] not in Theme.Status.values:
             raise ValidationError({"status": "Choose a status."})
         return {"status": payload["status"]}
     if kind == Decision.Kind.MOVE_CODES:

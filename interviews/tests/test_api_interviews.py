@@ -34,7 +34,7 @@ def test_participants_list_and_create(client_for, project, analyst):
     listed = client.get(api(project, "participants/")).json()
     assert [(p["label"], p["interview_count"]) for p in listed["results"]] == [("GPT-4o", 0)]
     clash = client.post(api(project, "participants/"), {"label": "GPT-4o"}, content_type="application/json")
-    assert clash.status_code == 400 and "already has a participant" in clash.json()["label"][0]
+    assert clash.status_code == 400 and "already called “GPT-4o”" in clash.json()["label"][0]
 
 
 def test_participant_writes_by_viewer_403_and_outsider_404(client_for, project, viewer, outsider):
@@ -197,7 +197,44 @@ def test_participant_patch_is_audited_and_refuses_a_taken_label(client_for, proj
     renamed = client.patch(api(project, f"participants/{gpt['uuid']}/"), {"label": "GPT-4o (Aug)", "attributes": {"n": 1}},
                            content_type="application/json")
     assert renamed.status_code == 200 and renamed.json()["label"] == "GPT-4o (Aug)"
-    assert "label GPT-4o → GPT-4o (Aug)" in AuditEvent.objects.get(target_id=gpt["uuid"]).summary
+    assert "label GPT-4o → GPT-4o (Aug)" in AuditEvent.objects.get(target_id=gpt["uuid"], action="changed").summary
     clash = client.patch(api(project, f"participants/{gpt['uuid']}/"), {"label": "Claude"}, content_type="application/json")
     assert clash.status_code == 400 and "label" in clash.json()
     assert Participant.objects.get(uuid=gpt["uuid"]).label == "GPT-4o (Aug)"
+
+
+@pytest.mark.parametrize("attributes,message", [
+    ("hello", "Case attributes must be a mapping from non-empty names to values."),
+    ([1, 2], "Case attributes must be a mapping from non-empty names to values."),
+    ({"": 1}, "Case attributes must be a mapping from non-empty names to values."),
+    ({"k": "v\u0000"}, "Case attribute “k”: Null characters are not allowed."),
+    ({"k\u0000": 1}, "Case attribute “k\N{SYMBOL FOR NULL}”: Null characters are not allowed."),
+    ({"k": {"deep": ["x\ud800"]}}, "Case attribute “k”: Surrogate characters are not allowed: U+D800."),
+], ids=["text", "list", "empty name", "NUL in a value", "NUL in a name", "surrogate deep in a value"])
+def test_creating_a_participant_checks_attributes_as_an_edit_does(client_for, project, analyst, attributes, message):
+    from projects.models import AuditEvent
+
+    client = client_for(analyst)
+    created = client.post(api(project, "participants/"), {"label": "x", "attributes": attributes}, content_type="application/json")
+    assert created.status_code == 400 and created.json() == {"attributes": [message]}
+    gpt = client.post(api(project, "participants/"), {"label": "GPT-4o"}, content_type="application/json").json()
+    edited = client.patch(api(project, f"participants/{gpt['uuid']}/"), {"attributes": attributes}, content_type="application/json")
+    assert edited.status_code == 400 and edited.json() == {"attributes": [message]}
+    assert list(Participant.objects.values_list("label", "attributes")) == [("GPT-4o", {})]
+    assert list(AuditEvent.objects.values_list("action", flat=True)) == ["created"]
+
+
+def test_a_created_participant_is_audited_and_can_be_edited_field_by_field(client_for, project, analyst):
+    from projects.models import AuditEvent
+
+    client = client_for(analyst)
+    created = client.post(api(project, "participants/"), {"label": " GPT-4o ", "provider": "OpenAI", "attributes": {"size": "large"}},
+                          content_type="application/json")
+    assert created.status_code == 201
+    assert (created.json()["label"], created.json()["attributes"], created.json()["interview_count"]) == ("GPT-4o", {"size": "large"}, 0)
+    event = AuditEvent.objects.get(target_id=created.json()["uuid"])
+    assert (event.action, event.summary, event.actor) == ("created", "Participant “GPT-4o” added", analyst)
+    assert event.data["fields"]["attributes"] == {"size": "large"}
+    edited = client.patch(api(project, f"participants/{created.json()['uuid']}/"), {"provider": "OpenAI, Inc."},
+                          content_type="application/json")
+    assert edited.status_code == 200 and edited.json()["attributes"] == {"size": "large"}

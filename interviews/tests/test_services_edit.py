@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from interviews.models import Interview, Participant
-from interviews.services import interview_update, participant_update
+from interviews.services import interview_update, participant_create, participant_update
 from interviews.tests.factories import make_interview, make_participant
 from projects.models import AuditEvent, Project
 
@@ -114,3 +114,14 @@ def test_participant_update_refuses_an_unknown_interface_and_empty_attribute_nam
     with pytest.raises(ValidationError) as raised:
         _describe(gpt, analyst, interface="telepathy", attributes={" ": "x"})
     assert set(raised.value.message_dict) == {"interface", "attributes"}
+
+
+def test_participant_create_refuses_what_an_edit_refuses_and_saves_nothing(project, analyst, gpt) -> None:
+    with pytest.raises(ValidationError) as raised:
+        participant_create(project=project, actor=analyst, label="GPT-4o", interface="telepathy", attributes={"k": "v\x00"})
+    assert raised.value.message_dict == {
+        "label": ["Another participant in this project is already called “GPT-4o”; participant labels must be unique."],
+        "interface": ["“telepathy” is not an interface; choose one of web, api."],
+        "attributes": ["Case attribute “k”: Null characters are not allowed."]}
+    assert list(Participant.objects.filter(project=project)) == [gpt]
+    assert not AuditEvent.objects.exists()

@@ -43,6 +43,7 @@ WRITES = [
     ("post", "/comments/", {"theme": "{theme}", "body": "hi"}),
     ("post", "/reviews/", {"title": "R", "date": "2026-11-22", "agenda": ["{theme}"]}),
     ("put", "/reviews/{review}/notes/", {"notes": "We agreed", "notes_version": 1}),
+    ("post", "/reviews/{review}/decisions/", {"theme": "{theme}", "kind": "rename", "payload": {"name": "Candour"}}),
 ]
 
 
@@ -141,7 +142,7 @@ def test_api_review_meeting_flow(project, theme, owner, analyst):
     decision = api(analyst).post(url + "decisions/", {"theme": str(theme.uuid), "kind": "merge", "payload": {"into": str(other.uuid)}}, format="json")
     assert decision.status_code == 201
     bad = api(analyst).post(url + "decisions/", {"theme": str(theme.uuid), "kind": "merge", "payload": {"into": str(theme.uuid)}}, format="json")
-    assert bad.status_code == 400 and "into" in bad.json()
+    assert bad.status_code == 400 and bad.json() == {"payload": {"into": ["A theme cannot be merged into itself."]}}
     applied = api(analyst).post(url + f"decisions/{decision.json()['uuid']}/apply/", format="json")
     assert applied.status_code == 200 and applied.json()["applied_at"]
     assert Theme.objects.get(pk=theme.pk).deleted_at is not None
