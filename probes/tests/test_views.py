@@ -331,3 +331,11 @@ def test_the_answers_download_shows_the_model_id_each_answer_was_asked_with(answ
     response = client_for(viewer).get(reverse("reports:probe_answers", args=[project.uuid, answered.uuid, "csv"]))
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
     assert {r["Model id"] for r in rows if r["Model"] == "Model A"} == {"model-a-v1"}
+
+
+def test_results_say_repetitions_are_not_independent_observations(answered, project, viewer, client_for):
+    page = client_for(viewer).get(url("results", project, answered)).content.decode()
+    assert 'id="repetitions-note"' not in page  # asked once: every N is items
+    Probe.objects.filter(pk=answered.pk).update(repetitions=3)
+    page = client_for(viewer).get(url("results", project, answered)).content.decode()
+    assert "Each item was asked 3 times per condition and model" in page and "not independent observations" in page
