@@ -226,6 +226,9 @@ def _placements(*themes: Theme) -> dict[int, list[ThemeCode]]:
 def _check_placeable(theme: Theme, code: Code) -> None:
     if code.project_id != theme.project_id or code.deleted_at is not None:
         raise ValidationError({"code": "This code is not in the theme's project."})
+    if code.merged_into_id is not None:
+        raise ValidationError({"code": f"“{code.name}” was merged into “{code.merged_into.name}”, which holds its codings; "
+                                       f"place that code instead."})
 
 
 def _place(theme: Theme, rows: list[ThemeCode], *, actor, code: Code, before: Code | None) -> ThemeCode:
@@ -278,6 +281,8 @@ def theme_move_code(*, code: Code, source: Theme, target: Theme, actor, before: 
         return theme_add_code(theme=target, actor=actor, code=code, before=before)
     _check_placeable(target, code)
     rows = _placements(source, target)
+    if not any(r.code_id == code.id for r in rows[source.pk]):  # moved away meanwhile, or never there
+        raise ValidationError({"code": f"“{code.name}” is not in theme “{source.name}” (any more); nothing to move."})
     placed = _place(target, rows[target.pk], actor=actor, code=code, before=before)
     _take_out(source, rows[source.pk], actor=actor, code=code)
     return placed

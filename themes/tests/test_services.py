@@ -62,6 +62,21 @@ def test_a_code_may_sit_in_several_themes_and_moves_keep_order(project, owner, m
     assert codes_of(b) == ["y"]
 
 
+def test_a_code_not_in_the_source_theme_or_merged_away_is_not_placed(project, owner, make_code):
+    from coding.services import code_merge
+
+    a = services.theme_create(project=project, actor=owner, name="A")
+    b = services.theme_create(project=project, actor=owner, name="B")
+    x, merged, target = make_code("x"), make_code("Advice list"), make_code("Deference")
+    with pytest.raises(ValidationError, match="“x” is not in theme “A” \\(any more\\); nothing to move"):
+        services.theme_move_code(code=x, source=a, target=b, actor=owner)
+    code_merge(source=merged, target=target, actor=owner)
+    merged.refresh_from_db()
+    with pytest.raises(ValidationError, match="was merged into “Deference”, which holds its codings"):
+        services.theme_add_code(theme=a, actor=owner, code=merged)
+    assert codes_of(a) == [] and codes_of(b) == []
+
+
 @pytest.mark.django_db(transaction=True)
 def test_opposite_moves_between_two_themes_at_once_both_land(project, owner, make_code):
     """Both moves lock the two themes in the same order, so they queue up rather than deadlock."""
