@@ -83,7 +83,6 @@ def interview_update(*, interview: Interview, actor: Any, title: str, conducted_
 
 
 PARTICIPANT_FIELDS = ("label", "provider", "model_id", "interface", "snapshot_date", "attributes")
-ATTRIBUTES_SHAPE = "Case attributes must be a mapping from non-empty names to values."
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -95,16 +94,16 @@ def check_storable_text(text: str) -> None:
         raise ValidationError(f"Surrogate characters are not allowed: U+{ord(found.group()):X}.")
 
 
-def _attributes_problem(attributes: Any) -> str:
-    """Why `attributes` cannot be a participant's case attributes, or ""."""
+def _attributes_problem(attributes: Any, kind: str = "Case") -> str:
+    """Why `attributes` cannot be a participant's case attributes (or an interview's, kind="Interview"), or ""."""
     if not isinstance(attributes, dict) or not all(isinstance(k, str) and k.strip() for k in attributes):
-        return ATTRIBUTES_SHAPE
+        return f"{kind} attributes must be a mapping from non-empty names to values."
     for name, value in attributes.items():
         for text in (name, *_texts_in(value)):
             try:
                 check_storable_text(text)
             except ValidationError as exc:
-                return f"Case attribute “{_printable(name)}”: {exc.messages[0]}"
+                return f"{kind} attribute “{_printable(name)}”: {exc.messages[0]}"
     return ""
 
 
@@ -265,8 +264,8 @@ def _when(value: Any) -> dt.datetime | None:
 def interview_attributes_set(*, actor: Any, attributes: dict[Interview, dict[str, Any]]) -> int:
     """Set attributes of many interviews (ground truth, condition, wave...) from a sheet, in their metadata; all land or none."""
     for interview, new in attributes.items():
-        if not isinstance(new, dict) or not all(isinstance(k, str) and k.strip() for k in new):
-            raise ValidationError("Interview attributes must be a mapping from non-empty names to values.")
+        if problem := _attributes_problem(new, "Interview"):
+            raise ValidationError(problem)
         old = interview.metadata if isinstance(interview.metadata, dict) else {}
         interview.metadata = new
         interview.save(update_fields=["metadata", "updated_at"])

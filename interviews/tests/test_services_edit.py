@@ -125,3 +125,15 @@ def test_participant_create_refuses_what_an_edit_refuses_and_saves_nothing(proje
         "attributes": ["Case attribute “k”: Null characters are not allowed."]}
     assert list(Participant.objects.filter(project=project)) == [gpt]
     assert not AuditEvent.objects.exists()
+
+
+def test_interview_attributes_from_a_sheet_refuse_what_the_database_cannot_hold_and_save_none(project, analyst, gpt) -> None:
+    from interviews.services import interview_attributes_set
+
+    first = make_interview(project, gpt, [("participant", "Hello.")], title="First")
+    second = make_interview(project, gpt, [("participant", "Hi.")], title="Second")
+    with pytest.raises(ValidationError, match="Interview attribute “wave”: Null characters are not allowed."):
+        interview_attributes_set(actor=analyst, attributes={first: {"wave": "1"}, second: {"wave": "2\x00"}})
+    with pytest.raises(ValidationError, match="Interview attributes must be a mapping from non-empty names to values."):
+        interview_attributes_set(actor=analyst, attributes={first: {" ": "1"}})
+    assert [i.metadata for i in Interview.objects.order_by("title")] == [{}, {}]
