@@ -847,13 +847,17 @@ ACCEPT_ALL_AFTER = 3  # suggestions of a code a reviewer decides one by one befo
 
 @transaction.atomic
 def suggestions_accept_rest(*, run: SuggestionRun, code: Code, user: Any) -> int:
-    """Accept a code's remaining pending suggestions of a run, once a sample of them was reviewed one by one."""
+    """Accept a code's remaining pending suggestions of a run, once a sample of them was reviewed one by one.
+
+    Those the critic rejected are not among them: they stay pending, for the reviewer to decide one by one.
+    """
     of_code = Suggestion.objects.filter(run=run, code=code)
     reviewed = of_code.exclude(status=Suggestion.Status.PENDING).count()
     if reviewed < ACCEPT_ALL_AFTER:
         raise ValidationError(f"Review at least {ACCEPT_ALL_AFTER} of “{code.name}”’s suggestions one by one first "
                               f"({reviewed} so far).")
-    pending = list(of_code.filter(status=Suggestion.Status.PENDING).values_list("uuid", flat=True))
+    pending = list(of_code.filter(status=Suggestion.Status.PENDING).exclude(critic_verdict=Suggestion.Verdict.REJECTED)
+                   .values_list("uuid", flat=True))
     decided = [suggestion_decide(project_uuid=run.project.uuid, suggestion_uuid=uuid, user_id=user.pk, accept=True)
                for uuid in pending]
     return sum(1 for decision in decided if decision.decided)

@@ -8,7 +8,7 @@ from uuid import UUID
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, Q
+from django.db.models import Count, F, Q
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -118,6 +118,9 @@ def reader_run(request: HttpRequest, project_uuid: UUID, run_uuid: UUID) -> Http
         suggestions = suggestions.filter(code__uuid=code_uuid)
     codes = (Code.objects.filter(suggestions__run=run).annotate(
         pending=Count("suggestions", filter=Q(suggestions__run=run, suggestions__status=Suggestion.Status.PENDING)),
+        critic_rejected=Count("suggestions", filter=Q(suggestions__run=run, suggestions__status=Suggestion.Status.PENDING,
+                                                      suggestions__critic_verdict=Suggestion.Verdict.REJECTED)),
+        acceptable=F("pending") - F("critic_rejected"),  # what "Accept the rest" accepts
         reviewed=Count("suggestions", filter=Q(suggestions__run=run) & ~Q(suggestions__status=Suggestion.Status.PENDING)),
     ).order_by("name").distinct())
     return render(request, "coding/reader_run.html", _ctx(

@@ -246,6 +246,26 @@ def test_the_rest_of_a_code_is_accepted_at_once_only_after_a_sample(
     assert Coding.objects.filter(origin=Coding.Origin.SUGGESTION, code=belonging).count() == 6
 
 
+def test_accepting_the_rest_leaves_what_the_critic_rejected_for_the_reviewer(
+    project, analyst, make_interview, codes, reading, django_capture_on_commit_callbacks, client_for,
+):
+    from coding.models import Code, Suggestion
+
+    interviews = [make_interview(title=f"I{i}", label=f"M{i}") for i in range(3)]
+    run = start(project, analyst, interviews, django_capture_on_commit_callbacks)
+    belonging = Code.objects.get(pk=codes["Belonging"])
+    of_code = list(run.suggestions.filter(code=belonging).order_by("pk"))
+    for suggestion in of_code[:3]:
+        decide(project, suggestion, analyst)
+    Suggestion.objects.filter(pk=of_code[3].pk).update(critic_verdict=Suggestion.Verdict.REJECTED)
+    page = client_for(analyst).get(reverse("coding:reader_run", args=[project.uuid, run.uuid])).content.decode()
+    assert "Accept the 2 remaining “Belonging”" in page and "the 1 the critic rejected stay for you to decide" in page
+    assert services.suggestions_accept_rest(run=run, code=belonging, user=analyst) == 2
+    of_code[3].refresh_from_db()
+    assert of_code[3].status == Suggestion.Status.PENDING
+    assert Coding.objects.filter(origin=Coding.Origin.SUGGESTION, code=belonging).count() == 5
+
+
 def test_where_the_ai_and_a_researcher_differ_matches_hand_computed_figures(
     project, analyst, interview, participant_segments, codes, reading, django_capture_on_commit_callbacks,
 ):
