@@ -25,7 +25,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connections, transaction
-from django.db.models import Sum
+from django.db.models import Count, Q, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
 
@@ -312,12 +312,15 @@ def run_cancel(*, run: SuggestionRun, user: Any) -> None:
 def progress(run: SuggestionRun) -> dict[str, int]:
     """Requests answered of the requests the run makes; a kept window the coder proposed nothing for asks no critic."""
     agents = 2 if run.with_critic else 1
-    steps = run.steps.count()
+    counted = run.steps.aggregate(steps=Count("pk"), failed=Count("pk", filter=Q(ok=False)))
+    steps, failed = counted["steps"], counted["failed"]
     kept = kept_windows(run)
     without_critic = len(kept) - run.steps.filter(agent=ReaderStep.Agent.CRITIC, window__in=kept).count()
     total = len(run.windows) * agents - (without_critic if run.with_critic else 0)
-    return {"windows": len(run.windows), "kept": len(kept), "steps": steps, "total_steps": total,
-            "percent": round(100 * steps / max(1, total))}
+    # A failed request (the endpoint's error, a timeout) is kept like an answer: say so, and why.
+    errors = sorted(set(run.steps.filter(ok=False).exclude(error="").values_list("error", flat=True)[:20]))[:3] if failed else []
+    return {"windows": len(run.windows), "kept": len(kept), "steps": steps, "total_steps": total, "failed": failed,
+            "errors": errors, "percent": round(100 * steps / max(1, total))}
 
 
 # -- one window ----------------------------------------------------------------------
@@ -350,6 +353,8 @@ def _window_run(run_id: int, window: int) -> str:
     verdicts: dict[int, dict[str, Any]] = {}
     critic = None
     if run.with_critic and proposals and coder.ok:
+        if SuggestionRun.objects.filter(pk=run.pk, status=SuggestionRun.Status.CANCELLED).exists():
+            return "cancelled"  # while the coder answered: the critic is not asked, nothing more is sent
         critic = _step(run, window, ReaderStep.Agent.CRITIC,
                        lambda: _critic_messages(run, segments, proposals), CRITIC_SCHEMA)
         verdicts = parse_critic(critic, count=len(proposals), code_ids=code_ids)

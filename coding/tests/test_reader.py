@@ -169,7 +169,8 @@ def test_a_window_the_coder_proposes_nothing_for_asks_no_critic_and_the_run_show
     endpoint_server.script("coder-critic", answer=json.dumps({"proposals": [], "new_code_ideas": []}))
     run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
     assert run.status == SuggestionRun.Status.DONE and len(endpoint_server.chat_requests()) == 1
-    assert reader.progress(run) == {"windows": 1, "kept": 1, "steps": 1, "total_steps": 1, "percent": 100}
+    assert reader.progress(run) == {"windows": 1, "kept": 1, "steps": 1, "total_steps": 1, "percent": 100,
+                                     "failed": 0, "errors": []}
 
 
 def test_a_cancelled_run_sends_nothing_more(project, analyst, interview, codes, reading, endpoint_server,
@@ -179,6 +180,35 @@ def test_a_cancelled_run_sends_nothing_more(project, analyst, interview, codes, 
     reader.run_cancel(run=run, user=analyst)
     assert reader.window_run(run.pk, 0) == "cancelled"
     assert endpoint_server.chat_requests() == []
+
+
+def test_a_run_cancelled_while_the_coder_answers_asks_no_critic(project, analyst, interview, codes, reading, endpoint_server,
+                                                               django_capture_on_commit_callbacks, monkeypatch):
+    with django_capture_on_commit_callbacks(execute=False):
+        run = reader.run_start(project=project, user=analyst, interviews=[interview], with_critic=True)
+    ask = reader._step
+
+    def coder_then_cancel(run_, window, agent, *args):  # the researcher presses Cancel while the coder answers
+        step = ask(run_, window, agent, *args)
+        if agent == ReaderStep.Agent.CODER:
+            reader.run_cancel(run=run, user=analyst)
+        return step
+
+    monkeypatch.setattr(reader, "_step", coder_then_cancel)
+    assert reader.window_run(run.pk, 0) == "cancelled"
+    asked = [request.body["response_format"]["json_schema"]["name"] for request in endpoint_server.chat_requests()]
+    assert asked == ["code_proposals"] and not run.suggestions.exists()
+
+
+def test_a_run_whose_requests_failed_says_so_and_why(project, analyst, interview, codes, reading, endpoint_server,
+                                                     django_capture_on_commit_callbacks, client_for):
+    endpoint_server.script("coder-critic", status=500)
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    progress = reader.progress(run)
+    assert progress["failed"] == progress["steps"] == 1 and "(500)" in progress["errors"][0]
+    page = client_for(analyst).get(reverse("coding:reader_run", args=[project.uuid, run.uuid])).content.decode()
+    assert "1 of them with an error" in page and "1 request failed: “" in page
+    assert "which is not the same as the model finding none" in page
 
 
 def test_the_reader_is_off_until_an_owner_enables_it(project, owner, analyst, interview, codes, endpoint_server):
