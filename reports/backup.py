@@ -1,4 +1,5 @@
-"""Lossless project backups: one ZIP of JSON per model, restored into a new project.
+"""Project backups: one ZIP of JSON per model, restored into a new project, losing nothing but what EXCLUDED lists
+(the exchange page tells the owner what that is).
 
 The plan is built from the models themselves, not written by hand: every model of
 the project's apps that reaches `projects.Project` through foreign keys is backed up,

@@ -32,6 +32,9 @@ def test_members_see_the_exchange_page(project, client_for, request, who):
     assert response.status_code == 200
     assert b"Download .qdpx" in response.content
     assert (b"Download backup" in response.content) == (who == "owner")
+    if who == "owner":  # what the backup leaves out (backup.EXCLUDED) is said before it is downloaded
+        said = " ".join(response.content.decode().split())
+        assert "the AI second reader's runs with their pending and rejected suggestions" in said
 
 
 def test_outsiders_get_404_everywhere(project, client_for, outsider):
