@@ -71,6 +71,8 @@ from themes.models import Memo, MemoRevision, Theme, ThemeCode
 
 TURNS_VARIABLE = "RTA turns"
 CASE_VARIABLES = ("provider", "model", "interface")
+# The note on a coding that was an accepted AI suggestion (REFI-QDA codings have no origin); the import reads it back.
+ACCEPTED_SUGGESTION_NOTE = "Accepted AI suggestion (RTA Studio's second reader)"
 _NS = uuid.UUID("6f1d8a52-3c1e-4f53-9a57-5b1d2f6c7e01")  # namespace for derived GUIDs
 
 
@@ -168,6 +170,12 @@ class _Exporter:
             sel.created = min(sel.created, created) if sel.created else created
             coding = refiqda.Coding(guid=_guid("coding", run[0].pk), code_guid=code_guids[run[0].code_id],
                                     creating_user=self.coder_guid(run[0]), created=created)
+            if run[0].origin == Coding.Origin.SUGGESTION:
+                # REFI-QDA has no origin for a coding: a note on it says so, in words any tool shows.
+                note = refiqda.Note(guid=_guid("coding-origin", run[0].pk), name=ACCEPTED_SUGGESTION_NOTE,
+                                    text=ACCEPTED_SUGGESTION_NOTE, creating_user=coding.creating_user, created=created)
+                self.notes.append(note)
+                coding.note_refs.append(note.guid)
             for c in run:
                 if c.note.strip():
                     note = refiqda.Note(guid=_guid("coding-note", c.pk), name=f"Note on {c.segment.text[:40]}",
@@ -187,9 +195,9 @@ def _coding_runs(codings: list[Coding], coder_of) -> list[list[Coding]]:
     selection, it leaves as it came (an NVivo selection over five sentences stays one).
     `coder_of` names the coder as the file will (a person kept as a name is not the account holding the coding).
     """
-    by_pair: dict[tuple[int, str | None], list[Coding]] = defaultdict(list)
-    for c in codings:
-        by_pair[(c.code_id, coder_of(c))].append(c)
+    by_pair: dict[tuple[int, str | None, str], list[Coding]] = defaultdict(list)
+    for c in codings:  # an accepted AI suggestion is never one selection with a hand-made coding
+        by_pair[(c.code_id, coder_of(c), c.origin)].append(c)
     runs: list[list[Coding]] = []
     for group in by_pair.values():
         group.sort(key=lambda c: c.segment.position)
@@ -580,14 +588,16 @@ class _Importer:
                     continue
                 account, name = self.person(fc.creating_user or sel.creating_user)
                 coder = account or self.owner  # a coding needs an account: a name-only coder's is the importer's
-                text = "\n\n".join(t for t in (self.note_text(fc.note_refs), note) if t)
+                notes = [r for r in fc.note_refs if not self.says_accepted_suggestion(r)]
+                origin = Coding.Origin.SUGGESTION if len(notes) < len(fc.note_refs) else Coding.Origin.HUMAN
+                text = "\n\n".join(t for t in (self.note_text(notes), note) if t)
                 for seg in segs:
                     key = (seg.pk, code.pk, coder.pk)
                     if key in seen:
                         merged += name != ""
                         continue
                     seen.add(key)
-                    rows.append(Coding(segment=seg, code=code, coder=coder, interview=interview, note=text))
+                    rows.append(Coding(segment=seg, code=code, coder=coder, interview=interview, note=text, origin=origin))
                     names.append(name)
         Coding.objects.bulk_create(rows, batch_size=2000)
         self.kept.extend((row, "coder_id", name) for row, name in zip(rows, names, strict=True) if name)
@@ -595,6 +605,11 @@ class _Importer:
         if merged:
             self.warn(f"{interview.title!r}: {merged} codings by people kept as names repeat a code you (or another "
                       "of them) applied to the same passage; each is kept once.")
+
+    def says_accepted_suggestion(self, ref: str) -> bool:
+        """Whether a coding's note is the one our export writes on an accepted AI suggestion."""
+        found = self.notes.get(refiqda.norm_guid(ref))
+        return found is not None and found.text.strip() == ACCEPTED_SUGGESTION_NOTE
 
     def note_text(self, refs: Iterable[str]) -> str:
         return "\n\n".join(n.text for r in refs if (n := self.notes.get(refiqda.norm_guid(r))) and n.text.strip())

@@ -95,7 +95,7 @@ def _snapshot(project: Project, coder_name) -> dict:
                       c.parent.name if c.parent else None)
              for c in Code.objects.for_project(project).select_related("parent")}
     codings = sorted(
-        (c.interview.title, c.segment.turn.position, c.segment.text, c.code.name, coder_name(c, c.coder), c.note)
+        (c.interview.title, c.segment.turn.position, c.segment.text, c.code.name, coder_name(c, c.coder), c.note, c.origin)
         for c in Coding.objects.filter(interview__project=project).select_related("segment__turn", "code", "coder", "interview"))
     themes = {t.name: (t.definition, [tc.code.name for tc in t.theme_codes.order_by("position")])
               for t in Theme.objects.for_project(project)}
@@ -136,6 +136,9 @@ def test_export_is_schema_valid_and_follows_the_rules(demo_project, analyst, pos
 def test_round_trip_gives_the_same_texts_codes_codings_and_themes(demo_project, analyst, positions):
     _enrich(demo_project, analyst)
     owner = demo_project.memberships.get(role="owner").user
+    # Accepted AI suggestions come back as such (a note on each coding in the file), among hand-made codings.
+    accepted = Coding.objects.filter(interview__project=demo_project).order_by("pk").values_list("pk", flat=True)[::3]
+    assert 0 < Coding.objects.filter(pk__in=accepted).update(origin=Coding.Origin.SUGGESTION) < Coding.objects.count()
 
     def original_name(row, u):
         # The file names the analyst by their full name; the importer (owner) is themselves by username.
