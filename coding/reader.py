@@ -456,7 +456,7 @@ def parse_coder(step: ReaderStep, *, segment_ids: set[int], code_ids: set[int]
         return [], [], dropped
     proposals, seen = [], set()
     for item in data["proposals"]:
-        if not isinstance(item, dict) or not isinstance(item.get("segment_id"), int) or not isinstance(item.get("code_id"), int):
+        if not isinstance(item, dict) or not _is_id(item.get("segment_id")) or not _is_id(item.get("code_id")):
             dropped["proposal not in the schema"] += 1
         elif item["segment_id"] not in segment_ids:
             dropped["segment not in the window"] += 1
@@ -471,10 +471,15 @@ def parse_coder(step: ReaderStep, *, segment_ids: set[int], code_ids: set[int]
     ideas = []
     for idea in data.get("new_code_ideas") or []:
         if isinstance(idea, dict) and str(idea.get("name") or "").strip():
-            ids = [i for i in idea.get("segment_ids") or [] if isinstance(i, int) and i in segment_ids]
+            ids = [i for i in idea.get("segment_ids") or [] if _is_id(i) and i in segment_ids]
             ideas.append({"name": str(idea["name"]).strip()[:200], "definition": str(idea.get("definition") or ""),
                           "rationale": str(idea.get("rationale") or ""), "segment_ids": ids})
     return proposals, ideas, dropped
+
+
+def _is_id(value: Any) -> bool:
+    """A whole number as JSON gives it; JSON's true is a bool, which Python would take for 1."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def parse_critic(step: ReaderStep, *, count: int, code_ids: set[int]) -> dict[int, dict[str, Any]]:
@@ -483,7 +488,7 @@ def parse_critic(step: ReaderStep, *, count: int, code_ids: set[int]) -> dict[in
     items = data.get("verdicts") if isinstance(data, dict) else None
     verdicts: dict[int, dict[str, Any]] = {}
     for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict) or not isinstance(item.get("proposal"), int) or not 0 <= item["proposal"] < count:
+        if not isinstance(item, dict) or not _is_id(item.get("proposal")) or not 0 <= item["proposal"] < count:
             continue
         verdict = item.get("verdict")
         if verdict == "change" and item.get("code_id") not in code_ids:

@@ -516,3 +516,16 @@ def test_the_estimate_shows_the_cost_at_the_prices_the_owner_set(
     assert figures["cost"] == expected.quantize(Decimal("0.01"))
     body = client_for(analyst).post(url, data).content.decode()
     assert f'<strong id="reader-cost">{figures["cost"]}</strong>' in body and "420 output tokens" in body
+
+
+def test_json_true_is_not_an_id_for_the_coder_or_the_critic():
+    answer = {"proposals": [{"segment_id": True, "code_id": 1}, {"segment_id": 1, "code_id": True},
+                            {"segment_id": 1, "code_id": 2, "rationale": "fits"}],
+              "new_code_ideas": [{"name": "Idea", "segment_ids": [True, 1]}]}
+    proposals, ideas, dropped = reader.parse_coder(ReaderStep(ok=True, raw_answer=json.dumps(answer)),
+                                                   segment_ids={1}, code_ids={1, 2})
+    assert [(p["segment_id"], p["code_id"]) for p in proposals] == [(1, 2)]
+    assert dropped == {"proposal not in the schema": 2} and ideas[0]["segment_ids"] == [1]
+    verdicts = {"verdicts": [{"proposal": True, "verdict": "reject"}, {"proposal": 0, "verdict": "keep"}]}
+    judged = reader.parse_critic(ReaderStep(ok=True, raw_answer=json.dumps(verdicts)), count=2, code_ids={1, 2})
+    assert list(judged) == [0]

@@ -50,6 +50,18 @@ def test_docx_is_a_word_table_with_caption_and_exact_text():
     assert t.rows[0]._tr.trPr.xpath("./w:tblHeader")  # header repeats on every page
 
 
+@pytest.mark.parametrize("typed", ["Table 1: Home", "table 12. Home", "Tab. 3 – Home", "  Table 2 Home"])
+def test_a_number_typed_before_the_caption_is_not_doubled_where_the_writer_numbers_tables(typed):
+    def with_caption(fmt: str) -> bytes:
+        return render(fmt, Table(caption=typed, headers=HEADERS, rows=iter(ROWS)))
+
+    assert docx.Document(io.BytesIO(with_caption("docx"))).paragraphs[0].text == "Table 1: Home"
+    assert r"\caption{Home}" in with_caption("tex").decode()
+    assert typed.strip() in with_caption("md").decode()  # Markdown numbers nothing: the caption stays as typed
+    untouched = Table(caption="Tables 1 and 2 compared", headers=HEADERS, rows=iter(ROWS))
+    assert docx.Document(io.BytesIO(render("docx", untouched))).paragraphs[0].text == "Table 1: Tables 1 and 2 compared"
+
+
 def test_docx_strips_characters_xml_forbids():
     document = docx.Document(io.BytesIO(render("docx", table([["a\x00b", "c\x0bd", "e", "f"]]))))
     assert [c.text for c in document.tables[0].rows[1].cells] == ["ab", "cd", "e", "f"]

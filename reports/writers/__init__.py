@@ -7,6 +7,7 @@ buffer) in memory, so a table of any length costs the same memory.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
@@ -42,6 +43,15 @@ def safe_row(row: Iterable[object]) -> list[Cell]:
     return [v if v is None or v.__class__ is int
             else ("'" + v if v.startswith(FORMULA_START) else v) if v.__class__ is str
             else safe_cell(v) for v in row]
+
+
+# "Table 3: ", "Table 3. ", "Tab. 3 – " typed at the start of a caption: Word and LaTeX number tables themselves.
+_TYPED_NUMBER = re.compile(r"^\s*(?:table|tab\.)\s*\d+\s*[:.\-–—]?\s*", re.IGNORECASE)
+
+
+def unnumbered_caption(caption: str) -> str:
+    """The caption without a table number typed before it, for the writers that number tables (DOCX, LaTeX)."""
+    return _TYPED_NUMBER.sub("", caption, count=1) or caption
 
 
 @dataclass

@@ -23,7 +23,7 @@ from docx.oxml.ns import qn
 from docx.shared import Cm, Inches, Mm, Pt
 
 from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
-from reports.writers import ZIP_LEVEL, Cell, Table
+from reports.writers import ZIP_LEVEL, Cell, Table, unnumbered_caption
 
 MARKER = "RTA-ROWS-GO-HERE"
 PAPER_SIZES = {"a4": (Mm(210), Mm(297)), "letter": (Inches(8.5), Inches(11))}
@@ -101,7 +101,7 @@ def _caption(doc, caption: str) -> None:
             instr.set(qn("xml:space"), "preserve")
             instr.text = text
             run._r.append(instr)
-    if caption:
+    if caption := unnumbered_caption(caption):
         p.add_run(": " + _clean(caption))
 
 

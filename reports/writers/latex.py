@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterator
 
 from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
-from reports.writers import Cell, Table
+from reports.writers import Cell, Table, unnumbered_caption
 
 FLUSH_ROWS = 200
 LONG_WORD = 21  # characters (model ids stay whole): a longer unbroken run gets break points every BREAK_EVERY characters
@@ -149,7 +149,7 @@ def _colspec(table: Table) -> str:
 
 def iter_latex(table: Table, *, standalone: bool = True) -> Iterator[bytes]:
     cols = len(table.headers)
-    caption = latex_escape(table.caption)
+    caption = latex_escape(unnumbered_caption(table.caption))
     label = re.sub(r"[^A-Za-z0-9:._-]", "", table.label)
     head = " & ".join(r"\textbf{%s}" % latex_escape(h) for h in table.headers) + r" \\"
     out: list[str] = []
