@@ -36,6 +36,7 @@ from reports.excerpts import (
 )
 from reports.exports import (
     INLINE_MAX_ROWS,
+    excerpt_caption,
     excerpt_filename,
     excerpt_table,
     exportjob_create,
@@ -95,7 +96,7 @@ def excerpts(request: HttpRequest, project_uuid) -> HttpResponse:
         rows = [r.values(columns) for r in excerpt_rows(project, spec, limit=PREVIEW_ROWS, options=options, codings=total)]
     context = _context(
         membership, options=options, spec=spec, error=error, rows=rows, total=total, preview_rows=PREVIEW_ROWS,
-        headers=excerpt_headers(columns), context_choices=range(MAX_CONTEXT + 1),
+        caption=excerpt_caption(project, spec), headers=excerpt_headers(columns), context_choices=range(MAX_CONTEXT + 1),
         all_columns=_column_choices(spec), params=spec_to_params(spec, options), formats=FORMATS,
         inline_max=INLINE_MAX_ROWS, selected=_selected(spec, options), papers=PAPERS.items(),
         orientations=ORIENTATIONS.items(),

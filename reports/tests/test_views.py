@@ -111,6 +111,13 @@ def test_excerpt_builder_previews_and_htmx_gets_only_the_fragment(world, client_
     assert f'name="codes" value="{world.codes["Feeling"].uuid}"' in fragment  # the export form carries the choices
 
 
+def test_the_preview_caption_is_the_downloads_caption(world, client_for, owner):
+    fragment = client_for(owner).get(url("excerpts", world), {"suggestions": "exclude"},
+                                     headers={"HX-Request": "true"}).content.decode()
+    assert (f"<caption>Excerpts from {world.project.name}. Codings made by accepting AI suggestions are left out"
+            f"</caption>") in fragment
+
+
 def test_excerpt_builder_shows_errors_inline(world, client_for, owner):
     response = client_for(owner).get(url("excerpts", world), {"columns": "colour"})
     assert response.status_code == 400
