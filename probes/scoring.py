@@ -120,6 +120,8 @@ def cell_rows_of(rows: dict[tuple[str, str], list[_Row]], condition: str) -> lis
 def _in_subset(row: _Row, subset: str, chosen: set[str]) -> bool:
     if subset == ALL:
         return True
+    if row.status != Answer.Status.DONE:
+        return False  # an answer not parsed cites nothing we know of: it is in neither subset, only in All
     cites = any(c.lower() in chosen for c in row.categories)
     return cites if subset == CITES else not cites
 

@@ -94,7 +94,8 @@ def test_a_probe_runs_in_the_worker_survives_a_restart_and_scores_by_hand(
     cites, cites_none = cells[("Primed", "cites")], cells[("Primed", "none")]
     assert (cites.n, cites.accuracy.value) == (3, pytest.approx(2 / 3))
     assert [(g.group, g.n, g.predicted["woman"].value) for g in cites.groups] == [("man", 1, 1.0), ("woman", 2, 1.0)]
-    assert (cites_none.n, cites_none.accuracy.value, cites_none.unparsed) == (4, pytest.approx(3 / 4), 1)
+    # The unparsed answer cites nothing we know of: it is counted in All only, in neither subset.
+    assert (cites_none.n, cites_none.accuracy.value, cites_none.unparsed) == (4, pytest.approx(3 / 4), 0)
     assert scores.novel["Primed"] == [("Tone", 1)]
     assert scores.novel["Control"] == []
 

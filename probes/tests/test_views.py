@@ -339,3 +339,15 @@ def test_results_say_repetitions_are_not_independent_observations(answered, proj
     Probe.objects.filter(pk=answered.pk).update(repetitions=3)
     page = client_for(viewer).get(url("results", project, answered)).content.decode()
     assert "Each item was asked 3 times per condition and model" in page and "not independent observations" in page
+
+
+def test_unparsed_and_failed_answers_are_in_neither_subset_only_in_all(answered):
+    from probes.scoring import probe_scores
+
+    Answer.objects.filter(condition__name="Control", participant__label="Model A", item__position__lte=3).update(
+        status=Answer.Status.UNPARSED, label="", categories=[])
+    cells = {(c.condition, c.model, c.subset): c for c in probe_scores(answered, chosen=["Declaration"]).cells}
+    everything = cells[("Control", "Model A", "all")]
+    assert everything.unparsed == 3
+    assert cells[("Control", "Model A", "cites")].unparsed == cells[("Control", "Model A", "none")].unparsed == 0
+    assert cells[("Control", "Model A", "cites")].n + cells[("Control", "Model A", "none")].n == everything.n
