@@ -82,6 +82,12 @@ def test_an_analyst_creates_a_probe_and_imports_items(project, analyst, client_f
     assert probe.import_report["filters"] == {"min_words": 14, "exclude_words": ["wife", "husband"]}
     page = client.get(url("detail", project, probe)).content.decode()
     assert "4 items from" in page and "seed <code>42</code>" in page
+    assert "excluded words: wife, husband (0 rows dropped)" in page
+    upload = sheet()
+    upload.name = "reviews.csv"
+    data = {"file": upload, "text_column": "text", "label_columns": "gender", "exclude_words": "parking, wrong"}
+    assert client.post(url("items_import", project, probe), data).status_code == 302
+    assert "excluded words: parking, wrong (3 rows dropped)" in client.get(url("detail", project, probe)).content.decode()
 
 
 def test_a_bad_sheet_names_row_and_column_and_imports_nothing(probe, project, analyst, client_for):
