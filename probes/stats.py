@@ -47,7 +47,7 @@ def chi2_sf(x: float, df: int) -> float:
 
 @dataclass(frozen=True)
 class TestResult:
-    test: str  # "chi-squared", "chi-squared (Yates)" or "Fisher's exact"
+    test: str  # "chi-squared", "chi-squared (Yates)" or "Fisher's exact"; a chi-squared says when P is rough
     p_value: float
     statistic: float | None = None
     df: int | None = None
@@ -94,6 +94,8 @@ def chi_squared(table: list[list[int]]) -> TestResult:
                 gap = max(0.0, gap - 0.5)
             statistic += gap * gap / e
     name = "chi-squared (Yates)" if yates else "chi-squared"
+    if min(min(row) for row in expected) < MIN_EXPECTED:  # only larger tables: a small 2×2 gets Fisher's test
+        name += f", an expected count below {MIN_EXPECTED:g}: P is approximate"
     return TestResult(name, chi2_sf(statistic, df), statistic, df)
 
 

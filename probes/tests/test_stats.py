@@ -58,6 +58,12 @@ def test_small_two_by_two_tables_get_fishers_exact_test():
     assert difference_test([[10, 20], [20, 10]]).test == "chi-squared (Yates)"
 
 
+def test_a_larger_table_with_small_expected_counts_says_its_p_is_approximate():
+    # Row totals 4 and 4, column totals 3, 3, 2 over 8: every expected count is 1.5 or 1.
+    assert difference_test([[3, 1, 0], [0, 2, 2]]).test == "chi-squared, an expected count below 5: P is approximate"
+    assert difference_test([[10, 20, 30], [30, 20, 10]]).test == "chi-squared"
+
+
 def test_nothing_to_compare_gives_no_test():
     assert difference_test([[5, 0], [7, 0]]) is None  # everyone predicted the same label
     assert difference_test([[5, 3]]) is None  # one group only
