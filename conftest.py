@@ -224,7 +224,7 @@ def _live_server_idle_before_flush(request) -> Iterator[None]:
             if time.monotonic() > deadline:
                 cursor.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", [busy])
                 return
-            time.sleep(0.02)
+            time.sleep(0.02)  # polls the condition above: the interval sets only how soon it is seen
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ from coding.services import (
     code_split,
     coding_apply,
     coding_remove,
+    listed,
     note_save,
 )
 from interviews.models import Interview, Participant, Segment, Turn
@@ -406,8 +407,7 @@ def _uncodable(interview: Interview, segment_ids: list[int]) -> str:
     speakers = dict(Segment.objects.filter(interview=interview, pk__in=segment_ids).values_list("pk", "speaker"))
     elsewhere = [pk for pk in segment_ids if pk not in speakers]
     if elsewhere:
-        listed = ", ".join(map(str, elsewhere[:10])) + (f" and {len(elsewhere) - 10} more" if len(elsewhere) > 10 else "")
-        return f"Not segments of “{interview.title}”: {listed}."
+        return f"Not segments of “{interview.title}”: {listed(elsewhere)}."
     return ("These are interviewer, system or tool segments; send any_speaker: true to code them "
             "(only the participant's segments are coded otherwise).")
 

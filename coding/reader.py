@@ -318,7 +318,8 @@ def progress(run: SuggestionRun) -> dict[str, int]:
     without_critic = len(kept) - run.steps.filter(agent=ReaderStep.Agent.CRITIC, window__in=kept).count()
     total = len(run.windows) * agents - (without_critic if run.with_critic else 0)
     # A failed request (the endpoint's error, a timeout) is kept like an answer: say so, and why.
-    errors = sorted(set(run.steps.filter(ok=False).exclude(error="").values_list("error", flat=True)[:20]))[:3] if failed else []
+    errors = list(run.steps.filter(ok=False).exclude(error="").order_by("error").values_list("error", flat=True)
+                  .distinct()[:3]) if failed else []
     return {"windows": len(run.windows), "kept": len(kept), "steps": steps, "total_steps": total, "failed": failed,
             "errors": errors, "percent": round(100 * steps / max(1, total))}
 

@@ -79,12 +79,21 @@ def next_colour(project: Project) -> str:
     return min(PALETTE, key=lambda colour: (used[colour], PALETTE.index(colour)))
 
 
-def _clean_colour(colour: str | None, project: Project) -> str:
-    if not colour:
-        return next_colour(project)
-    if not COLOUR_RE.match(colour):
+def checked_colour(colour: str) -> str:
+    """A #rrggbb colour, lower-cased; anything else refused (codes and themes alike)."""
+    if not isinstance(colour, str) or not COLOUR_RE.match(colour):
         raise ValidationError({"colour": f"“{colour}” is not a colour like #4c78a8."})
     return colour.lower()
+
+
+def _clean_colour(colour: str | None, project: Project) -> str:
+    return checked_colour(colour) if colour else next_colour(project)
+
+
+def listed(values: Sequence[Any], shown: int = 10) -> str:
+    """The first `shown` values, comma-separated, then how many more (for a message naming what was refused)."""
+    rest = len(values) - shown
+    return ", ".join(map(str, values[:shown])) + (f" and {rest} more" if rest > 0 else "")
 
 
 def _clean_kind(kind: str | None) -> str:
@@ -311,8 +320,8 @@ def code_split(*, code: Code, actor: Any, names: Sequence[str], reason: str = ""
     assignments = assignments or {}
     carrying = set(Coding.objects.filter(code=code, segment_id__in=list(assignments)).values_list("segment_id", flat=True))
     if not_coded := sorted(set(assignments) - carrying):
-        listed = ", ".join(map(str, not_coded[:10])) + (f" and {len(not_coded) - 10} more" if len(not_coded) > 10 else "")
-        raise ValidationError({"assignments": f"Not coded with “{code.name}”, so there is nothing to move: segment {listed}."})
+        raise ValidationError({"assignments": f"Not coded with “{code.name}”, so there is nothing to move: "
+                                              f"segment {listed(not_coded)}."})
     new_codes = [
         code_create(project=code.project, actor=actor, name=n, kind=code.kind, parent=code.parent,
                     definition=code.definition, reason=f"Split from “{code.name}”" + (f": {reason}" if reason else ""))

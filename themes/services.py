@@ -6,7 +6,6 @@ Keyword-only, atomic, audited. Views and the API call these and nothing else to 
 from __future__ import annotations
 
 import datetime
-import re
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ from django.db.models import F, Max
 from django.utils import timezone
 
 from coding.models import Code
+from coding.services import checked_colour
 from interviews.models import Segment
 from interviews.services import check_storable_text
 from projects import live
@@ -42,14 +42,6 @@ from themes.models import (
 from themes.rendering import mentioned_usernames
 
 TRIM = "[...]"
-COLOUR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
-
-
-def _checked_colour(colour: str) -> str:
-    """A #rrggbb colour, lower-cased; refused in the words the codebook uses."""
-    if not isinstance(colour, str) or not COLOUR_RE.match(colour):
-        raise ValidationError({"colour": f"“{colour}” is not a colour like #4c78a8."})
-    return colour.lower()
 
 
 # ---------------------------------------------------------------- themes
@@ -67,7 +59,7 @@ def theme_create(*, project: Project, actor, name: str, definition: str = "", pa
     theme = Theme(project=project, name=name, definition=definition, parent=parent, created_by=actor,
                   position=(last + 1) if last is not None else 0)
     if colour:
-        theme.colour = _checked_colour(colour)
+        theme.colour = checked_colour(colour)
     theme.full_clean(exclude=["codes"])
     theme.save()
     ThemeStatusChange.objects.create(theme=theme, from_status="", to_status=theme.status, actor=actor, reason="created")
@@ -104,7 +96,7 @@ def theme_update(*, theme: Theme, actor, base_version: int | None, name: str | N
         theme.definition = definition
     if colour is not None and colour and colour.lower() != theme.colour.lower():
         changed.append("colour changed")
-        theme.colour = _checked_colour(colour)
+        theme.colour = checked_colour(colour)
     if not changed:
         return theme
     theme.full_clean(exclude=["codes", "parent", "merged_into"])
