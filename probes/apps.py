@@ -9,3 +9,6 @@ class ProbesConfig(AppConfig):
 
     def ready(self) -> None:
         from probes import tasks  # noqa: F401 - connects the worker_ready handler that resumes runs
+        from projects.trash import trash_register
+
+        trash_register("probe", "probes.Probe", title_field="name", unique_field="name")

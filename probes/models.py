@@ -24,9 +24,12 @@ def lease_seconds() -> float:
 
 
 class ProbeQuerySet(models.QuerySet):
+    def live(self) -> ProbeQuerySet:
+        return self.filter(deleted_at__isnull=True)
+
     def for_project(self, project: Project) -> ProbeQuerySet:
-        """The project's probes, newest first."""
-        return self.filter(project=project).order_by("-created_at")
+        """The project's probes not in the trash, newest first."""
+        return self.live().filter(project=project).order_by("-created_at")
 
 
 class Probe(models.Model):
@@ -53,12 +56,15 @@ class Probe(models.Model):
     run_started_at = models.DateTimeField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    deleted_at = models.DateTimeField(null=True, blank=True, help_text="Set when moved to the trash.")
 
     objects = ProbeQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
-        constraints = [models.UniqueConstraint(fields=["project", "name"], name="unique_probe_name")]
+        constraints = [models.UniqueConstraint(
+            fields=["project", "name"], condition=models.Q(deleted_at__isnull=True), name="unique_live_probe_name",
+            violation_error_message="There is already a probe with this name in this project.")]
 
     def __str__(self) -> str:
         return self.name
@@ -160,7 +166,9 @@ class Answer(models.Model):
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="answers")
     condition = models.ForeignKey(Condition, on_delete=models.CASCADE, related_name="answers")
-    condition_version = models.ForeignKey(ConditionVersion, on_delete=models.PROTECT, related_name="answers")
+    # RESTRICT, not PROTECT: a version with answers cannot be deleted on its own, yet purging the probe
+    # deletes both (the answers through their item, the versions through their condition).
+    condition_version = models.ForeignKey(ConditionVersion, on_delete=models.RESTRICT, related_name="answers")
     participant = models.ForeignKey(Participant, on_delete=models.PROTECT, related_name="probe_answers")
     repetition = models.PositiveIntegerField(default=1)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING, db_index=True)

@@ -17,8 +17,9 @@ from interviews.models import Participant
 from probes import items as item_files
 from probes.models import Answer, Condition, ConditionVersion, Item, OutputFormat, Probe
 from probes.prompting import ParseError, agent_steps, item_fields, parse, placeholders
-from projects.audit import audit_record_many
+from projects.audit import audit_record, audit_record_many
 from projects.models import AuditEvent, Project
+from projects.trash import trash_move
 
 # -- the probe ----------------------------------------------------------------
 
@@ -27,9 +28,37 @@ from projects.models import AuditEvent, Project
 def probe_create(*, project: Project, user: Any, name: str, description: str = "") -> Probe:
     """A new, empty probe."""
     probe = Probe(project=project, name=name.strip(), description=description.strip(), created_by=user)
-    probe.full_clean()
+    _check_probe(probe)
     probe.save()
     return probe
+
+
+def _check_probe(probe: Probe) -> None:
+    probe.full_clean(validate_constraints=False)
+    if Probe.objects.live().filter(project_id=probe.project_id, name=probe.name).exclude(pk=probe.pk).exists():
+        raise ValidationError({"name": f"There is already a probe named “{probe.name}” in this project."})
+
+
+@transaction.atomic
+def probe_edit(*, probe: Probe, user: Any, name: str, description: str = "") -> Probe:
+    """Rename the probe or change its description."""
+    old_name = probe.name
+    probe.name, probe.description = name.strip(), description.strip()
+    _check_probe(probe)
+    probe.save(update_fields=["name", "description"])
+    renamed = f" (was “{old_name}”)" if old_name != probe.name else ""
+    audit_record(project=probe.project, actor=user, action=AuditEvent.Action.CHANGED, target=probe, target_type="probe",
+                 summary=f"Probe “{probe.name}” edited{renamed}")
+    return probe
+
+
+@transaction.atomic
+def probe_trash(*, probe: Probe, user: Any) -> Probe:
+    """Move the probe, with its items, conditions and answers, to the project's trash; a running probe is refused."""
+    probe = Probe.objects.select_for_update().get(pk=probe.pk)
+    if probe.run_state == Probe.RunState.RUNNING:
+        raise ValidationError(f"“{probe.name}” is running: cancel the run before moving the probe to the trash.")
+    return trash_move(obj=probe, actor=user)
 
 
 @transaction.atomic
@@ -138,6 +167,26 @@ def condition_save(*, probe: Probe, condition: Condition | None, user: Any, name
     _check_version(probe, version)
     version.save()
     return version
+
+
+@transaction.atomic
+def condition_delete(*, condition: Condition, user: Any) -> None:
+    """Delete a condition that has no answers yet, with its versions; one with answers is refused.
+
+    Answers are the probe's data: a condition that has them stays, so results and exports never
+    lose a condition quietly. The whole probe can go to the trash instead.
+    """
+    # The probe's lock orders this with run_start, which creates answers for every condition.
+    probe = Probe.objects.select_for_update().get(pk=condition.probe_id)
+    answered = condition.answers.count()
+    if answered:
+        raise ValidationError(
+            f"“{condition.name}” has {answered} answer{'s' if answered != 1 else ''}: a condition with answers stays "
+            f"with the probe's data. Move the whole probe to the trash instead, or keep the condition.")
+    name, target_id = condition.name, str(condition.uuid)
+    condition.delete()
+    audit_record(project=probe.project, actor=user, action=AuditEvent.Action.DELETED, target_type="condition",
+                 target_id=target_id, summary=f"Condition “{name}” of probe “{probe.name}” deleted (it had no answers)")
 
 
 def _check_version(probe: Probe, version: ConditionVersion) -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 from uuid import UUID
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -30,7 +32,12 @@ def _context(membership: Membership, **extra: Any) -> dict[str, Any]:
 
 
 def _probe(membership: Membership, probe_uuid: UUID) -> Probe:
-    return get_object_or_404(Probe, project=membership.project, uuid=probe_uuid)
+    return get_object_or_404(Probe.objects.live(), project=membership.project, uuid=probe_uuid)
+
+
+def _condition(membership: Membership, probe_uuid: UUID, condition_uuid: UUID) -> Condition:
+    return get_object_or_404(Condition.objects.select_related("probe__project"), probe=_probe(membership, probe_uuid),
+                             uuid=condition_uuid)
 
 
 def _errors(exc: ValidationError) -> str:
@@ -49,7 +56,7 @@ def probe_list(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
             try:
                 probe = services.probe_create(project=membership.project, user=request.user, **form.cleaned_data)
             except ValidationError as exc:
-                form.add_error(None, _errors(exc))
+                _add_errors(form, exc)
             else:
                 return redirect("probes:detail", project_uuid=project_uuid, probe_uuid=probe.uuid)
     probes = Probe.objects.for_project(membership.project).annotate(
@@ -66,6 +73,7 @@ def _detail_context(membership: Membership, probe: Probe, **forms: Any) -> dict[
     return _context(
         membership, probe=probe, conditions=conditions, setup_form=setup,
         import_form=forms.pop("import_form", None) or ItemImportForm(), item_count=probe.items.count(),
+        edit_form=forms.pop("edit_form", None) or ProbeForm(instance=probe),
         progress=progress(probe), **forms,
     )
 
@@ -103,6 +111,40 @@ def items_import(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> 
             messages.success(request, f"Imported {count} item{'s' if count != 1 else ''}.")
             return redirect("probes:detail", project_uuid=project_uuid, probe_uuid=probe.uuid)
     return render(request, "probes/detail.html", _detail_context(membership, probe, import_form=form), status=400)
+
+
+@login_required
+@require_POST
+def probe_edit(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> HttpResponse:
+    """Rename the probe or change its description."""
+    membership = writer_or_403(request, project_uuid)
+    probe = _probe(membership, probe_uuid)
+    form = ProbeForm(request.POST, instance=copy.copy(probe))  # the page shows the saved name until it saves
+    if form.is_valid():
+        try:
+            services.probe_edit(probe=probe, user=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Probe “{probe.name}” saved.")
+            return redirect("probes:detail", project_uuid=project_uuid, probe_uuid=probe.uuid)
+    probe.refresh_from_db()
+    return render(request, "probes/detail.html", _detail_context(membership, probe, edit_form=form), status=400)
+
+
+@login_required
+@require_POST
+def probe_delete(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> HttpResponse:
+    """Move the probe to the project's trash, where an owner can restore it."""
+    membership = writer_or_403(request, project_uuid)
+    probe = _probe(membership, probe_uuid)
+    try:
+        services.probe_trash(probe=probe, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, _errors(exc))
+        return redirect("probes:detail", project_uuid=project_uuid, probe_uuid=probe.uuid)
+    messages.success(request, f"Probe “{probe.name}” moved to the trash, with its items, conditions and answers.")
+    return redirect("probes:list", project_uuid=project_uuid)
 
 
 @login_required
@@ -148,7 +190,22 @@ def condition_edit(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, c
     return render(request, "probes/condition_form.html", context, status=400 if form.errors else 200)
 
 
-def _add_errors(form: ConditionForm, exc: ValidationError) -> None:
+@login_required
+@require_POST
+def condition_delete(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, condition_uuid: UUID) -> HttpResponse:
+    """Delete a condition that has no answers yet."""
+    membership = writer_or_403(request, project_uuid)
+    condition = _condition(membership, probe_uuid, condition_uuid)
+    try:
+        services.condition_delete(condition=condition, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, _errors(exc))
+    else:
+        messages.success(request, f"Condition “{condition.name}” deleted.")
+    return redirect("probes:detail", project_uuid=project_uuid, probe_uuid=probe_uuid)
+
+
+def _add_errors(form: forms.ModelForm | forms.Form, exc: ValidationError) -> None:
     if hasattr(exc, "error_dict"):
         for field, errors in exc.message_dict.items():
             form.add_error(field if field in form.fields else None, errors)
@@ -196,7 +253,7 @@ def run_cancel(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> Ht
 def condition_reparse(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, condition_uuid: UUID) -> HttpResponse:
     """Parse the condition's answers again with its latest version (after fixing labels, keys or schema)."""
     membership = writer_or_403(request, project_uuid)
-    condition = get_object_or_404(Condition, probe__project=membership.project, probe__uuid=probe_uuid, uuid=condition_uuid)
+    condition = _condition(membership, probe_uuid, condition_uuid)
     counts = services.answers_reparse(condition=condition)
     messages.success(request, f"Re-parsed {condition.name}: {counts['done']} parsed, {counts['unparsed']} still unparsed.")
     return redirect("probes:results", project_uuid=project_uuid, probe_uuid=probe_uuid)
@@ -225,8 +282,7 @@ def results(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> HttpR
 def condition_to_interviews(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, condition_uuid: UUID) -> HttpResponse:
     """Make the condition's rationales interviews of the project, to code and theme them."""
     membership = writer_or_403(request, project_uuid)
-    condition = get_object_or_404(Condition.objects.select_related("probe__project"), probe__project=membership.project,
-                                  probe__uuid=probe_uuid, uuid=condition_uuid)
+    condition = _condition(membership, probe_uuid, condition_uuid)
     created = services.condition_to_interviews(condition=condition, user=request.user)
     messages.success(request, f"{created} interview{'s' if created != 1 else ''} made from the rationales of {condition.name}.")
     return redirect("probes:results", project_uuid=project_uuid, probe_uuid=probe_uuid)
@@ -239,7 +295,8 @@ def answer_detail(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, an
     membership = member_or_404(request, project_uuid)
     answer = get_object_or_404(
         Answer.objects.select_related("item__probe", "condition", "condition_version", "participant"),
-        item__probe__project=membership.project, item__probe__uuid=probe_uuid, uuid=answer_uuid,
+        item__probe__project=membership.project, item__probe__uuid=probe_uuid, item__probe__deleted_at__isnull=True,
+        uuid=answer_uuid,
     )
     steps = answer.provenance.get("pipeline") or ([answer.provenance] if answer.provenance else [])
     context = _context(membership, probe=answer.item.probe, answer=answer, steps=steps)

@@ -1,4 +1,4 @@
-"""The project trash: interviews, codes, themes and memos deleted by their apps' services
+"""The project trash: interviews, codes, themes, memos and probes deleted by their apps' services
 (which set `deleted_at`) are listed, restored and purged here.
 
 projects is the lowest app and may not import the others, so each app registers its
@@ -219,7 +219,7 @@ def _purge(project: Project, actor: Any, item: TrashItem) -> None:
     title = item.title
     try:
         item.obj.delete()
-    except models.ProtectedError as exc:
+    except (models.ProtectedError, models.RestrictedError) as exc:
         raise ValidationError(f"{item.kind.name.capitalize()} “{title}” is still used elsewhere and cannot be purged: {exc.args[0]}") from None
     # The deleted instance keeps its uuid, which the audit event names as its target.
     audit_record(project=project, actor=actor, action=AuditEvent.Action.PURGED, target=item.obj, target_type=item.kind.name,

@@ -1,4 +1,4 @@
-"""The project trash (owners only): restore deleted interviews, codes, themes and memos, or empty it."""
+"""The project trash (owners only): restore deleted interviews, codes, themes, memos and probes, or empty it."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ ANSWER_FORMATS = ("csv", "xlsx")
 def probe_answers(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fmt: str) -> HttpResponse:
     """Every answer of the probe with provenance, as CSV or XLSX."""
     membership = member_or_404(request, project_uuid)
-    probe = get_object_or_404(Probe.objects.select_related("project"), project=membership.project, uuid=probe_uuid)
+    probe = get_object_or_404(Probe.objects.live().select_related("project"), project=membership.project, uuid=probe_uuid)
     if fmt not in ANSWER_FORMATS:
         raise Http404("Answers download as csv or xlsx.")
     return _download(answers_table(probe), fmt, probe_filename(probe, "answers", fmt))
@@ -35,7 +35,7 @@ def probe_answers(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fm
 def probe_summary(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fmt: str) -> HttpResponse:
     """Table 1 (with the subsets chosen on the results page) in any table format."""
     membership = member_or_404(request, project_uuid)
-    probe = get_object_or_404(Probe.objects.select_related("project"), project=membership.project, uuid=probe_uuid)
+    probe = get_object_or_404(Probe.objects.live().select_related("project"), project=membership.project, uuid=probe_uuid)
     if fmt not in FORMATS:
         raise Http404(f"Choose one of {', '.join(FORMATS)}.")
     truth = request.GET.get("truth", "")

@@ -39,6 +39,9 @@ def writes(project, probe):
         (url("cancel", project, probe), {}),
         (url("dry_run", project, probe), {}),
         (url("run", project, probe), {}),
+        (url("edit", project, probe), {"name": "Renamed", "description": ""}),
+        (url("condition_delete", project, probe, condition_uuid=condition.uuid), {}),
+        (url("delete", project, probe), {}),
     ]
 
 
@@ -63,7 +66,8 @@ def test_viewers_see_the_pages_but_every_write_is_403(answered, project, viewer,
     assert progress.lstrip().startswith('<div id="run-progress"') and "32 done" in progress
     for target, data in writes(project, answered):
         assert client.post(target, data).status_code == 403, target
-    assert Probe.objects.count() == 1 and Interview.objects.count() == 0
+    assert Probe.objects.live().filter(name=answered.name).count() == 1 and Interview.objects.count() == 0
+    assert Condition.objects.filter(probe=answered).count() == 2
 
 
 def test_an_analyst_creates_a_probe_and_imports_items(project, analyst, client_for):
