@@ -48,7 +48,6 @@ import re
 import statistics as pystats
 import unicodedata
 from dataclasses import dataclass, field
-from decimal import ROUND_HALF_UP, Decimal
 from functools import lru_cache
 from typing import Any
 
@@ -56,6 +55,7 @@ from django.db.models import Count, Func, IntegerField, Max, Sum
 
 from interviews.models import Interview, Speaker, Turn
 from interviews.segmentation import segment_text, strip_markup
+from projects.numbers import rounded
 
 DEPTH_CHOICES = [("", "All depths"), *Interview.Depth.choices]
 
@@ -383,11 +383,9 @@ FIRST_NUMBER_COLUMN = 3
 ACROSS_MODELS = ("Minimum across models", "Maximum across models", "Mean across models")
 
 
-def _round(value: float | None, digits: int = 1) -> float | None:
-    """Half up, as a reader rounds by hand (Python's round() sends 1.25 to 1.2)."""
-    if value is None:
-        return None
-    return float(Decimal(repr(value)).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP))
+def _round(value: float | None) -> float | None:
+    """To one decimal, as the tables publish it."""
+    return rounded(value, 1)
 
 
 def _spread_cells(spread: tuple[int | None, float | None, int | None]) -> list[object]:

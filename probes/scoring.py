@@ -13,6 +13,7 @@ from typing import Any
 
 from probes.models import Answer, ConditionVersion, Probe
 from probes.stats import TestResult, difference_test, wilson
+from projects.numbers import PValue, rounded
 
 ALL, CITES, NONE = "all", "cites", "none"
 SUBSET_NAMES = {ALL: "All answers", CITES: "Cites the chosen categories", NONE: "Cites none of them"}
@@ -189,10 +190,10 @@ def summary_rows(scores: Scores) -> list[list[Any]]:
                     cell.condition, cell.model, cell.subset_name, group.group, group.n, label, rate.count,
                     _round(rate.value), _round(r_low), _round(r_high), _round(group.accuracy.value),
                     _round(cell.accuracy.value), _round(low), _round(high), cell.test.test if cell.test else "",
-                    _round(cell.test.p_value, 6) if cell.test else None, cell.unparsed, cell.failed,
+                    PValue(cell.test.p_value) if cell.test else None, cell.unparsed, cell.failed,
                 ])
     return out
 
 
-def _round(value: float | None, digits: int = 4) -> float | None:
-    return None if value is None else round(value, digits)
+def _round(value: float | None) -> float | None:
+    return rounded(value, 4)

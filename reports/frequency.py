@@ -50,6 +50,7 @@ from coding.models import Code, Coding
 from coding.queries import cached_counts
 from interviews.models import Interview, Participant, Segment, Speaker
 from projects.models import Project
+from projects.numbers import rounded
 from reports.query_params import choice, flag
 from themes.models import Theme, ThemeCode
 
@@ -209,7 +210,7 @@ class FrequencyTable:
         for r in self.rows:
             cells: list[Any] = [_indent(r)]
             for n, pct in zip(r.counts, r.percents, strict=True):
-                cells += [n, None if pct is None else round(pct, 1)]
+                cells += [n, rounded(pct, 1)]
             if self.spec.has_ratio:
                 finite = r.ratio.finite
                 cells += [r.count_a, r.count_b, _round(r.ratio.value) if finite else None,
@@ -232,7 +233,7 @@ class FrequencyTable:
     def compact_rows(self) -> Iterable[list[Any]]:
         for r in self.rows:
             cells: list[Any] = [_indent(r)]
-            cells += ["–" if pct is None else f"{n} ({pct:.1f}%)" for n, pct in zip(r.counts, r.percents, strict=True)]
+            cells += ["–" if pct is None else f"{n} ({rounded(pct, 1).text}%)" for n, pct in zip(r.counts, r.percents, strict=True)]
             if self.spec.has_ratio:
                 cells += [r.count_a, r.count_b, format_ratio(r.ratio.value), format_interval(r.ratio)]
             yield cells
@@ -247,7 +248,7 @@ def _indent(row: FrequencyRow) -> str:
 
 
 def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 2)
+    return rounded(value, 2)
 
 
 def ratio_estimate(count_a: int, total_a: int, count_b: int, total_b: int, *, correction: bool = False) -> Ratio:
@@ -283,7 +284,7 @@ def format_ratio(value: float | None) -> str:
 
 
 def _signed(value: float) -> str:
-    text = f"{value:+.2f}"
+    text = f"{rounded(value, 2):+.2f}"  # half up, as the CSV's figure
     return "0.00" if text in ("+0.00", "-0.00") else text.replace("-", "−")
 
 

@@ -30,6 +30,7 @@ from coding.models import Code, Coding
 from coding.queries import with_descendants
 from interviews.models import Speaker
 from projects.models import Project
+from projects.numbers import rounded
 from reports.frequency import Column, FrequencySpecError, Population
 
 DEFAULT_WITHIN = 1
@@ -102,9 +103,9 @@ class Trajectories:
         for r in self.transitions:
             cells: list[Any] = [r.source.name, r.target.name]
             for n, m, share in zip(r.counts, r.occurrences, r.shares, strict=True):
-                cells += [n, m, None if share is None else round(share, 3)]
+                cells += [n, m, rounded(share, 3)]
             total_share = r.total_share
-            yield cells + [r.total, sum(r.occurrences), None if total_share is None else round(total_share, 3)]
+            yield cells + [r.total, sum(r.occurrences), rounded(total_share, 3)]
 
     def note(self) -> str:
         return (f"n = occurrences of A followed by B within the next {self.spec.within} answer"

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from django import template
 
+from projects.numbers import PValue
+
 register = template.Library()
 
 
@@ -18,7 +20,7 @@ def rate(value) -> str:
 def p_value(test) -> str:
     if test is None:
         return "—"
-    return "< 0.001" if test.p_value < 0.001 else f"{test.p_value:.3f}"
+    return PValue(test.p_value).text
 
 
 @register.filter

@@ -207,3 +207,35 @@ class _Sink(io.RawIOBase):
 
     def write(self, b) -> int:
         return len(b)
+
+
+def test_every_format_prints_a_rounded_number_as_it_was_rounded():
+    from projects.numbers import PValue, rounded
+
+    # 4/3 to one decimal, a share to three, a percentage that rounds half up, a p-value far below 0.001, a plain float.
+    row = [rounded(4 / 3, 1), rounded(0.5, 3), rounded(12.25, 1), PValue(0.0000123), PValue(0.0456), 0.5]
+    t = lambda: Table(caption="n", headers=list("abcdef"), rows=iter([row]), numeric=frozenset(range(6)))  # noqa: E731
+    printed = ["1.3", "0.500", "12.3", "< 0.001", "0.046", "0.50"]
+    [_, body] = docx.Document(io.BytesIO(render("docx", t()))).tables[0].rows
+    assert [c.text for c in body.cells] == printed
+    assert " & ".join(printed).replace("<", r"\textless{}") in render("tex", t()).decode()
+    assert "| " + " | ".join(printed).replace("<", r"\<") + " |" in render("md", t()).decode()
+    # The data formats keep the numbers: the p-value to six places.
+    assert list(csv.reader(io.StringIO(render("csv", t()).decode("utf-8-sig"))))[1] == \
+        ["1.3", "0.5", "12.3", "1.2e-05", "0.0456", "0.5"]
+    ws = openpyxl.load_workbook(io.BytesIO(render("xlsx", t()))).active
+    assert [c.value for c in ws[2]] == [1.3, 0.5, 12.3, 0.000012, 0.0456, 0.5]
+
+
+def test_rounding_is_half_up_keeps_no_negative_zero_and_survives_pickling():
+    import pickle
+
+    from projects.numbers import PValue, Rounded, rounded
+
+    assert [rounded(v, d).text for v, d in ((1.25, 1), (0.125, 2), (2.675, 2), (-0.04, 1), (-1.25, 1))] == \
+        ["1.3", "0.13", "2.68", "0.0", "-1.3"]
+    assert rounded(None, 1) is None and rounded(float("inf"), 2) == float("inf")
+    for value in (rounded(1.25, 1), PValue(0.00042)):
+        back = pickle.loads(pickle.dumps(value))
+        assert type(back) is type(value) and back == value and back.text == value.text
+    assert isinstance(rounded(1.0, 1), Rounded) and PValue(0.5).text == "0.500"

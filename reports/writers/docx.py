@@ -23,6 +23,7 @@ from docx.oxml.ns import qn
 from docx.shared import Cm, Inches, Mm, Pt
 
 from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
+from projects.numbers import number_text
 from reports.writers import ZIP_LEVEL, Cell, Table, unnumbered_caption
 
 MARKER = "RTA-ROWS-GO-HERE"
@@ -138,7 +139,7 @@ def _runs(value: Cell) -> str:
     if value is None:
         return ""
     if isinstance(value, float):
-        text = "+∞" if value == float("inf") else "−∞" if value == float("-inf") else "" if value != value else f"{value:.2f}"
+        text = "+∞" if value == float("inf") else "−∞" if value == float("-inf") else "" if value != value else number_text(value)
     else:
         text = str(value)
     if text and "\n" not in text and "\t" not in text and not _INVALID_XML.search(text):

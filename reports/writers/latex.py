@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 
 from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
+from projects.numbers import number_text
 from reports.writers import Cell, Table, unnumbered_caption
 
 FLUSH_ROWS = 200
@@ -133,7 +134,7 @@ def _number(value: float) -> str:
         return r"$-\infty$"
     if value != value:  # NaN: undefined
         return "--"
-    return f"{value:.2f}".replace("-", r"$-$")
+    return number_text(value).replace("-", r"$-$").replace("<", r"\textless{}")  # "< 0.001", a p-value
 
 
 def _colspec(table: Table) -> str:

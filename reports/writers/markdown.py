@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from reports.writers import Cell, Table
+from projects.numbers import number_text
+from reports.writers import INFINITY_TEXT, Cell, Table
 
 # Characters that would change the rendering (emphasis, links, HTML, cell borders).
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")
@@ -13,9 +14,10 @@ FLUSH_ROWS = 500
 
 
 def md_escape(value: Cell) -> str:
-    if value is None:
+    if value is None or value != value:  # NaN: undefined
         return ""
-    text = _SPECIAL.sub(r"\\\1", str(value))
+    text = (INFINITY_TEXT.get(value) or number_text(value)) if isinstance(value, float) else str(value)
+    text = _SPECIAL.sub(r"\\\1", text)
     return text.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
 
 
