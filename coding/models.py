@@ -130,6 +130,9 @@ class ReaderSettings(models.Model):
     local_only = models.BooleanField(
         default=False, help_text="Never send transcript text to an endpoint outside this machine or network."
     )
+    # The URL the endpoint sent to when an owner enabled the reader: a run goes nowhere else, so a member who
+    # edits that participant's URL afterwards cannot redirect transcript text without an owner approving it.
+    approved_url = models.CharField(max_length=500, blank=True)
     # The endpoint's prices, for the cost shown with the estimate before a run (in the provider's currency).
     price_input_per_million = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)
     price_output_per_million = models.DecimalField(max_digits=10, decimal_places=4, null=True, blank=True)

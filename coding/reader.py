@@ -19,6 +19,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any
 
@@ -32,8 +33,8 @@ from django.utils import timezone
 from coding.agreement import cohen_kappa, gwet_ac1, kappa_chance_p_value, span_iou
 from coding.models import Code, CodeIdea, Coding, ReaderSettings, ReaderStep, Suggestion, SuggestionRun
 from conduct.answering import EndpointUnavailable, endpoint_for
-from conduct.client import stream_answer
-from conduct.egress import stays_local
+from conduct.client import Endpoint, stream_answer
+from conduct.egress import normalized_url, stays_local
 from conduct.tasks import endpoint_queue
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from projects import safejson
@@ -139,6 +140,7 @@ def reader_settings_save(*, project: Project, user: Any, enabled: bool, endpoint
     current.price_input_per_million, current.price_output_per_million = price_input_per_million, price_output_per_million
     if enabled:
         _check_local(current)
+    current.approved_url = _sends_to(endpoint) if enabled and endpoint else ""
     current.save()
     where = f" ({endpoint.label}, {endpoint_url(endpoint)})" if enabled and endpoint else ""
     audit_record(project=project, actor=user, action=AuditEvent.Action.CHANGED, target_type="second reader",
@@ -151,6 +153,33 @@ def endpoint_url(endpoint: Participant) -> str:
         return endpoint_for(endpoint).base_url
     except EndpointUnavailable as exc:
         return exc.failure.message
+
+
+def _sends_to(endpoint: Participant) -> str:
+    """The URL the participant's requests go to, or "" when nothing can be sent (no key, a key bound elsewhere)."""
+    try:
+        return endpoint_for(endpoint).base_url
+    except EndpointUnavailable:
+        return ""
+
+
+def unapproved_endpoint(current: ReaderSettings) -> str | None:
+    """Why a run would be refused because the reader's endpoint moved since an owner approved it, or None."""
+    if not (current.enabled and current.endpoint):
+        return None
+    try:
+        return _moved_from_approved(current.approved_url, endpoint_for(current.endpoint))
+    except EndpointUnavailable:
+        return None  # the run start says why nothing can be sent
+
+
+def _moved_from_approved(approved_url: str, endpoint: Endpoint) -> str | None:
+    """Why `endpoint` is not the one an owner approved, or None when it is."""
+    if approved_url and normalized_url(endpoint.base_url) == normalized_url(approved_url):
+        return None
+    was = f"not to {approved_url}, which an owner approved" if approved_url else "and no owner has approved it yet"
+    return (f"The second reader's endpoint now sends to {endpoint.base_url}, {was}. Nothing was sent: an owner "
+            "saves the second reader's settings to approve where transcript text goes.")
 
 
 def _check_local(current: ReaderSettings) -> None:
@@ -222,6 +251,9 @@ def run_start(*, project: Project, user: Any, interviews: Sequence[Interview], w
         endpoint = endpoint_for(current.endpoint)
     except EndpointUnavailable as exc:
         raise ValidationError(exc.failure.message) from exc
+    moved = _moved_from_approved(current.approved_url, endpoint)
+    if moved:
+        raise ValidationError(moved)
     codebook = codebook_for_prompt(project, focus)
     if not codebook:
         raise ValidationError(f"“{focus.name}” is archived: the second reader proposes only live codes." if focus
@@ -376,12 +408,7 @@ def _step(run: SuggestionRun, window: int, agent: str, messages_for, response_fo
     if kept is not None:
         return kept
     messages = messages_for()
-    try:
-        endpoint = endpoint_for(run.endpoint) if run.endpoint else None
-    except EndpointUnavailable as exc:
-        endpoint, error = None, exc.failure.message
-    else:
-        error = "" if endpoint else "The run's endpoint was deleted."
+    endpoint, error = _run_endpoint(run)
     if endpoint is None:
         result_text, provenance, ok = "", {}, False
     else:
@@ -395,6 +422,26 @@ def _step(run: SuggestionRun, window: int, agent: str, messages_for, response_fo
                   "raw_answer": result_text, "provenance": provenance, "error": error},
     )
     return step
+
+
+def _run_endpoint(run: SuggestionRun) -> tuple[Endpoint | None, str]:
+    """The endpoint a window is sent to, or None and why not.
+
+    Only the URL the run started with: a participant edited meanwhile does not take the rest of the run elsewhere.
+    With "local only", every connection is checked to stay on this machine or network, whatever the name resolves to.
+    """
+    if run.endpoint is None:
+        return None, "The run's endpoint was deleted."
+    try:
+        endpoint = endpoint_for(run.endpoint)
+    except EndpointUnavailable as exc:
+        return None, exc.failure.message
+    if normalized_url(endpoint.base_url) != normalized_url(run.endpoint_url):
+        return None, (f"The endpoint now sends to {endpoint.base_url}, not to {run.endpoint_url} where this run "
+                      "started; nothing more is sent. Start a new run to use the new endpoint.")
+    if ReaderSettings.objects.filter(project_id=run.project_id, local_only=True).exists():
+        endpoint = replace(endpoint, egress=replace(endpoint.egress, local_only=True))
+    return endpoint, ""
 
 
 def _segment_lines(segments: Sequence[Segment]) -> str:

@@ -57,7 +57,8 @@ def _render_home(request: HttpRequest, membership: Membership, settings_form: Re
     endpoint_url = reader.endpoint_url(current.endpoint) if current.enabled and current.endpoint else ""
     return render(request, "coding/reader.html", _ctx(
         membership, reader_settings=current, settings_form=settings_form, run_form=run_form, runs=runs,
-        estimate=estimate, endpoint_url=endpoint_url, focus=focus), status=status)
+        estimate=estimate, endpoint_url=endpoint_url, unapproved=reader.unapproved_endpoint(current), focus=focus),
+        status=status)
 
 
 @login_required

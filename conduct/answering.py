@@ -10,7 +10,6 @@ import logging
 import threading
 import uuid
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.db import connections, transaction
@@ -19,7 +18,7 @@ from django.utils import timezone
 from conduct import throttle
 from conduct.client import DEFAULT_BASE_URL, Endpoint, Failure, FailureKind, stream_answer
 from conduct.crypto import KeyUnreadable
-from conduct.egress import EgressPolicy, normalized_url
+from conduct.egress import EgressPolicy, endpoint_of, normalized_url
 from conduct.models import AnswerJob, LiveEndpoint, heartbeat_seconds
 from interviews.models import Participant, Speaker, Turn
 
@@ -174,9 +173,9 @@ def deployment_base_url() -> str:
 
 
 def egress_policy() -> EgressPolicy:
-    trusted = urlsplit(deployment_base_url()).hostname or ""
+    trusted = endpoint_of(deployment_base_url())
     return EgressPolicy(
-        allow_private_networks=settings.ENDPOINTS_ALLOW_PRIVATE_NETWORKS, trusted_hosts=frozenset({trusted.lower()})
+        allow_private_networks=settings.ENDPOINTS_ALLOW_PRIVATE_NETWORKS, trusted_endpoints=frozenset({trusted} if trusted else ())
     )
 
 

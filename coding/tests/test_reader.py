@@ -18,6 +18,8 @@ from django.urls import reverse
 
 from coding import reader, services
 from coding.models import Code, Coding, ReaderStep, SuggestionRun
+from conduct.answering import endpoint_for
+from conduct.egress import EgressRefused
 from conduct.services import live_participant_save
 from conduct.testing.fake_openai import FakeOpenAIServer
 from projects.models import AuditEvent
@@ -529,3 +531,71 @@ def test_json_true_is_not_an_id_for_the_coder_or_the_critic():
     verdicts = {"verdicts": [{"proposal": True, "verdict": "reject"}, {"proposal": 0, "verdict": "keep"}]}
     judged = reader.parse_critic(ReaderStep(ok=True, raw_answer=json.dumps(verdicts)), count=2, code_ids={1, 2})
     assert list(judged) == [0]
+
+
+# -- transcript text goes only where an owner approved ------------------------------------------------------------
+
+
+def edit_url(participant, base_url: str, project, user) -> None:
+    live_participant_save(project=project, participant=participant, label=participant.label, provider="Fake",
+                          model_id="coder-critic", base_url=base_url, temperature=0, top_p=None, seed=1,
+                          max_tokens=None, timeout_seconds=5, api_key=None)
+
+
+def test_an_analyst_who_re_aims_the_readers_participant_sends_nothing_until_an_owner_approves(
+        project, owner, analyst, interview, reading, endpoint_server, client_for, django_capture_on_commit_callbacks):
+    with FakeOpenAIServer() as analysts_own:
+        analysts_own.script("coder-critic", answer='{"proposals": [], "new_code_ideas": []}')
+        response = client_for(analyst).post(
+            reverse("conduct:participant_edit", args=[project.uuid, reading.uuid]),
+            {"label": "Reader", "model_id": "coder-critic", "base_url": analysts_own.base_url, "timeout_seconds": "5",
+             "key": "none"})
+        assert response.status_code == 302
+        with pytest.raises(ValidationError) as refused:
+            reader.run_start(project=project, user=analyst, interviews=[interview])
+        assert refused.value.messages == [
+            f"The second reader's endpoint now sends to {analysts_own.base_url}, not to {endpoint_server.base_url}, "
+            "which an owner approved. Nothing was sent: an owner saves the second reader's settings to approve where "
+            "transcript text goes."]
+        page = client_for(analyst).get(reverse("coding:reader", args=[project.uuid])).content.decode()
+        assert 'id="reader-unapproved"' in page and analysts_own.base_url in page
+        assert analysts_own.chat_requests() == [] and endpoint_server.chat_requests() == []
+        # The owner saves the settings again: that approves the new URL, and runs go there.
+        reading.refresh_from_db()
+        reader.reader_settings_save(project=project, user=owner, enabled=True, endpoint=reading, local_only=False)
+        with django_capture_on_commit_callbacks(execute=True):
+            run = reader.run_start(project=project, user=analyst, interviews=[interview])
+        assert run.endpoint_url == analysts_own.base_url and len(analysts_own.chat_requests()) >= 1
+        assert endpoint_server.chat_requests() == []
+
+
+def test_a_run_keeps_the_url_it_started_with_when_the_participant_is_edited_mid_run(
+        project, owner, make_interview, reading, endpoint_server, django_capture_on_commit_callbacks):
+    first, second = make_interview(title="one", label="A"), make_interview(title="two", label="B")
+    with django_capture_on_commit_callbacks(execute=False):
+        run = reader.run_start(project=project, user=owner, interviews=[first, second], with_critic=False)
+    assert len(run.windows) == 2
+    reader.window_run(run.pk, 0)
+    asked = len(endpoint_server.chat_requests())
+    assert asked == 1
+    with FakeOpenAIServer() as elsewhere:
+        edit_url(reading, elsewhere.base_url, project, owner)
+        reader.window_run(run.pk, 1)
+        assert elsewhere.chat_requests() == [] and len(endpoint_server.chat_requests()) == asked
+    step = ReaderStep.objects.get(run=run, window=1)
+    assert not step.ok and step.error == (
+        f"The endpoint now sends to {elsewhere.base_url}, not to {endpoint_server.base_url} where this run started; "
+        "nothing more is sent. Start a new run to use the new endpoint.")
+
+
+def test_local_only_is_checked_on_every_connection_of_a_run(project, owner, interview, reading, endpoint_server,
+                                                           django_capture_on_commit_callbacks):
+    reader.reader_settings_save(project=project, user=owner, enabled=True, endpoint=reading, local_only=True)
+    with django_capture_on_commit_callbacks(execute=False):
+        run = reader.run_start(project=project, user=owner, interviews=[interview], with_critic=False)
+    endpoint, error = reader._run_endpoint(run)
+    assert error == "" and endpoint.egress.local_only
+    assert not endpoint_for(reading).egress.local_only  # the participant's own interviews are not limited
+    endpoint.egress.check_url(endpoint_server.base_url)  # the local endpoint still passes
+    with pytest.raises(EgressRefused, match="not on this machine or a private network"):
+        endpoint.egress.check_url("http://93.184.215.14/v1")  # checked on connecting, so a name resolving here is refused

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlsplit
+
 import pytest
 from django.urls import reverse
 
+from conduct.answering import egress_policy
 from conduct.client import Endpoint, FailureKind, stream_answer
 from conduct.egress import EgressPolicy, EgressRefused, normalized_url
+from conduct.testing.fake_openai import FakeOpenAIServer
 from interviews.models import Participant, Turn
 
 STRICT = EgressPolicy()
@@ -73,7 +77,7 @@ def test_malformed_endpoint_urls_are_refused_with_what_is_wrong(url, problem):
 def test_public_addresses_and_trusted_hosts_pass():
     STRICT.check_url("http://93.184.215.14/v1")
     STRICT.check_url("http://[2606:4700::1111]/v1")
-    EgressPolicy(trusted_hosts=frozenset({"127.0.0.1"})).check_url("http://127.0.0.1:8000/v1")
+    EgressPolicy(trusted_endpoints=frozenset({("127.0.0.1", 8000)})).check_url("http://127.0.0.1:8000/v1")
 
 
 def test_urls_are_compared_in_one_spelling():
@@ -138,3 +142,48 @@ def test_a_web_process_loads_no_model_client():
     calling = subprocess.run([sys.executable, "-c", script.replace("print(", "import conduct.guarded_http; print(")],
                              capture_output=True, text=True, timeout=120, check=True)
     assert calling.stdout.strip().splitlines()[-1] == "['httpcore2', 'httpx2']"  # the check above can see them
+
+
+def test_the_deployments_endpoint_is_trusted_on_its_own_port_only():
+    trusted = EgressPolicy(trusted_endpoints=frozenset({("127.0.0.1", 8000)}))
+    trusted.check_url("http://127.0.0.1:8000/v1")
+    for other in ("http://127.0.0.1:8001/v1", "http://127.0.0.1/v1", "http://127.0.0.1:5432/", "http://localhost:8000/v1"):
+        with pytest.raises(EgressRefused, match="does not allow model endpoints on private networks"):
+            trusted.check_url(other)
+
+
+def test_a_member_cannot_reach_another_service_on_the_deployments_model_host(project, analyst, settings, client_for,
+                                                                              fake_openai):
+    settings.ENDPOINTS_ALLOW_PRIVATE_NETWORKS = False
+    settings.OPENAI_BASE_URL = fake_openai.base_url
+    with FakeOpenAIServer() as other_service:
+        response = client_for(analyst).post(
+            reverse("conduct:participant_create", args=[project.uuid]),
+            {"label": "Mine", "model_id": "m", "base_url": other_service.base_url, "timeout_seconds": "5", "key": "none"})
+        assert response.status_code == 400
+        assert "does not allow model endpoints on private networks" in response.content.decode()
+        # Saved before the deployment's URL changed, it is refused on connecting: nothing reaches the other service.
+        endpoint = Endpoint(model="m", base_url=other_service.base_url, api_key="no-key", egress=egress_policy())
+        result = stream_answer(endpoint, [{"role": "user", "content": "hi"}], max_attempts=1)
+        assert result.failure is not None and other_service.chat_requests() == []
+    endpoint = Endpoint(model="m", base_url=fake_openai.base_url, api_key="no-key", egress=egress_policy())
+    fake_openai.script("m", answer="Hello.")
+    assert stream_answer(endpoint, [{"role": "user", "content": "hi"}], max_attempts=1).text == "Hello."
+
+
+@pytest.mark.parametrize("url", [
+    "http://[fd00:ec2::254]/latest/meta-data/",  # AWS metadata over IPv6
+    "http://[fd20:ce::254]/computeMetadata/v1/",  # Google Cloud metadata over IPv6
+    "http://100.100.100.200/latest/meta-data/",  # Alibaba Cloud metadata
+])
+def test_cloud_metadata_services_are_refused_even_where_private_networks_are_allowed(url):
+    host = urlsplit(url).hostname
+    for policy in (LOCAL, STRICT, EgressPolicy(allow_private_networks=True, trusted_endpoints=frozenset({(host, 80)}))):
+        with pytest.raises(EgressRefused, match="cloud metadata service's address"):
+            policy.check_url(url)
+
+
+def test_deprecated_site_local_ipv6_is_refused():
+    for policy in (LOCAL, STRICT):
+        with pytest.raises(EgressRefused, match="not an address a model endpoint can have"):
+            policy.check_url("http://[fec0::1]/v1")
