@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from conduct import throttle
-from conduct.egress import EgressPolicy, EgressRefused
+from conduct.egress import EgressPolicy, EgressRefused, ResponseTooLarge
 from projects import safejson
 
 # openai (with httpx and pydantic, ~40 MB per process) is imported where it is used: web processes import this
@@ -213,9 +213,12 @@ def classify(exc: BaseException, endpoint: Endpoint) -> Failure:
     import openai
 
     where = endpoint.base_url
-    refused = _egress_refusal(exc)
+    refused = _in_chain(exc, EgressRefused)
     if refused is not None:
         return Failure(FailureKind.REFUSED, f"Nothing was sent to {where}: {refused}")
+    too_large = _in_chain(exc, ResponseTooLarge)
+    if too_large is not None:
+        return Failure(FailureKind.INTERRUPTED, f"The answer from {where} was not kept: {too_large}.")
     if isinstance(exc, openai.APITimeoutError):
         return Failure(
             FailureKind.TIMEOUT,
@@ -237,10 +240,11 @@ def classify(exc: BaseException, endpoint: Endpoint) -> Failure:
     )
 
 
-def _egress_refusal(exc: BaseException | None) -> EgressRefused | None:
+def _in_chain[E: BaseException](exc: BaseException | None, kind: type[E]) -> E | None:
+    """The exception of `kind` that caused `exc` (the client wraps what its transport raised), or None."""
     seen = set()
     while exc is not None and id(exc) not in seen:
-        if isinstance(exc, EgressRefused):
+        if isinstance(exc, kind):
             return exc
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__

@@ -31,6 +31,10 @@ class EgressRefused(Exception):
     """A request to a model endpoint was not sent; the message says why."""
 
 
+class ResponseTooLarge(Exception):
+    """An endpoint's answer went past the size a model answer can have; reading stopped there."""
+
+
 @dataclass(frozen=True)
 class EgressPolicy:
     allow_private_networks: bool = False

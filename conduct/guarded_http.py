@@ -11,8 +11,9 @@ from collections.abc import Iterable
 
 import httpcore2
 import httpx2
+from django.conf import settings
 
-from conduct.egress import EgressPolicy, EgressRefused
+from conduct.egress import EgressPolicy, EgressRefused, ResponseTooLarge
 
 
 class _GuardedBackend(httpcore2.SyncBackend):
@@ -36,6 +37,25 @@ class _GuardedBackend(httpcore2.SyncBackend):
         raise last_error or httpcore2.ConnectError(f"{host} has no address")
 
 
+class _CappedStream(httpx2.SyncByteStream):
+    """The response body, read until `limit` bytes and no further."""
+
+    def __init__(self, stream: httpx2.SyncByteStream, limit: int, what: str) -> None:
+        self.stream, self.limit, self.what = stream, limit, what
+
+    def __iter__(self):
+        seen = 0
+        for chunk in self.stream:
+            seen += len(chunk)
+            if seen > self.limit:
+                raise ResponseTooLarge(f"its {self.what} went past {self.limit / 1024 / 1024:g} MB, more than a model "
+                                       "answer can hold; reading stopped there")
+            yield chunk
+
+    def close(self) -> None:
+        self.stream.close()
+
+
 class _GuardedTransport(httpx2.HTTPTransport):
     def __init__(self, policy: EgressPolicy) -> None:
         super().__init__(trust_env=False)
@@ -43,6 +63,20 @@ class _GuardedTransport(httpx2.HTTPTransport):
         self._pool = httpcore2.ConnectionPool(
             ssl_context=ssl.create_default_context(), network_backend=_GuardedBackend(policy),
         )
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        # Uncompressed only: the cap below counts what is read, and a compressed answer could unpack to any size.
+        request.headers["Accept-Encoding"] = "identity"
+        response = super().handle_request(request)
+        encoding = response.headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            response.close()
+            raise ResponseTooLarge(f"it sent a {encoding}-compressed answer though asked for an uncompressed one, "
+                                   "and a compressed answer could unpack to any size")
+        streamed = "event-stream" in response.headers.get("content-type", "").lower()
+        limit = settings.MODEL_STREAM_MAX_BYTES if streamed else settings.MODEL_JSON_MAX_BYTES
+        response.stream = _CappedStream(response.stream, limit, "event stream" if streamed else "answer")
+        return response
 
 
 def http_client(policy: EgressPolicy, timeout: float) -> httpx2.Client:

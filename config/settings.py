@@ -323,8 +323,12 @@ OPENAI_API_KEY = env_str("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = env_str("OPENAI_BASE_URL", "")
 # Model endpoints on loopback or private addresses (a laptop's Ollama, a lab's vLLM): allowed on a
 # laptop (DEBUG), refused in production unless the deployment allows them. Link-local addresses
-# (cloud metadata) are always refused; the host of OPENAI_BASE_URL is always trusted (conduct/egress.py).
+# (cloud metadata) are always refused; OPENAI_BASE_URL's own host and port are trusted (conduct/egress.py).
 ENDPOINTS_ALLOW_PRIVATE_NETWORKS = env_bool("ENDPOINTS_ALLOW_PRIVATE_NETWORKS", default=DEBUG)
+# The most a model endpoint's answer may send: a streamed answer's events (a 128k-token answer is ~30 MB of
+# them), a whole JSON answer. Reading stops there, so no endpoint can fill a worker's memory.
+MODEL_STREAM_MAX_BYTES = env_int("MODEL_STREAM_MAX_BYTES", 64 * 1024 * 1024)
+MODEL_JSON_MAX_BYTES = env_int("MODEL_JSON_MAX_BYTES", 8 * 1024 * 1024)
 # Probe runs (probes/running.py): attempts per request (retries on 429/5xx/timeouts with backoff from
 # PROBES_BACKOFF_BASE seconds), and how long a claimed answer may stay silent before a resume asks it again.
 PROBES_MAX_ATTEMPTS = env_int("PROBES_MAX_ATTEMPTS", 4)

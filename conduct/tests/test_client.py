@@ -315,3 +315,52 @@ def test_backoff_caps_and_honours_retry_after() -> None:
 
 def _no_sleep(_: float) -> None:
     pass
+
+
+def test_an_answer_larger_than_a_model_answer_can_be_is_not_read_to_the_end(fake_openai, settings):
+    settings.MODEL_STREAM_MAX_BYTES = 20_000
+    fake_openai.script("huge", answer="word " * 20_000, chunk_chars=500)
+    result = stream_answer(endpoint(fake_openai, "huge"), [{"role": "user", "content": "hi"}], max_attempts=1)
+    assert result.failure is not None and result.failure.kind == FailureKind.INTERRUPTED
+    assert result.failure.message == (
+        f"The answer from {fake_openai.base_url} was not kept: its event stream went past 0.0190735 MB, more than a "
+        "model answer can hold; reading stopped there.")
+    assert len(result.text) < 20_000
+    assert fake_openai.chat_requests()[0].headers["accept-encoding"] == "identity"
+
+
+def test_a_whole_json_answer_larger_than_the_limit_is_refused(fake_openai, settings):
+    settings.MODEL_JSON_MAX_BYTES = 4_096
+    fake_openai.script("whole", answer="x" * 10_000, cannot_stream="json")
+    result = stream_answer(endpoint(fake_openai, "whole"), [{"role": "user", "content": "hi"}], max_attempts=1)
+    assert result.failure is not None and "its answer went past" in result.failure.message and result.text == ""
+
+
+def test_a_compressed_answer_is_refused_as_it_could_unpack_to_any_size():
+    import gzip
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Gzipping(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - the http.server API
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = gzip.compress(b'{"choices": [{"message": {"content": "' + b"a" * 100_000 + b'"}}]}')
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Gzipping)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        ep = Endpoint(model="m", base_url=f"http://127.0.0.1:{server.server_port}/v1", api_key="k", egress=LOCAL)
+        result = stream_answer(ep, [{"role": "user", "content": "hi"}], max_attempts=1)
+    finally:
+        server.shutdown()
+    assert result.failure is not None
+    assert "it sent a gzip-compressed answer though asked for an uncompressed one" in result.failure.message
