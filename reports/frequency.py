@@ -24,7 +24,8 @@ other group never has it; undefined (None) when neither group has it or a group 
 With the continuity correction, 0.5 is added to each cell of the 2×2 table (a + 0.5 of
 n_A + 1, b + 0.5 of n_B + 1), so every ratio is finite. The 95 % interval is Woolf's log
 method applied to a ratio of two shares: ln ratio ± 1.96 · √(1/a − 1/n_A + 1/b − 1/n_B)
-(the counts corrected when the correction is on); it is not given for infinite ratios.
+(the counts corrected when the correction is on); it is not given for infinite ratios, nor when both
+groups have the code in every unit (the formula's variance is then 0; the correction gives an interval).
 
 Queries: participants, interviews, codes (and themes with their codes), one query for the
 counts, and the answer segments per interview for the ``codable`` denominator: a fixed number
@@ -119,6 +120,8 @@ class Ratio:
             return "only in A"
         if self.value == -math.inf:
             return "only in B"
+        if self.low is None:
+            return "no interval: in every unit of both groups"
         return ""
 
     @property
@@ -193,7 +196,8 @@ class FrequencyTable:
             if self.spec.correction:
                 parts.append("Continuity correction: 0.5 added to each cell (a + 0.5 of n + 1).")
             parts.append("95% CI: Woolf's log method for a ratio of two shares, "
-                         "ln ratio ± 1.96·√(1/a − 1/n_A + 1/b − 1/n_B); none for ratios only in A or only in B.")
+                         "ln ratio ± 1.96·√(1/a − 1/n_A + 1/b − 1/n_B); none for ratios only in A or only in B, "
+                         "nor for rows in every unit of both groups (use the continuity correction for one).")
         return " ".join(parts)
 
     def headers(self) -> list[str]:
@@ -264,7 +268,9 @@ def ratio_estimate(count_a: int, total_a: int, count_b: int, total_b: int, *, co
         return Ratio(-math.inf)
     value = math.log((a / n_a) / (b / n_b))
     variance = 1 / a - 1 / n_a + 1 / b - 1 / n_b
-    half = Z95 * math.sqrt(max(variance, 0.0))
+    if variance <= 0:  # a = n_A and b = n_B: Woolf's interval would be [0, 0], a certainty the data do not give
+        return Ratio(value)
+    half = Z95 * math.sqrt(variance)
     return Ratio(value, value - half, value + half)
 
 
@@ -290,7 +296,7 @@ def _signed(value: float) -> str:
 
 def format_interval(ratio: Ratio) -> str:
     if ratio.low is None or ratio.high is None:
-        return ""
+        return "—" if ratio.finite else ""  # a finite ratio without one: the table's note says why
     return f"[{_signed(ratio.low)}, {_signed(ratio.high)}]"
 
 

@@ -14,6 +14,7 @@ from reports.frequency import (
     FrequencySpec,
     FrequencySpecError,
     Population,
+    format_interval,
     format_ratio,
     frequency_table,
     log_ratio,
@@ -38,6 +39,18 @@ def test_log_ratio_infinities_and_undefined():
     assert log_ratio(1, 0, 1, 10) is None  # a group without coded segments
     assert [format_ratio(v) for v in (math.inf, -math.inf, None, math.log(2), -math.log(2))] == ["only in A", "only in B", "—", "+0.69", "−0.69"]
     assert format_ratio(0.0) == "0.00"
+
+
+def test_a_code_in_every_unit_of_both_groups_has_no_interval_rather_than_a_certain_one():
+    from reports.frequency import ratio_estimate
+
+    everywhere = ratio_estimate(2, 2, 1, 1)
+    assert (everywhere.value, everywhere.low, everywhere.high) == (0.0, None, None)
+    assert everywhere.flag == "no interval: in every unit of both groups" and format_interval(everywhere) == "—"
+    corrected = ratio_estimate(2, 2, 1, 1, correction=True)
+    assert corrected.low < corrected.value < corrected.high and corrected.flag == ""
+    one_side = ratio_estimate(2, 2, 1, 3)  # all of A, a third of B: an interval, as the formula gives one
+    assert one_side.low < one_side.value < one_side.high and one_side.flag == ""
 
 
 def test_code_table_counts_coded_segments_once_per_segment(world):
