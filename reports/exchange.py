@@ -13,8 +13,15 @@ Export
   * Codes → Codes (hierarchy, colour; definition, include/exclude, example and kind in the
     Description). Each coded segment → one PlainTextSelection (name = the segment text)
     holding one Coding per (code, coder); coders are Users; a coding's note → a Note.
-  * Memos → Notes referenced from their project, source, code or set (theme); themes → Sets of codes; participants →
-    Cases with the variables provider, model and interface.
+    Consecutive segments with one code by one coder (and the same note) are one selection.
+  * Whole-interview codings (case features) → one selection over the whole source text, with a
+    Coding per (code, coder) and a note saying so: other tools see the whole transcript coded,
+    our import restores case codings.
+  * Memos → Notes referenced from their project, source, code or set (theme), the memo's kind as a
+    last "Kind: ..." paragraph; familiarisation notes → Notes ("Kind: familiarisation note") on the
+    source or on a selection of their turn's text; themes → Sets of codes with status and parent
+    theme in the Description (refiqda.conventions); participants → Cases with the variables
+    provider, model and interface.
   * Positions in code points (the standard) or UTF-16 code units (NVivo).
 
 Import (into a NEW project, all in one transaction)
@@ -27,6 +34,10 @@ Import (into a NEW project, all in one transaction)
     selection is exactly a run of whole segments and its codings land on precisely the
     selected text (surrounding whitespace aside). Zero-length selections and selections
     outside any turn's text (e.g. on a speaker label) have nothing to code and are reported.
+  * What our export marks comes back as it was: case codings (the whole-source selection with
+    our note), familiarisation notes ("Kind: familiarisation note"), memo kinds, theme status and
+    parent theme. Files without the marks (older exports, other tools) import as plain codings,
+    memos and top-level candidate themes.
   * People: an import NEVER creates accounts. The importer maps each user the file names
     (`qdpx_people`) to an account they share a project with, or keeps them as a name only
     (`PersonName`); a user whose id or name is the importer's username is the importer unless
@@ -53,7 +64,7 @@ from django.conf import settings
 from django.db import models, transaction
 
 import refiqda
-from coding.models import Code, CodeEvent, Coding
+from coding.models import CaseCoding, Code, CodeEvent, Coding, Note
 from coding.services import PALETTE
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
 from interviews.parsers.base import guess_labels
@@ -64,15 +75,26 @@ from projects import safejson
 from projects.audit import audit_record
 from projects.models import AuditEvent, Membership, Project, Role
 from projects.services import project_create
-from refiqda.conventions import code_description, parse_code_description, unique_name
+from refiqda.conventions import (
+    FAMILIARISATION_NOTE,
+    code_description,
+    note_text,
+    parse_code_description,
+    parse_note_text,
+    parse_theme_description,
+    theme_description,
+    unique_name,
+)
 from reports.backup import MAX_PEOPLE, BackupPerson
 from reports.models import PersonName
-from themes.models import Memo, MemoRevision, Theme, ThemeCode
+from themes.models import Memo, MemoRevision, Theme, ThemeCode, ThemeStatusChange
 
 TURNS_VARIABLE = "RTA turns"
 CASE_VARIABLES = ("provider", "model", "interface")
 # The note on a coding that was an accepted AI suggestion (REFI-QDA codings have no origin); the import reads it back.
 ACCEPTED_SUGGESTION_NOTE = "Accepted AI suggestion (RTA Studio's second reader)"
+# The note on the selection of a whole source that carries its interview's case codings; the import reads it back.
+CASE_CODING_NOTE = "Codes applied to the whole interview (RTA Studio's case features)"
 _NS = uuid.UUID("6f1d8a52-3c1e-4f53-9a57-5b1d2f6c7e01")  # namespace for derived GUIDs
 
 
@@ -109,7 +131,8 @@ class _Exporter:
         self.notes: list[refiqda.Note] = []
         # Names kept by an import or restore for people without an account here, by (model, row pk, field).
         self.kept = {(m, row, f): name for m, row, f, name in PersonName.objects.filter(
-            project=project, model__in=["coding.coding", "themes.memo"], field__in=["coder_id", "author_id"],
+            project=project, model__in=["coding.coding", "coding.casecoding", "coding.note", "themes.memo"],
+            field__in=["coder_id", "author_id"],
         ).order_by("-pk").values_list("model", "row_id", "field", "name")}
 
     def user_guid(self, user, kept_name: str = "") -> str | None:
@@ -139,8 +162,8 @@ class _Exporter:
         self.code_objs = by_id
         return roots, {c.pk: str(c.uuid) for c in rows}
 
-    def source(self, interview: Interview, code_guids: dict[int, str],
-               codings: list[Coding]) -> tuple[refiqda.TextSource, dict[int, int]]:
+    def source(self, interview: Interview, code_guids: dict[int, str], codings: list[Coding],
+               case_codings: list[CaseCoding], notes: list[Note]) -> refiqda.TextSource:
         turns = list(interview.turns.order_by("position"))
         pieces, turn_map, offsets, pos = [], [], {}, 0
         for turn in turns:
@@ -176,16 +199,59 @@ class _Exporter:
                                     text=ACCEPTED_SUGGESTION_NOTE, creating_user=coding.creating_user, created=created)
                 self.notes.append(note)
                 coding.note_refs.append(note.guid)
-            for c in run:
-                if c.note.strip():
-                    note = refiqda.Note(guid=_guid("coding-note", c.pk), name=f"Note on {c.segment.text[:40]}",
-                                        text=c.note, creating_user=coding.creating_user, created=c.created_at)
-                    self.notes.append(note)
-                    coding.note_refs.append(note.guid)
+            if run[0].note.strip():  # every coding of a run has this note (_coding_runs)
+                note = refiqda.Note(guid=_guid("coding-note", run[0].pk), name=f"Note on {run[0].segment.text[:40]}",
+                                    text=run[0].note, creating_user=coding.creating_user, created=created)
+                self.notes.append(note)
+                coding.note_refs.append(note.guid)
             sel.codings.append(coding)
         src.selections.extend(selections.values())
+        self.familiarisation_notes(src, notes, {t.pk: t for t in turns}, offsets)
+        self.case_codings(src, interview, case_codings, code_guids)
         src.selections.sort(key=lambda s: (s.start, s.end))
-        return src, offsets
+        return src
+
+    def familiarisation_notes(self, src: refiqda.TextSource, notes: list[Note], turns: dict[int, Turn],
+                              offsets: dict[int, int]) -> None:
+        """Each note → a Note on the source (interview) or on its own selection of the turn's text.
+
+        A turn's note never shares a selection with codings: our import would take it for a coding's note.
+        """
+        for n in notes:
+            author = self.user_guid(n.author, self.kept.get(("coding.note", n.pk, "author_id"), ""))
+            turn = turns[n.turn_id] if n.turn_id else None
+            note = refiqda.Note(guid=_guid("familiarisation-note", n.pk),
+                                name=f"Familiarisation note{f' on turn {turn.number}' if turn else ''}",
+                                text=note_text(n.text, FAMILIARISATION_NOTE), creating_user=author,
+                                created=n.created_at, modified=n.updated_at)
+            self.notes.append(note)
+            if turn is None:
+                src.note_refs.append(note.guid)
+            else:
+                start = offsets[turn.pk]
+                src.selections.append(refiqda.Selection(
+                    guid=_guid("turn-note", n.pk), start=start, end=start + len(turn.text), creating_user=author,
+                    created=n.created_at, note_refs=[note.guid]))
+
+    def case_codings(self, src: refiqda.TextSource, interview: Interview, rows: list[CaseCoding],
+                     code_guids: dict[int, str]) -> None:
+        """The interview's case codings as Codings on one selection of the whole text, marked by a note.
+
+        REFI-QDA cases are our participants and carry no coder, so a whole-text selection is what every tool reads
+        as "this interview has this code"; the note tells our import to restore case codings, not sentence codings.
+        """
+        if not rows:
+            return
+        note = refiqda.Note(guid=_guid("case-codings", interview.pk), name=CASE_CODING_NOTE, text=CASE_CODING_NOTE,
+                            created=min(cc.created_at for cc in rows))
+        self.notes.append(note)
+        sel = refiqda.Selection(guid=_guid("case-selection", interview.pk), start=0, end=len(src.text or ""),
+                                created=note.created, note_refs=[note.guid])
+        for cc in rows:
+            coder = self.user_guid(cc.coder, self.kept.get(("coding.casecoding", cc.pk, "coder_id"), ""))
+            sel.codings.append(refiqda.Coding(guid=_guid("case-coding", cc.pk), code_guid=code_guids[cc.code_id],
+                                              creating_user=coder, created=cc.created_at))
+        src.selections.append(sel)
 
 
 def _coding_runs(codings: list[Coding], coder_of) -> list[list[Coding]]:
@@ -194,6 +260,7 @@ def _coding_runs(codings: list[Coding], coder_of) -> list[list[Coding]]:
     A passage coded in another tool comes in split at sentence ends; written back as one
     selection, it leaves as it came (an NVivo selection over five sentences stays one).
     `coder_of` names the coder as the file will (a person kept as a name is not the account holding the coding).
+    A run holds one note: a coding's note is the run's note on import, so a different note ends the run.
     """
     by_pair: dict[tuple[int, str | None, str], list[Coding]] = defaultdict(list)
     for c in codings:  # an accepted AI suggestion is never one selection with a hand-made coding
@@ -204,7 +271,8 @@ def _coding_runs(codings: list[Coding], coder_of) -> list[list[Coding]]:
         run = [group[0]]
         for c in group[1:]:
             prev = run[-1].segment
-            if c.segment.turn_id == prev.turn_id and c.segment.position == prev.position + 1:
+            if (c.segment.turn_id == prev.turn_id and c.segment.position == prev.position + 1
+                    and c.note == run[-1].note):
                 run.append(c)
             else:
                 runs.append(run)
@@ -253,7 +321,15 @@ def project_to_refiqda(project: Project) -> refiqda.Project:
     for c in (Coding.objects.filter(interview__in=interviews, code_id__in=code_guids)
               .select_related("segment", "coder").order_by("pk")):
         codings_by_interview[c.interview_id].append(c)
-    sources = [ex.source(i, code_guids, codings_by_interview[i.pk])[0] for i in interviews]
+    case_codings: dict[int, list[CaseCoding]] = defaultdict(list)
+    for cc in (CaseCoding.objects.filter(interview__in=interviews, code_id__in=code_guids)
+               .select_related("coder").order_by("pk")):
+        case_codings[cc.interview_id].append(cc)
+    notes: dict[int, list[Note]] = defaultdict(list)
+    for n in Note.objects.filter(interview__in=interviews).select_related("author").order_by("created_at", "pk"):
+        notes[n.interview_id].append(n)
+    sources = [ex.source(i, code_guids, codings_by_interview[i.pk], case_codings[i.pk], notes[i.pk])
+               for i in interviews]
     variables = [refiqda.Variable(guid=_guid("variable", name), name=name) for name in CASE_VARIABLES]
     variables.append(refiqda.Variable(guid=_guid("variable", TURNS_VARIABLE), name=TURNS_VARIABLE,
                                       description="Where each turn's text lies in this source (code points, JSON)."))
@@ -265,7 +341,10 @@ def project_to_refiqda(project: Project) -> refiqda.Project:
             variable_values=[refiqda.VariableValue(_guid("variable", n), v) for n, v in zip(CASE_VARIABLES, values, strict=True)],
             source_refs=[str(i.uuid) for i in interviews if i.participant_id == p.pk]))
     themes = list(Theme.objects.for_project(project).prefetch_related("theme_codes").order_by("position", "name"))
-    sets = [refiqda.Set(guid=str(t.uuid), name=t.name, description=t.definition,
+    names = {t.pk: t.name for t in themes}  # a parent in the trash is not exported: its sub-theme leaves top-level
+    sets = [refiqda.Set(guid=str(t.uuid), name=t.name,
+                        description=theme_description(definition=t.definition, status=t.status,
+                                                      parent=names.get(t.parent_id, "")),
                         member_codes=[code_guids[tc.code_id] for tc in t.theme_codes.all() if tc.code_id in code_guids])
             for t in themes]
     qp = refiqda.Project(
@@ -285,8 +364,8 @@ def _export_memos(ex: _Exporter, qp: refiqda.Project, project: Project, *, sourc
     for memo in (Memo.objects.filter(project=project, deleted_at__isnull=True).select_related("author")
                  .order_by("created_at", "pk")):
         author = ex.user_guid(memo.author, ex.kept.get(("themes.memo", memo.pk, "author_id"), ""))
-        note = refiqda.Note(guid=str(memo.uuid), name=memo.title, text=memo.body, creating_user=author,
-                            created=memo.created_at, modified=memo.updated_at)
+        note = refiqda.Note(guid=str(memo.uuid), name=memo.title, text=note_text(memo.body, memo.kind),
+                            creating_user=author, created=memo.created_at, modified=memo.updated_at)
         ex.notes.append(note)
         if memo.interview_id in sources:
             sources[memo.interview_id].note_refs.append(note.guid)
@@ -320,6 +399,8 @@ class ImportResult:
     codings: int = 0
     themes: int = 0
     memos: int = 0
+    notes: int = 0  # familiarisation notes
+    case_codings: int = 0
     warnings: list[str] = field(default_factory=list)
 
 
@@ -438,6 +519,8 @@ class _Importer:
         self.variables = {v.name.strip().lower(): refiqda.norm_guid(v.guid) for v in qp.variables}
         self.notes = qp.notes_by_guid()
         self.interviews: dict[str, Interview] = {}
+        # Source GUID → its turns and their (speaker, start, end) in the source text, to place notes on turns.
+        self.turns: dict[str, tuple[list[Turn], list[tuple[str, int, int]]]] = {}
         self.themes: dict[str, Theme] = {}
         # (row, user field, name) of people kept as names only, written once the rows have their keys.
         self.kept: list[tuple[models.Model, str, str]] = []
@@ -539,6 +622,7 @@ class _Importer:
                  model_slug=fact.get("model_slug", ""), timestamp=fact.get("timestamp"),
                  metadata={"imported_from": "qdpx", "source_guid": src.guid, "source_start": s, **fact.get("metadata", {})})
             for i, ((speaker, s, e), fact) in enumerate(zip(spans, facts, strict=True))])
+        self.turns[refiqda.norm_guid(src.guid)] = (turns, spans)
         # Selections in turn coordinates: [(turn index, start, end, selection)].
         placed = self.place_selections(src, spans)
         cuts: dict[int, set[int]] = defaultdict(set)
@@ -553,6 +637,7 @@ class _Importer:
             per_turn.append(rows)
         Segment.objects.bulk_create(segments, batch_size=2000)
         self.import_codings(interview, placed, per_turn)
+        self.import_case_codings(interview, src)
 
     def place_selections(self, src: refiqda.TextSource, spans: list[tuple[str, int, int]]):
         placed = []
@@ -560,6 +645,8 @@ class _Importer:
         for sel in src.selections:
             if not sel.codings:
                 continue  # a note-only selection becomes a memo on the interview (import_memos)
+            if self.is_case_selection(sel):
+                continue  # its codings are the interview's case codings (import_case_codings)
             if sel.start == sel.end:
                 self.warn(f"{src.name!r}: a zero-length selection at {sel.start} has no text to code; skipped.")
                 continue
@@ -606,28 +693,96 @@ class _Importer:
             self.warn(f"{interview.title!r}: {merged} codings by people kept as names repeat a code you (or another "
                       "of them) applied to the same passage; each is kept once.")
 
-    def says_accepted_suggestion(self, ref: str) -> bool:
-        """Whether a coding's note is the one our export writes on an accepted AI suggestion."""
+    def import_case_codings(self, interview: Interview, src: refiqda.TextSource) -> None:
+        """The codings of a selection our export marks as the whole interview's become its case codings."""
+        rows, names, seen, merged = [], [], set(), 0
+        for sel in filter(self.is_case_selection, src.selections):
+            for fc in sel.codings:
+                code = self.codes.get(refiqda.norm_guid(fc.code_guid))
+                if code is None:
+                    continue
+                account, name = self.person(fc.creating_user or sel.creating_user)
+                coder = account or self.owner  # as for a coding: a name-only coder's is the importer's
+                if (code.pk, coder.pk) in seen:
+                    merged += 1
+                    continue
+                seen.add((code.pk, coder.pk))
+                rows.append(CaseCoding(interview=interview, code=code, coder=coder))
+                names.append(name)
+        CaseCoding.objects.bulk_create(rows)
+        self.kept.extend((row, "coder_id", name) for row, name in zip(rows, names, strict=True) if name)
+        self.result.case_codings += len(rows)
+        if merged:
+            self.warn(f"{interview.title!r}: {merged} whole-interview codings by people kept as names repeat a code "
+                      "you (or another of them) applied to the whole interview; each is kept once.")
+
+    def says(self, ref: str, marker: str) -> bool:
+        """Whether a note is the one our export writes to say `marker` (an accepted suggestion, case codings)."""
         found = self.notes.get(refiqda.norm_guid(ref))
-        return found is not None and found.text.strip() == ACCEPTED_SUGGESTION_NOTE
+        return found is not None and found.text.strip() == marker
+
+    def says_accepted_suggestion(self, ref: str) -> bool:
+        return self.says(ref, ACCEPTED_SUGGESTION_NOTE)
+
+    def is_case_selection(self, sel: refiqda.Selection) -> bool:
+        return any(self.says(r, CASE_CODING_NOTE) for r in sel.note_refs)
 
     def note_text(self, refs: Iterable[str]) -> str:
         return "\n\n".join(n.text for r in refs if (n := self.notes.get(refiqda.norm_guid(r))) and n.text.strip())
 
     def import_sets(self) -> None:
+        """Sets of codes become themes; our export's Description also gives each its status and parent theme."""
+        taken: set[str] = set()
+        by_name: dict[str, list[Theme]] = defaultdict(list)  # by the name in the file, which a sub-theme's parent names
+        parents: dict[Theme, str] = {}
         for position, fset in enumerate(self.qp.sets):
             codes = [c for g in fset.member_codes if (c := self.codes.get(refiqda.norm_guid(g)))]
             if fset.member_codes and not codes or not fset.member_codes and (fset.member_sources or fset.member_notes):
                 self.warn(f"Set {fset.name!r} groups no codes; not imported as a theme.")
                 continue
-            theme = Theme.objects.create(project=self.project, name=fset.name[:200], definition=fset.description,
-                                         position=position, created_by=self.owner)
+            name = _unique(fset.name, taken, 200)  # live theme names are unique, whatever their case
+            if name != fset.name.strip()[:200]:
+                self.warn(f"Two sets are called {fset.name!r}; the second is imported as the theme {name!r}.")
+            fields = parse_theme_description(fset.description)
+            theme = Theme.objects.create(project=self.project, name=name, definition=fields["definition"],
+                                         status=fields.get("status", Theme.Status.CANDIDATE), position=position,
+                                         created_by=self.owner)
             ThemeCode.objects.bulk_create([ThemeCode(theme=theme, code=c, position=i) for i, c in enumerate(dict.fromkeys(codes))])
             self.themes[refiqda.norm_guid(fset.guid)] = theme
+            by_name[fset.name.strip()].append(theme)
+            if "parent" in fields:
+                parents[theme] = fields["parent"]
             self.result.themes += 1
+        # Each theme's history starts where the file leaves it, as theme_create starts a new one.
+        ThemeStatusChange.objects.bulk_create([
+            ThemeStatusChange(theme=t, from_status="", to_status=t.status, actor=self.owner,
+                              reason=f"Imported from {self.filename or 'a REFI-QDA project'}")
+            for t in self.themes.values()])
+        self.place_subthemes(parents, by_name)
+
+    def place_subthemes(self, parents: dict[Theme, str], by_name: dict[str, list[Theme]]) -> None:
+        """Put each sub-theme under the one set called as its Description says; otherwise it stays top-level."""
+        for theme, name in parents.items():
+            found = by_name.get(name, [])
+            if len(found) != 1:
+                self.warn(f"Theme {theme.name!r} is a sub-theme of {name!r}, but {'no' if not found else 'more than one'} "
+                          "set is called that; imported as a top-level theme.")
+                continue
+            parent = node = found[0]
+            while node is not None and node != theme:
+                node = node.parent
+            if node == theme:
+                self.warn(f"Theme {theme.name!r} is a sub-theme of {name!r}, which would put it under itself; "
+                          "imported as a top-level theme.")
+                continue
+            theme.parent = parent
+            theme.save(update_fields=["parent"])
 
     def import_memos(self) -> None:
-        """Notes become memos on what refers to them; notes on codings were already kept as coding notes."""
+        """Notes become memos on what refers to them, or our export's familiarisation notes on interviews and turns.
+
+        Notes on codings were already kept as coding notes.
+        """
         targets: dict[str, dict] = {}
 
         def attach(refs: Iterable[str], **target) -> None:
@@ -647,25 +802,72 @@ class _Importer:
                 if sel.codings:  # its notes went into the codings' notes
                     consumed.update(refiqda.norm_guid(r) for r in [*sel.note_refs, *(n for c in sel.codings for n in c.note_refs)])
                 elif src.text is not None:
-                    # A note on a passage nobody coded: a memo on the interview that quotes the passage.
-                    attach(sel.note_refs, interview=self.interviews.get(refiqda.norm_guid(src.guid)))
+                    # A note on a passage nobody coded: a memo on the interview that quotes the passage
+                    # (a familiarisation note: on the turn that holds the passage).
+                    attach(sel.note_refs, interview=self.interviews.get(refiqda.norm_guid(src.guid)),
+                           turn=self.turn_holding(src, sel))
                     quotes.update({refiqda.norm_guid(r): src.selected_text(sel) for r in sel.note_refs})
+        familiarisation = []
         for note in self.qp.notes:
             key = refiqda.norm_guid(note.guid)
             if key in consumed and key not in targets:
                 continue
-            target = {k: v for k, v in targets.get(key, {}).items() if v is not None}
-            title = (note.name.strip() or note.text.strip().split("\n", 1)[0] or "Imported note")[:200]
+            target = targets.get(key, {})
+            on = {k: v for k in ("interview", "code", "theme") if (v := target.get(k)) is not None}
+            text, kind = parse_note_text(note.text)
             quote = quotes.get(key, "").strip()
-            body = ("> " + quote.replace("\n", "\n> ") + "\n\n" if quote else "") + note.text
-            author, name = self.person(note.creating_user)
-            memo = Memo.objects.create(project=self.project, title=title, body=body, author=author, updated_by=author,
-                                       **target)
-            revision = MemoRevision.objects.create(memo=memo, number=1, title=memo.title, body=memo.body,
-                                                   kind=memo.kind, author=author)
-            if name:
-                self.kept += [(memo, "author_id", name), (memo, "updated_by_id", name), (revision, "author_id", name)]
-            self.result.memos += 1
+            if kind == FAMILIARISATION_NOTE and "interview" in on:
+                if "turn" not in target or target["turn"] is not None:  # on the source, or on one turn's text
+                    familiarisation.append((note, text, on["interview"], target.get("turn"), quote))
+                    continue
+                self.warn(f"{on['interview'].title!r}: the familiarisation note {note.name!r} is on text outside "
+                          "every turn; kept as a familiarisation memo on the interview.")
+            self.import_memo(note, text, kind, on, quote)
+        self.import_familiarisation_notes(familiarisation)
+
+    def turn_holding(self, src: refiqda.TextSource, sel: refiqda.Selection) -> Turn | None:
+        """The turn whose text holds the whole selection, or None."""
+        turns, spans = self.turns.get(refiqda.norm_guid(src.guid), ([], []))
+        ti = bisect.bisect_right([s for _, s, _ in spans], sel.start) - 1
+        return turns[ti] if ti >= 0 and sel.end <= spans[ti][2] else None
+
+    def import_memo(self, note: refiqda.Note, text: str, kind: str, target: dict, quote: str = "") -> None:
+        title = (note.name.strip() or text.strip().split("\n", 1)[0] or "Imported note")[:200]
+        body = ("> " + quote.replace("\n", "\n> ") + "\n\n" if quote else "") + text
+        # A familiarisation note that cannot be one (not on an interview, or its place taken) is a memo of that kind.
+        kind = Memo.Kind.FAMILIARISATION if kind == FAMILIARISATION_NOTE else kind or Memo.Kind.REFLEXIVE
+        author, name = self.person(note.creating_user)
+        memo = Memo.objects.create(project=self.project, title=title, body=body, kind=kind, author=author,
+                                   updated_by=author, **target)
+        revision = MemoRevision.objects.create(memo=memo, number=1, title=memo.title, body=memo.body,
+                                               kind=memo.kind, author=author)
+        if name:
+            self.kept += [(memo, "author_id", name), (memo, "updated_by_id", name), (revision, "author_id", name)]
+        self.result.memos += 1
+
+    def import_familiarisation_notes(self, found: list[tuple[refiqda.Note, str, Interview, Turn | None, str]]) -> None:
+        """Familiarisation notes, one per author and place, people with an account first.
+
+        A note whose place its author already has (people kept as names all write as the importer) becomes a
+        familiarisation memo on the interview, so no note is lost.
+        """
+        rows, names, taken = [], [], set()
+        for note, text, interview, turn, quote in sorted(found, key=lambda f: self.person(f[0].creating_user)[0] is None):
+            account, name = self.person(note.creating_user)
+            author = account or self.owner  # a note needs an account: a name-only author's is the importer's
+            place = (interview.pk, turn.pk if turn else None, author.pk)
+            if place in taken:
+                where = f"turn {turn.number} of {interview.title!r}" if turn else repr(interview.title)
+                self.warn(f"{name or author.username} has two familiarisation notes on {where} here (people kept as "
+                          f"names write as you); {note.name or 'the second'!r} is kept as a familiarisation memo.")
+                self.import_memo(note, text, FAMILIARISATION_NOTE, {"interview": interview}, quote)
+                continue
+            taken.add(place)
+            rows.append(Note(interview=interview, turn=turn, author=author, text=text))
+            names.append(name)
+        Note.objects.bulk_create(rows)
+        self.kept.extend((row, "author_id", name) for row, name in zip(rows, names, strict=True) if name)
+        self.result.notes += len(rows)
 
 
 def split_spans(text: str, cuts: Iterable[int]) -> list[tuple[int, int, str]]:

@@ -32,3 +32,31 @@ def test_a_repeated_name_takes_its_parent_then_a_number():
     taken: set[str] = set()
     names = [unique_name(n, taken, 200, hint) for n, hint in [("Home", ""), ("home", "People"), ("Home", "People"), ("Home", "")]]
     assert names == ["Home", "home (People)", "Home (2)", "Home (3)"]
+
+
+def test_a_note_carries_its_kind_as_a_last_paragraph():
+    from refiqda.conventions import note_text, parse_note_text
+
+    assert note_text("Thoughts.\r\nMore.", "analytic") == "Thoughts.\r\nMore.\n\nKind: analytic"
+    assert note_text("", "reflexive") == "Kind: reflexive"
+    for text in ("Thoughts.", "", "Quoted:\n\nKind: analytic", "Kind: reflexive in the middle.\n\nEnd."):
+        for kind in ("reflexive", "familiarisation", "familiarisation note"):
+            assert parse_note_text(note_text(text, kind)) == (text, kind)
+    # Another tool may have re-saved it with CRLF and a trailing line end.
+    assert parse_note_text("Body\r\n\r\nKind: Analytic\r\n") == ("Body", "analytic")
+    # Foreign notes, and kinds we do not have, come back whole.
+    assert parse_note_text("Just a note.") == ("Just a note.", "")
+    assert parse_note_text("Body\n\nKind: weird") == ("Body\n\nKind: weird", "")
+
+
+def test_a_theme_description_carries_status_and_parent():
+    from refiqda.conventions import parse_theme_description, theme_description
+
+    text = theme_description(definition="What it is.", status="final", parent="Top theme")
+    assert text == "What it is.\n\nStatus: final\n\nSub-theme of: Top theme"
+    assert parse_theme_description(text) == {"definition": "What it is.", "status": "final", "parent": "Top theme"}
+    assert theme_description(definition="Plain.") == "Plain."  # a top-level candidate: as before
+    assert theme_description(status="defined") == "Status: defined"
+    assert parse_theme_description("Status: defined") == {"definition": "", "status": "defined"}
+    assert parse_theme_description("Free text.\n\nStatus: open") == {"definition": "Free text.\n\nStatus: open"}
+    assert parse_theme_description("") == {"definition": ""}
