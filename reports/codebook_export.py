@@ -57,13 +57,9 @@ def codebook_table(project: Project) -> Table:
 
 def codebook_qdc(project: Project) -> bytes:
     """The codebook as REFI-QDA .qdc XML (codes with hierarchy, colours, descriptions; themes as sets)."""
-    from refiqda.model import Codebook, Set
+    from refiqda.model import Codebook
     from refiqda.writer import build_codebook_xml
-    from reports.exchange import _Exporter  # refiqda's code mapping: same GUIDs and descriptions as the .qdpx
-    from themes.models import Theme
+    from reports.exchange import _Exporter, theme_sets  # the .qdpx's mapping: same GUIDs and descriptions
 
     roots, guids = _Exporter(project).codes()
-    sets = [Set(guid=str(t.uuid), name=t.name, description=t.definition,
-                member_codes=[guids[tc.code_id] for tc in t.theme_codes.all() if tc.code_id in guids])
-            for t in Theme.objects.for_project(project).prefetch_related("theme_codes").order_by("position", "name")]
-    return build_codebook_xml(Codebook(codes=roots, sets=sets))
+    return build_codebook_xml(Codebook(codes=roots, sets=theme_sets(project, guids)))

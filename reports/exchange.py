@@ -340,13 +340,7 @@ def project_to_refiqda(project: Project) -> refiqda.Project:
             guid=str(p.uuid), name=p.label,
             variable_values=[refiqda.VariableValue(_guid("variable", n), v) for n, v in zip(CASE_VARIABLES, values, strict=True)],
             source_refs=[str(i.uuid) for i in interviews if i.participant_id == p.pk]))
-    themes = list(Theme.objects.for_project(project).prefetch_related("theme_codes").order_by("position", "name"))
-    names = {t.pk: t.name for t in themes}  # a parent in the trash is not exported: its sub-theme leaves top-level
-    sets = [refiqda.Set(guid=str(t.uuid), name=t.name,
-                        description=theme_description(definition=t.definition, status=t.status,
-                                                      parent=names.get(t.parent_id, "")),
-                        member_codes=[code_guids[tc.code_id] for tc in t.theme_codes.all() if tc.code_id in code_guids])
-            for t in themes]
+    sets = theme_sets(project, code_guids)
     qp = refiqda.Project(
         name=project.name, description=project.description, created=project.created_at,
         creating_user=ex.user_guid(project.created_by), codes=roots, variables=variables, cases=cases,
@@ -377,10 +371,15 @@ def _export_memos(ex: _Exporter, qp: refiqda.Project, project: Project, *, sourc
             qp.note_refs.append(note.guid)
 
 
-def project_codebook_qdc(project: Project) -> bytes:
-    """The codebook as a REFI-QDA .qdc: codes (hierarchy, colours, descriptions) and themes as sets."""
-    qp = project_to_refiqda(project)
-    return refiqda.build_codebook_xml(refiqda.Codebook(codes=qp.codes, sets=qp.sets))
+def theme_sets(project: Project, code_guids: dict[int, str]) -> list[refiqda.Set]:
+    """The project's themes as sets of their codes, with definition, status and parent in the description."""
+    themes = list(Theme.objects.for_project(project).prefetch_related("theme_codes").order_by("position", "name"))
+    names = {t.pk: t.name for t in themes}  # a parent in the trash is not exported: its sub-theme leaves top-level
+    return [refiqda.Set(guid=str(t.uuid), name=t.name,
+                        description=theme_description(definition=t.definition, status=t.status,
+                                                      parent=names.get(t.parent_id, "")),
+                        member_codes=[code_guids[tc.code_id] for tc in t.theme_codes.all() if tc.code_id in code_guids])
+            for t in themes]
 
 
 def project_export_qdpx(*, project: Project, out: BinaryIO, positions: str = "codepoints") -> None:

@@ -29,8 +29,8 @@ from refiqda.tests.helpers import (
     one_source_project,
     project_xml,
 )
+from reports.codebook_export import codebook_qdc
 from reports.exchange import (
-    project_codebook_qdc,
     project_export_qdpx,
     project_import_qdpx,
     qdpx_people,
@@ -338,7 +338,8 @@ def test_import_command_exits_non_zero_on_a_hostile_file(tmp_path):
 
 def test_codebook_qdc_is_schema_valid_and_reads_back(demo_project, analyst):
     _enrich(demo_project, analyst)
-    qdc = project_codebook_qdc(demo_project)
+    Theme.objects.for_project(demo_project).update(status="defined")
+    qdc = codebook_qdc(demo_project)
     assert CODEBOOK_XSD.validate(etree.fromstring(qdc)), CODEBOOK_XSD.error_log
     book = refiqda.read_codebook(qdc)
     names = {c.name: (c, parent) for c, parent, _ in book.iter_codes()}
@@ -349,6 +350,7 @@ def test_codebook_qdc_is_schema_valid_and_reads_back(demo_project, analyst):
     [theme] = book.sets
     assert {c.name for c, _, _ in book.iter_codes() if c.guid in theme.member_codes} == {
         "Neutrality as a stance", "Universalist default", "Belonging as personal choice"}
+    assert theme.description.endswith("\n\nStatus: defined")  # as in the .qdpx, so a codebook import restores it
 
 
 def test_a_coder_named_like_an_existing_account_is_never_given_to_it(owner, make_user):
