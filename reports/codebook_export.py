@@ -62,4 +62,4 @@ def codebook_qdc(project: Project) -> bytes:
     from reports.exchange import _Exporter, theme_sets  # the .qdpx's mapping: same GUIDs and descriptions
 
     roots, guids = _Exporter(project).codes()
-    return build_codebook_xml(Codebook(codes=roots, sets=theme_sets(project, guids)))
+    return build_codebook_xml(Codebook(codes=roots, sets=list(theme_sets(project, guids).values())))

@@ -344,10 +344,10 @@ def project_to_refiqda(project: Project) -> refiqda.Project:
     qp = refiqda.Project(
         name=project.name, description=project.description, created=project.created_at,
         creating_user=ex.user_guid(project.created_by), codes=roots, variables=variables, cases=cases,
-        sources=sources, notes=ex.notes, sets=sets,
+        sources=sources, notes=ex.notes, sets=list(sets.values()),
     )
     _export_memos(ex, qp, project, sources={i.pk: s for i, s in zip(interviews, sources, strict=True)},
-                  sets={t.pk: s for t, s in zip(themes, sets, strict=True)})
+                  sets=sets)
     qp.users = list(ex.users.values())
     return qp
 
@@ -371,15 +371,16 @@ def _export_memos(ex: _Exporter, qp: refiqda.Project, project: Project, *, sourc
             qp.note_refs.append(note.guid)
 
 
-def theme_sets(project: Project, code_guids: dict[int, str]) -> list[refiqda.Set]:
-    """The project's themes as sets of their codes, with definition, status and parent in the description."""
+def theme_sets(project: Project, code_guids: dict[int, str]) -> dict[int, refiqda.Set]:
+    """The project's themes (by id, in board order) as sets of their codes, with definition, status and parent in
+    the description."""
     themes = list(Theme.objects.for_project(project).prefetch_related("theme_codes").order_by("position", "name"))
     names = {t.pk: t.name for t in themes}  # a parent in the trash is not exported: its sub-theme leaves top-level
-    return [refiqda.Set(guid=str(t.uuid), name=t.name,
-                        description=theme_description(definition=t.definition, status=t.status,
-                                                      parent=names.get(t.parent_id, "")),
-                        member_codes=[code_guids[tc.code_id] for tc in t.theme_codes.all() if tc.code_id in code_guids])
-            for t in themes]
+    return {t.pk: refiqda.Set(guid=str(t.uuid), name=t.name,
+                              description=theme_description(definition=t.definition, status=t.status,
+                                                            parent=names.get(t.parent_id, "")),
+                              member_codes=[code_guids[tc.code_id] for tc in t.theme_codes.all() if tc.code_id in code_guids])
+            for t in themes}
 
 
 def project_export_qdpx(*, project: Project, out: BinaryIO, positions: str = "codepoints") -> None:
