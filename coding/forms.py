@@ -6,6 +6,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 
 from coding.models import Code
+from coding.services import NAME_MAX_LENGTH
 from interviews.models import Interview, Participant
 from projects.models import Project
 from projects.widgets import QuickSelect
@@ -34,7 +35,7 @@ class CodeChoiceField(forms.ModelChoiceField):
 
 
 class CodeForm(forms.Form):
-    name = forms.CharField(max_length=200)
+    name = forms.CharField(max_length=NAME_MAX_LENGTH)
     kind = forms.ChoiceField(choices=Code.Kind.choices, help_text="Semantic: explicit content. Latent: underlying reasoning.")
     colour = forms.CharField(max_length=7, required=False, widget=forms.TextInput(attrs={"type": "color"}))
     definition = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}))

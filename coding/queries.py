@@ -115,11 +115,25 @@ def codes_with_counts(project: Project) -> list[dict[str, Any]]:
 
 
 def workspace_codes(project: Project) -> list[dict[str, Any]]:
-    """The project's codes (archived included, for their chips) for the coding page; one query, no counts."""
+    """The project's codes (archived included, for their chips and for the picker to offer an archived name back)
+    for the coding page; one query, no counts."""
     return list(
         Code.objects.for_project(project).order_by("position", "name")
-        .values("id", "uuid", "name", "colour", "kind", "archived", "definition", "parent_id")
+        .values("id", "uuid", "name", "colour", "kind", "archived", "definition", "parent_id", "merged_into_id")
     )
+
+
+def interview_being_conducted(interview: Interview) -> tuple[Any, list[dict[str, Any]]]:
+    """An interview still being conducted: its live session (None without one) and its turns so far, to read.
+
+    Such an interview has no segments yet (conduct.services.session_end makes them), so nothing of it can be coded.
+    Two queries.
+    """
+    from conduct.models import ConductSession
+
+    session = ConductSession.objects.filter(seats__interview=interview).first()
+    turns = list(interview.turns.order_by("position").values("id", "position", "speaker", "text", "status"))
+    return session, turns
 
 
 # Project-wide counts (the codebook's, the frequency table's, the codings API's pages) are kept a minute
@@ -414,9 +428,11 @@ def interview_progress(interviews: list[Interview]) -> list[dict[str, Any]]:
     rows = []
     for interview in interviews:
         coded, codable = counts.get(interview.pk, (0, 0))
+        # Still being conducted: no segments until it ends, so "0 / 0" would read as an empty interview.
         rows.append({"id": interview.pk, "uuid": interview.uuid, "title": interview.title,
                      "participant": interview.participant.label, "coded": coded, "codable": codable,
-                     "percent": round(100 * coded / codable) if codable else 0})
+                     "percent": round(100 * coded / codable) if codable else 0,
+                     "in_progress": interview.status == Interview.Status.IN_PROGRESS})
     return rows
 
 

@@ -41,12 +41,17 @@ class CoderInfo:
 
 
 class ChipRenderer:
-    """Renders chips and chip containers; caches each (code, coder) chip's HTML."""
+    """Renders chips and chip containers; caches each (code, coder) chip's HTML.
 
-    def __init__(self, codes: dict[int, CodeInfo], coders: dict[int, CoderInfo], me: int) -> None:
+    The user's own chips carry a remove button (`can_remove`: the user may write): without one, taking a code off
+    a sentence needed the keyboard (select it, press x), which a mouse or a phone does not have.
+    """
+
+    def __init__(self, codes: dict[int, CodeInfo], coders: dict[int, CoderInfo], me: int, *, can_remove: bool = True) -> None:
         self.codes = codes
         self.coders = coders
         self.me = me
+        self.can_remove = can_remove
         self._cache: dict[tuple[int, int], str] = {}
 
     def chip(self, code_id: int, coder_id: int) -> str:
@@ -56,9 +61,13 @@ class ChipRenderer:
             code = self.codes.get(code_id) or CodeInfo(code_id, "(unknown code)", "#999999", "semantic")
             coder = self.coders.get(coder_id) or CoderInfo(coder_id, "??", "a former member")
             # Kept small: a 10× interview has ~5,000 chips. Kind and coder names come from the page's JSON.
+            # The remove button's × is drawn by CSS: the chip's text stays the code and the initials.
+            mine = coder_id == self.me
+            remove = (f'<button type="button" class="chip-x" aria-label="Remove {escape(code.name)} from this sentence">'
+                      "</button>" if mine and self.can_remove else "")
             html = (
-                f'<span class="chip{" mine" if coder_id == self.me else ""}" data-c="{code_id}" data-u="{coder_id}" '
-                f'style="--c:{escape(code.colour)}">{escape(code.name)}<small>{escape(coder.initials)}</small></span>'
+                f'<span class="chip{" mine" if mine else ""}" data-c="{code_id}" data-u="{coder_id}" '
+                f'style="--c:{escape(code.colour)}">{escape(code.name)}<small>{escape(coder.initials)}</small>{remove}</span>'
             )
             self._cache[key] = html
         return html

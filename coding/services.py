@@ -52,21 +52,48 @@ def _event(code: Code | None, *, project: Project, actor: Any, action: str, reas
     return event
 
 
+# The picker's input and the codebook's form take at most this many characters, like the database column.
+NAME_MAX_LENGTH = Code._meta.get_field("name").max_length
+
+
 def _clean_name(name: str) -> str:
     name = " ".join((name or "").split())
     if not name:
         raise ValidationError({"name": "A code needs a name."})
-    if len(name) > 200:
-        raise ValidationError({"name": "Keep the name under 200 characters."})
+    if len(name) > NAME_MAX_LENGTH:
+        raise ValidationError({"name": f"A code's name can have at most {NAME_MAX_LENGTH} characters; "
+                                       f"this one has {len(name)}."})
     return name
 
 
+class NameTaken(ValidationError):
+    """A code of the project already has the name; `taken` is that code, so a page can offer it (or bring it back)."""
+
+    def __init__(self, taken: Code) -> None:
+        self.taken = taken
+        super().__init__({"name": name_taken_message(taken)})
+
+
+def name_taken_message(taken: Code) -> str:
+    """Why a name can't be used again, and what to do instead: an archived code hides from the codebook and the
+    picker, so "already a code named …" alone sent people looking for a code they could not see."""
+    name = f"There is already a code named “{taken.name}” in this project"
+    if taken.merged_into_id is not None:
+        return (f"{name}: it was merged into “{taken.merged_into.name}” and stays archived. "
+                f"Use “{taken.merged_into.name}”, or choose another name.")
+    if taken.archived:
+        return (f"{name}, archived. Bring it back into use instead of creating it again: on its page in the codebook "
+                f"(tick Show archived), or by choosing it in the coding picker.")
+    return f"{name}."
+
+
 def _check_unique_name(project: Project, name: str, *, exclude: int | None = None) -> None:
-    qs = Code.objects.for_project(project).filter(name__iexact=name)
+    qs = Code.objects.for_project(project).filter(name__iexact=name).select_related("merged_into")
     if exclude:
         qs = qs.exclude(pk=exclude)
-    if qs.exists():
-        raise ValidationError({"name": f"There is already a code named “{name}” in this project."})
+    taken = qs.first()
+    if taken is not None:
+        raise NameTaken(taken)
 
 
 def next_colour(project: Project) -> str:
@@ -214,7 +241,8 @@ def code_archive(*, code: Code, actor: Any, archived: bool = True, reason: str =
         # Its codings are the target's now; back in use it would count nothing, and it could be merged into
         # in turn (a cycle of merges).
         raise ValidationError(f"“{code.name}” was merged into “{code.merged_into.name}”, which holds its codings; "
-                              f"a merged code stays archived. Create a new code to use the name again.")
+                              f"a merged code stays archived. Code with “{code.merged_into.name}” instead; to give its "
+                              f"name to a new code, rename “{code.name}” first.")
     code.archived = archived
     code.save(update_fields=["archived", "updated_at"])
     _bump(code)
@@ -222,6 +250,25 @@ def code_archive(*, code: Code, actor: Any, archived: bool = True, reason: str =
     _event(code, project=code.project, actor=actor, action=action, reason=reason,
            summary=f"Code “{code.name}” {'archived' if archived else 'brought back from the archive'}")
     return code
+
+
+BRING_BACK_REASON = "Brought back from the archive while coding"
+UNDO_BRING_BACK_REASON = "Brought back while coding and undone at once"
+
+
+@transaction.atomic
+def code_bring_back(*, code: Code, actor: Any) -> dict[str, Any]:
+    """Bring an archived code back into use to apply it from the coding picker (a merged code is refused).
+
+    Returns what the apply's audit event carries so that undoing it archives the code again, unless someone
+    edited or applied it meanwhile: its version and its uses before; {} when it was not archived.
+    """
+    if not code.archived:
+        return {}
+    uses = code.codings.count()
+    code_archive(code=code, actor=actor, archived=False, reason=BRING_BACK_REASON)
+    code.refresh_from_db(fields=["archived", "version", "updated_at"])
+    return {"brought_back_code": True, "brought_back_version": code.version, "brought_back_uses": uses}
 
 
 @transaction.atomic
@@ -531,9 +578,10 @@ class UndoOutcome:
     code_id: int
     code_name: str
     segment_ids: list[int]
-    # A code created inline with the apply: archived again, or why it stays.
+    # A code created (or brought back from the archive) inline with the apply: archived again, or why it stays.
     created_code_archived: bool = False
     created_code_kept_because: str = ""
+    brought_back: bool = False
 
     @property
     def message(self) -> str:
@@ -554,7 +602,11 @@ class UndoOutcome:
                    f"segment{'s' if wanted != 1 else ''}"
         if done < wanted:
             text += f"; the other {wanted - done} had changed since ({_WHY_CHANGED})"
-        if self.created_code_archived:
+        if self.brought_back and self.created_code_archived:
+            text += f", and archived {name} again (you had brought it back for this)"
+        elif self.brought_back and self.created_code_kept_because:
+            text += f"; {name} stays in use because {self.created_code_kept_because}"
+        elif self.created_code_archived:
             text += f", and archived the new code {name} (nobody had used it)"
         elif self.created_code_kept_because:
             text += f"; the new code {name} stays in the codebook because {self.created_code_kept_because}"
@@ -629,6 +681,8 @@ def coding_undo(*, project_uuid: Any, interview_uuid: Any, user: Any) -> UndoOut
         return UndoOutcome(result, "remove", code_id, code_name or "(deleted code)", segment_ids)
     if data.get("created_code"):
         return _undo_inline_create(scope, code_name or "(deleted code)", user)
+    if data.get("brought_back_code"):
+        return _undo_bring_back(scope, code_name or "(deleted code)", user, data)
     return UndoOutcome(coding_remove(**scope), "apply", code_id, code_name or "(deleted code)", segment_ids)
 
 
@@ -643,6 +697,27 @@ def _undo_inline_create(scope: dict[str, Any], code_name: str, user: Any) -> Und
     outcome.created_code_kept_because = code_in_use_reason(code, actor=user)
     if not outcome.created_code_kept_because:
         code_archive(code=code, actor=user, reason=UNDO_CREATE_REASON)
+        outcome.created_code_archived = True
+    return outcome
+
+
+@transaction.atomic
+def _undo_bring_back(scope: dict[str, Any], code_name: str, user: Any, data: dict[str, Any]) -> UndoOutcome:
+    """Undo "bring an archived code back and apply it": the codings go, and the code back to the archive if it is
+    as the user left it (not edited, not applied or removed by anyone since)."""
+    result = coding_remove(**scope)
+    outcome = UndoOutcome(result, "apply", scope["code_id"], code_name, scope["segment_ids"], brought_back=True)
+    code = Code.objects.filter(pk=scope["code_id"], deleted_at__isnull=True).select_related("project").first()
+    if code is None or not result.can_write:
+        return outcome
+    if code.archived:
+        outcome.created_code_kept_because = "it is already archived"
+    elif code.version != data.get("brought_back_version"):
+        outcome.created_code_kept_because = "it was edited after you brought it back"
+    elif code.codings.count() != data.get("brought_back_uses"):
+        outcome.created_code_kept_because = "it was applied or removed elsewhere after you brought it back"
+    else:
+        code_archive(code=code, actor=user, reason=UNDO_BRING_BACK_REASON)
         outcome.created_code_archived = True
     return outcome
 

@@ -8,9 +8,10 @@ WORKSPACE = [
     Shortcut(("j", "ArrowDown"), "down", "next segment"),
     Shortcut(("k", "ArrowUp"), "up", "previous segment"),
     Shortcut(("J", "K"), "extend", "extend the selection down / up (also Shift+↓ / Shift+↑, or Shift-click)"),
-    Shortcut(("c", "/"), "picker", "code picker (fuzzy search on names, then definitions; type a new name to create a code)"),
+    Shortcut(("c", "/"), "picker", "code picker, also the Code… button (fuzzy search on names, then definitions; type a new name "
+                            "to create a code, or an archived one's to bring it back)"),
     Shortcut(tuple("123456789"), "recent", "apply a recent code"),
-    Shortcut(("x", "Backspace", "Delete"), "remove", "remove one of your codes from the selection"),
+    Shortcut(("x", "Backspace", "Delete"), "remove", "remove one of your codes from the selection (or the × on your chip)"),
     Shortcut(("u",), "undo", "undo your last apply or remove here, also after a reload (up to your last 50; undoing a "
                              "code you just created archives it, if nobody has used it)"),
     Shortcut(("n",), "next_uncoded", "next participant segment uncoded by the coders shown (wraps to the top)"),

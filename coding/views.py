@@ -29,10 +29,13 @@ from coding.render import (
     render_transcript,
 )
 from coding.services import (
+    NAME_MAX_LENGTH,
     CodeConflict,
     CodingResult,
+    NameTaken,
     UndoOutcome,
     code_archive,
+    code_bring_back,
     code_create,
     code_merge,
     code_move,
@@ -44,7 +47,8 @@ from coding.services import (
     next_colour,
     note_save,
 )
-from interviews.models import Interview, Participant, Speaker, Turn
+from interviews.models import Interview, Participant, Speaker, Turn, turn_number
+from interviews.rendering import render_turns
 from projects.columns import breakdown_shown
 from projects.forms import add_service_errors
 from projects.middleware import is_query_cancelled
@@ -112,14 +116,17 @@ def _code_list_ctx(request: HttpRequest, membership: Membership, *, q: str = "",
                 q=q, kind=kind, archived=archived, filtered=bool(q or kind))
 
 
-def _codebook_ctx(request: HttpRequest, membership: Membership, ctx: dict, form: CodeCreateForm | None = None) -> dict:
-    """The whole codebook page: its table, a page of interviews to code with their progress, the new-code form."""
+def _codebook_ctx(request: HttpRequest, membership: Membership, ctx: dict, form: CodeCreateForm | None = None,
+                  name_taken: Code | None = None) -> dict:
+    """The whole codebook page: its table, a page of interviews to code with their progress, the new-code form
+    (and, when its name is an archived code's, that code to bring back or the code it was merged into)."""
     project = membership.project
     interviews = paginate(request, Interview.objects.for_project(project).order_by("participant__label", "title", "pk"),
                           per_page=CODEBOOK_INTERVIEWS, param="interviews")
     initial = {"kind": Code.Kind.SEMANTIC, "colour": next_colour(project)}
     return {**ctx, "interviews": interviews, "progress": queries.interview_progress(interviews.items),
-            "form": form or CodeCreateForm(project=project, initial=initial)}
+            "form": form or CodeCreateForm(project=project, initial=initial),
+            "name_taken": name_taken if name_taken is not None and name_taken.archived else None}
 
 
 @login_required
@@ -127,6 +134,7 @@ def _codebook_ctx(request: HttpRequest, membership: Membership, ctx: dict, form:
 def code_new(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     form = CodeCreateForm(request.POST, project=membership.project)
+    name_taken = None
     if form.is_valid():
         d = form.cleaned_data
         try:
@@ -135,11 +143,12 @@ def code_new(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
                                exclude_when=d["exclude_when"], example=d["example"], parent=d["parent"], reason=d["reason"])
         except ValidationError as exc:
             add_service_errors(form, exc)
+            name_taken = exc.taken if isinstance(exc, NameTaken) else None
         else:
             messages.success(request, f"Code “{code.name}” created.")
             return redirect("coding:codebook", project_uuid=project_uuid)
     return render(request, "coding/codebook.html", _codebook_ctx(request, membership, _code_list_ctx(request, membership),
-                                                                 form=form), status=400)
+                                                                 form=form, name_taken=name_taken), status=400)
 
 
 @login_required
@@ -379,10 +388,12 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
     membership = member_or_404(request, project_uuid)
     project = membership.project
     interview = _interview(membership, interview_uuid)
+    if interview.status == Interview.Status.IN_PROGRESS:
+        return _workspace_in_progress(request, membership, interview)
     any_speaker = bool(request.session.get(_any_speaker_key(project_uuid)))
     codes = queries.workspace_codes(project)
     coders = queries.coders_of(project)
-    renderer = ChipRenderer(queries.code_infos(codes), coders, request.user.pk)
+    renderer = ChipRenderer(queries.code_infos(codes), coders, request.user.pk, can_remove=membership.can_write)
     turns, segments, codings = queries.interview_transcript(interview, {c["id"]: i for i, c in enumerate(codes)})
     notes = queries.interview_notes(interview)
     notes_html = {tid: render_notes(key=f"t{tid}", notes=n, me=request.user.pk, coders=coders)
@@ -402,11 +413,11 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
         c["here"] = used_here.get(c["id"], 0)
     coders_here = sorted({c for pairs in codings.values() for _code, c in pairs} | {request.user.pk})
     picker = [{"id": c["id"], "name": c["name"], "colour": c["colour"], "kind": c["kind"], "definition": c["definition"][:200],
-               "archived": c["archived"]} for c in codes]
+               "archived": c["archived"], "mergedInto": c["merged_into_id"]} for c in codes]
     return render(request, "coding/workspace.html", {
         "project": project, "membership": membership, "nav": "interviews", "interview": interview,
         "transcript": transcript, "codes": codes, "code_rows": render_code_rows(codes), "code_options": render_code_options(codes),
-        "picker": picker, "shortcuts": shortcuts.WORKSPACE,
+        "picker": picker, "shortcuts": shortcuts.WORKSPACE, "name_max_length": NAME_MAX_LENGTH,
         "coders": [coders[c] for c in coders_here if c in coders], "coded": coded, "codable": codable,
         "project_coded": project_coded, "project_codable": project_codable, "any_speaker": any_speaker,
         "interview_notes": render_notes(key="interview", notes=notes.get(None, []), me=request.user.pk, coders=coders),
@@ -422,6 +433,19 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
                    "initials": {c.id: c.initials for c in coders.values()},
                    "pollSeconds": _poll_seconds(request.GET.get("poll"))},
     })
+
+
+def _workspace_in_progress(request: HttpRequest, membership: Membership, interview: Interview) -> HttpResponse:
+    """An interview still being conducted: its sentences are made when it ends, so it can be read here, not coded."""
+    session, turns = queries.interview_being_conducted(interview)
+    for turn, html in zip(turns, render_turns(t["text"] for t in turns), strict=True):
+        turn["html"] = html
+        turn["who"] = interview.participant.label if turn["speaker"] == Speaker.PARTICIPANT else Speaker(turn["speaker"]).label
+        turn["number"] = turn_number(turn["position"])
+        turn["unfinished"] = "" if turn["status"] == Turn.Status.COMPLETE else Turn.Status(turn["status"]).label
+    return render(request, "coding/workspace_in_progress.html", {
+        "project": membership.project, "membership": membership, "nav": "interviews", "interview": interview,
+        "session": session, "turns": turns})
 
 
 def _check_role(result: CodingResult) -> None:
@@ -517,28 +541,37 @@ def remove(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> Ht
 @login_required
 @require_POST
 def create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> HttpResponse:
-    """Create a code from the picker and apply it to the selection."""
+    """Create a code from the picker and apply it to the selection; or, with `bring_back` (a code's id), bring that
+    archived code back into use and apply it (the picker offers it when the name typed is an archived code's)."""
     membership = writer_or_403(request, project_uuid)
     _interview(membership, interview_uuid)
     kind = request.POST.get("kind") or Code.Kind.SEMANTIC
+    bring_back = _int(request.POST.get("bring_back"))
     try:
-        code = code_create(project=membership.project, actor=request.user, name=request.POST.get("name", ""), kind=kind,
-                           reason="Created while coding")
         segments = _segment_ids(request)
+        if bring_back is None:
+            code = code_create(project=membership.project, actor=request.user, name=request.POST.get("name", ""),
+                               kind=kind, reason="Created while coding")
+            audit_extra = {"created_code": True}
+        else:
+            code = get_object_or_404(Code.objects.for_project(membership.project).select_related("merged_into", "project"),
+                                     pk=bring_back)
+            audit_extra = code_bring_back(code=code, actor=request.user)
     except ValidationError as exc:
         return HttpResponseBadRequest(" ".join(exc.messages), content_type="text/plain; charset=utf-8")
     # The page adds the code to its panel and picker from the event (before any swap), as for a colleague's new code.
-    new = {"id": code.pk, "name": code.name, "colour": code.colour, "kind": code.kind, "definition": ""}
+    new = {"id": code.pk, "name": code.name, "colour": code.colour, "kind": code.kind, "definition": code.definition[:200],
+           "archived": False, "mergedInto": None}
     if not segments:
         response = HttpResponse("")
         response["HX-Trigger"] = json.dumps({"coding-changed": {"action": "create", "code": code.pk, "segments": [],
                                                                 "newCode": new}})
         return response
-    # Marked in the audit event, so that undoing this apply also takes the new code away again.
+    # Marked in the audit event, so that undoing this apply also takes the new code away again (or back to the archive).
     result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
                           code_id=code.pk, segment_ids=segments,
                           any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))),
-                          audit_extra={"created_code": True})
+                          audit_extra=audit_extra or None)
     return _coding_response(request, result, action="apply", code_id=code.pk, segments=segments,
                             extra_trigger={"newCode": new})
 

@@ -24,6 +24,8 @@
     var pickerList = document.getElementById("picker-list");
     var pickerLabel = document.getElementById("picker-label");
     var pickerKindEl = document.getElementById("picker-kind");
+    var pickerError = document.getElementById("picker-error");
+    var newCodeButton = document.getElementById("new-code");
     var noteDialog = document.getElementById("note-dialog");
     var helpDialog = document.getElementById("help-dialog");
     var me = String(cfg.me);
@@ -120,8 +122,12 @@
       if (!ids.length) return;
       send(cfg.remove, { code: codeId, segments: ids.join(",") });
     }
-    function createAndApply(name, kind) {
-      send(cfg.create, { name: name, kind: kind, segments: selectedIds().join(",") });
+    // What the picker sent to create (or bring back) a code: a refusal reopens the picker with it, nothing lost.
+    var pendingPick = null;
+    function createAndApply(values) {
+      pendingPick = { text: pickerInput.value, opener: pickerOpener };
+      values.segments = selectedIds().join(",");
+      send(cfg.create, values);
     }
     // A code archived here: it leaves the picker, the panel, the filter and the recent list; its chips keep their look.
     function retireCode(id) {
@@ -135,15 +141,23 @@
       paintRecent();
     }
 
-    // A code created here or by a colleague (seen by polling): usable at once unless archived.
-    function addCode(code) {
+    // A code created or brought back from the archive, here or by a colleague (seen by polling): usable at once
+    // unless archived. `uses`: its codings here, for a panel row the page does not have yet.
+    function addCode(code, uses) {
       kindOf[code.id] = code.kind;
-      if (!allCodes.some(function (c) { return c.id === code.id; })) allCodes.push(code);
-      if (code.archived) return;
-      codes.push(code);
-      var opt = document.createElement("option");
-      opt.value = code.id; opt.textContent = code.name;
-      document.getElementById("filter-code").appendChild(opt);
+      var known = allCodes.filter(function (c) { return c.id === code.id; })[0];
+      if (known) known.archived = !!code.archived;
+      else allCodes.push(code);
+      if (code.archived || codeById(code.id)) return;
+      codes.push(known || code);
+      if (!document.querySelector("#filter-code option[value='" + code.id + "']")) {
+        var opt = document.createElement("option");
+        opt.value = code.id; opt.textContent = code.name;
+        document.getElementById("filter-code").appendChild(opt);
+      }
+      var row = document.querySelector("#code-list-panel .code-row[data-code='" + code.id + "']");
+      if (row) row.parentElement.hidden = false;
+      else addPanelRow(code, uses || 0);
     }
 
     // The codebook panel's row for a code created here or seen by polling.
@@ -162,7 +176,8 @@
     document.body.addEventListener("coding-changed", function (e) {
       var d = e.detail || {};
       // Fired before the response is swapped in: the panel row exists when its count arrives.
-      if (d.newCode && !codeById(d.newCode.id)) { addCode(d.newCode); addPanelRow(d.newCode, 0); }
+      if (d.newCode) { pendingPick = null; addCode(d.newCode, 0); }
+      if (d.action === "create" && d.newCode) say("Created “" + d.newCode.name + "”: select sentences and choose it to apply it.");
       if (d.action === "apply" || d.action === "remove") {
         var c = codeById(d.code), n = (d.segments || []).length;
         if (d.undo) {
@@ -181,9 +196,17 @@
       say(e.detail.message);
     });
     document.body.addEventListener("htmx:responseError", function (e) {
-      var xhr = e.detail.xhr;
+      var xhr = e.detail.xhr, path = (e.detail.pathInfo || {}).requestPath || (e.detail.requestConfig || {}).path;
       undoPending = false;
-      if (xhr.status === 400) say(xhr.responseText);
+      refocus = null;
+      if (xhr.status === 400 && pendingPick && path === cfg.create) {
+        // The name typed stays: the picker opens again with it and the server's reason.
+        var pick = pendingPick;
+        pendingPick = null;
+        reopenPicker(pick, xhr.responseText);
+        say(xhr.responseText);
+      }
+      else if (xhr.status === 400) say(xhr.responseText);
       else if (xhr.status === 403) say("Your role in this project is read-only.");
       else say("That did not work (" + xhr.status + "). Nothing was changed; please try again.");
     });
@@ -197,8 +220,28 @@
       if (el && el.classList.contains("chips")) {
         el.parentElement.classList.toggle("coded", el.children.length > 0);
         applyFilters(el);
+        if (refocus && refocus.box === el.id) focusAfterRemove(el);
       }
     });
+
+    /* ---- a chip's remove button (the user's own chips): mouse, touch, or Tab then Enter ---- */
+    // Where focus goes once the chips come back: the next remove button of the sentence, else the sentence itself.
+    var refocus = null;
+    transcript.addEventListener("click", function (e) {
+      var x = e.target.closest(".chip-x");
+      if (!x) return;
+      var chip = x.closest(".chip"), box = chip.parentElement;
+      refocus = { box: box.id, index: Array.prototype.indexOf.call(box.querySelectorAll(".chip-x"), x) };
+      removeCode(chip.dataset.c, [box.id.slice(6)]);
+    });
+    function focusAfterRemove(box) {
+      var buttons = box.querySelectorAll(".chip-x"), index = refocus.index;
+      refocus = null;
+      if (buttons.length) { buttons[Math.min(index, buttons.length - 1)].focus(); return; }
+      var seg = box.closest(".seg");
+      if (indexOf.has(seg)) moveTo(indexOf.get(seg), false);
+      transcript.focus({ preventScroll: true });
+    }
 
     // One undo at a time: a second press waits for the first, so each takes back a different action.
     function undo() {
@@ -264,8 +307,9 @@
       pickerItems = pool.map(function (c) { var m = codeMatch(q, c); return { code: c, s: m.s, inDefinition: m.inDefinition }; })
         .filter(function (x) { return x.s >= 0; })
         .sort(function (a, b) { return b.s - a.s; }).slice(0, 30);
-      var exact = codes.some(function (c) { return c.name.toLowerCase() === q.toLowerCase(); });
-      if (pickerMode === "apply" && q && !exact && cfg.canWrite) pickerItems.push({ create: q });
+      var named = sameName(q);
+      var exact = codes.some(function (c) { return sameName(c.name) === named; });
+      if (pickerMode === "apply" && q && !exact && cfg.canWrite) pickerItems.push(newNameItem(q, named));
       pickerActive = Math.min(pickerActive, Math.max(0, pickerItems.length - 1));
       pickerList.textContent = "";
       pickerItems.forEach(function (item, i) {
@@ -277,10 +321,24 @@
         if (item.create) {
           li.classList.add("create");
           li.textContent = "Create “" + item.create + "” (" + newKind + ")";
+        } else if (item.bringBack) {
+          li.classList.add("bring-back");
+          li.textContent = "“" + item.bringBack.name + "” is archived: bring it back into use" +
+            (selection().length ? " and apply it" : "");
+        } else if (item.notice) {
+          li.className = "notice";
+          li.removeAttribute("role");
+          li.removeAttribute("data-index");
+          li.textContent = item.notice;
         } else {
           var sw = document.createElement("span"); sw.className = "sw"; sw.style.setProperty("--c", item.code.colour);
           var k = document.createElement("small"); k.className = "muted"; k.textContent = " " + item.code.kind;
           li.append(sw, item.code.name, k);
+          if (item.mergedFrom) {
+            var from = document.createElement("small"); from.className = "pick-definition muted";
+            from.textContent = "“" + item.mergedFrom.name + "” was merged into it";
+            li.appendChild(from);
+          }
           if (item.inDefinition >= 0) {
             var hit = document.createElement("small"); hit.className = "pick-definition muted";
             hit.textContent = "definition: " + definitionExcerpt(item.code.definition, item.inDefinition);
@@ -296,47 +354,92 @@
       }
       pickerInput.setAttribute("aria-activedescendant", pickerItems.length ? "pick-" + pickerActive : "");
     }
-    var pickerOnly = [];
-    function openPicker(mode, only) {
+    // Names compare as the server compares them: case and runs of spaces aside.
+    function sameName(name) { return name.trim().split(/\s+/).join(" ").toLowerCase(); }
+    // The code a merged code's codings went to, followed along merges; null when it is archived too.
+    function mergeTarget(code) {
+      for (var seen = 0; code && code.mergedInto && seen < 20; seen++) {
+        var into = code.mergedInto;
+        code = allCodes.filter(function (c) { return c.id === into; })[0];
+      }
+      return code && !code.archived ? code : null;
+    }
+    // A name no live code has: an archived code's is offered back (not refused as taken), a merged code's leads to
+    // the code it went into; any other name creates a code.
+    function newNameItem(q, named) {
+      var archived = allCodes.filter(function (c) { return c.archived && sameName(c.name) === named; })[0];
+      if (!archived) return { create: q };
+      if (!archived.mergedInto) return { bringBack: archived };
+      var target = mergeTarget(archived);
+      if (target) return { code: target, mergedFrom: archived, s: 0, inDefinition: -1 };
+      return { notice: "“" + archived.name + "” was merged into a code that is archived too; bring that one back in the codebook." };
+    }
+    var pickerOnly = [], pickerOpener = null;
+    // opener: the button that opened the picker (focus goes back to it), none for a key. Only the panel's
+    // "New code…" opens it without a selection: a code can be created before any sentence is chosen.
+    function openPicker(mode, only, opener) {
       if (!cfg.canWrite) { say("Your role in this project is read-only."); return; }
-      if (!selection().length) { say("Select a segment first (click it, or press j)."); return; }
-      pickerMode = mode; pickerOnly = only || []; pickerActive = 0;
-      pickerLabel.textContent = mode === "remove" ? "Remove one of your codes" : "Apply a code to " + selection().length + " segment(s)";
+      var n = selection().length;
+      if (!n && !(opener && opener === newCodeButton)) { say("Select a segment first (click or tap it, or press j)."); return; }
+      pickerMode = mode; pickerOnly = only || []; pickerActive = 0; pickerOpener = opener || null;
+      pickerLabel.textContent = mode === "remove" ? "Remove one of your codes" :
+        n ? "Apply a code to " + n + " segment(s)" : "Create a code (to apply one, select sentences first)";
       pickerInput.value = "";
+      pickerError.textContent = "";
+      renderPicker();
+      picker.showModal();
+      pickerInput.focus();
+    }
+    function reopenPicker(pick, message) {
+      pickerMode = "apply"; pickerOpener = pick.opener; pickerActive = 0;
+      pickerInput.value = pick.text;
+      pickerError.textContent = message;
       renderPicker();
       picker.showModal();
       pickerInput.focus();
     }
     function choose(i) {
       var item = pickerItems[i];
-      if (!item) return;
-      picker.close();
-      if (item.create) createAndApply(item.create, newKind);
+      if (!item || item.notice) return;
+      if (!item.create && !item.bringBack && pickerMode === "apply" && !selection().length) {
+        pickerError.textContent = "“" + item.code.name + "” already exists: select sentences first to apply it.";
+        return;
+      }
+      if (item.create) createAndApply({ name: item.create, kind: newKind });
+      else if (item.bringBack) createAndApply({ bring_back: item.bringBack.id });
       else if (pickerMode === "remove") removeCode(item.code.id);
       else apply(item.code.id);
-      transcript.focus({ preventScroll: true });
+      picker.close();
     }
     pickerInput.addEventListener("input", function () { pickerActive = 0; renderPicker(); });
     pickerInput.addEventListener("keydown", function (e) {
       if (e.key === "ArrowDown") { pickerActive = Math.min(pickerItems.length - 1, pickerActive + 1); renderPicker(); e.preventDefault(); }
       else if (e.key === "ArrowUp") { pickerActive = Math.max(0, pickerActive - 1); renderPicker(); e.preventDefault(); }
       else if (e.key === "Enter") { e.preventDefault(); choose(pickerActive); }
-      else if (e.key === "Tab") {
-        e.preventDefault();
-        newKind = newKind === "semantic" ? "latent" : "semantic";
-        if (pickerKindEl) pickerKindEl.textContent = newKind;
-        renderPicker();
-      }
+      else if (e.key === "Tab") { e.preventDefault(); toggleKind(); }
     });
+    function toggleKind() {
+      newKind = newKind === "semantic" ? "latent" : "semantic";
+      if (pickerKindEl) pickerKindEl.textContent = newKind;
+      renderPicker();
+    }
+    if (pickerKindEl) pickerKindEl.addEventListener("click", function () { toggleKind(); pickerInput.focus(); });
     pickerList.addEventListener("click", function (e) {
       var li = e.target.closest("li[data-index]");
       if (li) choose(Number(li.dataset.index));
     });
-    picker.addEventListener("close", function () { transcript.focus({ preventScroll: true }); });
+    picker.addEventListener("close", function () {
+      var back = pickerOpener && document.body.contains(pickerOpener) ? pickerOpener : transcript;
+      back.focus({ preventScroll: true });
+    });
+    // The buttons are there for writers only.
+    [document.getElementById("open-picker"), newCodeButton].forEach(function (button) {
+      if (button) button.addEventListener("click", function () { openPicker("apply", null, button); });
+    });
 
     /* the code panel: click applies to the selection */
     document.querySelector(".ws-codes").addEventListener("click", function (e) {
-      var b = e.target.closest(".code-row");
+      var b = e.target.closest(".code-row[data-code]");
       if (b) { apply(b.dataset.code); transcript.focus({ preventScroll: true }); }
     });
     document.getElementById("panel-filter").addEventListener("input", function (e) {
@@ -514,6 +617,12 @@
       var small = document.createElement("small");
       small.textContent = cfg.initials[coder] || "??";
       ch.appendChild(small);
+      if (String(coder) === me && cfg.canWrite) {  // as coding/render.py's ChipRenderer draws it
+        var x = document.createElement("button");
+        x.type = "button"; x.className = "chip-x";
+        x.setAttribute("aria-label", "Remove " + (meta ? meta[0] : "this code") + " from this sentence");
+        ch.appendChild(x);
+      }
       return ch;
     }
     // The interview's progress is counted here, from the chips on the page, after every swap and
@@ -557,12 +666,18 @@
             if (now) { missed = true; if (!inFlight) setTimeout(refresh, 0); }
             return;
           }
+          var byId = {};
+          allCodes.forEach(function (c) { byId[c.id] = c; });
           Object.keys(data.codes).forEach(function (id) {
-            if (id in kindOf) return;
+            var archived = data.codes[id][3], known = byId[id];
+            if (known) {
+              // Archived or brought back by a colleague since: the picker offers it accordingly.
+              if (known.archived !== archived) { if (archived) retireCode(id); else addCode({ id: known.id, kind: known.kind, archived: false }); }
+              return;
+            }
             var code = { id: Number(id), name: data.codes[id][0], colour: data.codes[id][1], kind: data.codes[id][2],
-                         archived: data.codes[id][3] };
-            addCode(code);
-            if (!code.archived) addPanelRow(code, data.codings.filter(function (r) { return r[1] === code.id; }).length);
+                         archived: archived, mergedInto: null };
+            addCode(code, data.codings.filter(function (r) { return r[1] === code.id; }).length);
           });
           var want = {};
           data.codings.forEach(function (row) { (want[row[0]] = want[row[0]] || []).push(row); });
