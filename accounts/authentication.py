@@ -39,6 +39,8 @@ class RevokeApiTokensOnPasswordChange:
     setting a password reaches (the password page, the admin, `manage.py changepassword`):
     a new password ends every token made under the old one. It validates nothing."""
 
+    on_change_only = True  # a sign-up form leaves its help text out: a new account has no tokens
+
     def validate(self, password: str, user=None) -> None:
         return None
 

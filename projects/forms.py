@@ -39,13 +39,19 @@ class ApiTokenForm(forms.Form):
     lifetime_days = forms.TypedChoiceField(label="Expires after", coerce=int, initial=90, choices=list(API_TOKEN_LIFETIMES.items()))
 
 
+def _new_password_rules() -> list:
+    # Validators that only act on an existing account's password change (revoking its API tokens) say
+    # nothing useful to someone creating an account.
+    return [v for v in password_validation.get_default_password_validators() if not getattr(v, "on_change_only", False)]
+
+
 class InvitationSignupForm(forms.Form):
     """A new account for an invited person; the services check the username and the password rules."""
 
     username = forms.CharField(max_length=150, help_text="Letters, digits and @ . + - _ only.",
                                widget=forms.TextInput(attrs={"autocomplete": "username", "autofocus": True}))
     password1 = forms.CharField(label="Password", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
-                                help_text=" ".join(password_validation.password_validators_help_texts()))
+                                help_text=" ".join(password_validation.password_validators_help_texts(_new_password_rules())))
     password2 = forms.CharField(label="Password again", strip=False, widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}))
 
     def clean(self):

@@ -107,3 +107,32 @@ def test_the_mentions_badge_leads_to_the_mentions_and_goes_away(page, login, liv
     assert page.locator("nav.project-nav .mentions-badge").count() == 0
     page.goto(live_server.url + reverse("project_home", args=[project.uuid]))
     assert page.locator("nav.project-nav .mentions-badge").count() == 0
+
+
+PHONE = (390, 844)
+
+
+def test_pages_fit_a_phone_without_sideways_scrolling(page, login, live_server, demo, make_user):
+    """On a 390 px phone a page never scrolls sideways: wide tables scroll inside themselves, long names break."""
+    from projects.models import Membership, Project, Role
+    from projects.services import invitation_create
+
+    project, owner, theme = demo
+    unbroken = Project.objects.create(name="x" * 200)
+    Membership.objects.create(project=unbroken, user=owner, role=Role.OWNER)
+    invitation_create(project=project, actor=owner, role=Role.ANALYST, email="someone.with.a.long.address@example.org")
+    login(page, owner)
+    page.set_viewport_size({"width": PHONE[0], "height": PHONE[1]})
+    pages = {"project list": reverse("projects:list"), "team": reverse("projects:members", args=[project.uuid]),
+             "probes": reverse("probes:list", args=[project.uuid]),
+             **{name: path for name, path in _pages(project, theme).items()
+                if name not in ("themes board", "theme page", "coding workspace")}}
+    problems = []
+    for name, path in pages.items():
+        response = page.goto(live_server.url + path)
+        assert response.status == 200, (name, response.status)
+        page.wait_for_load_state("networkidle")
+        fit = page.evaluate(OVERFLOW_JS)
+        if fit["scrollWidth"] > fit["innerWidth"]:
+            problems.append(f"{name}: {fit['scrollWidth']} px wide, widest: {fit['worst']}")
+    assert not problems, "\n".join(problems)

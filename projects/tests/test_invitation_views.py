@@ -235,3 +235,14 @@ class TestAccepting:
             assert page.status_code == 200 and "Chatbots and identity" in page.content.decode()
         finally:
             invitation_link_misses_clear("10.0.0.7")
+
+
+def test_the_sign_up_form_gives_the_password_rules_but_not_what_only_a_password_change_does(client, issued):
+    page = client.get(_accept_url(issued.token)).content.decode()
+    assert "at least 8 characters" in page
+    assert "API token" not in page  # a new account has none to revoke
+
+
+def test_the_login_page_says_how_a_newcomer_gets_an_account(client):
+    page = client.get(reverse("login")).content.decode()
+    assert 'id="no-account"' in page and "ask a project owner for an invitation link" in page
