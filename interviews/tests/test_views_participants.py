@@ -162,3 +162,14 @@ def test_the_form_uses_a_constant_number_of_queries(client_for, analyst, project
     # session, user, membership (+project), participant, unread-mentions badge
     with django_assert_num_queries(5):
         assert client.get(edit_url(project, gpt)).status_code == 200
+
+
+def test_the_interviews_list_says_which_interview_is_still_being_conducted(client_for, viewer, project, gpt) -> None:
+    ended = make_interview(project, gpt, [("interviewer", "Hi?"), ("participant", "Hello.")], title="Ended")
+    live = make_interview(project, gpt, [("interviewer", "Hi?")], title="Still going")
+    Interview.objects.filter(pk=live.pk).update(status=Interview.Status.IN_PROGRESS)
+    html = client_for(viewer).get(reverse("interviews:list", args=[project.uuid])).content.decode()
+    workspace = reverse("coding:workspace", args=[project.uuid, live.uuid])
+    assert f'<a href="{workspace}" title="Still being conducted: its sentences can be coded once it ends">Read</a>' in html
+    assert html.count("in progress") == 1
+    assert f'<a href="{reverse("coding:workspace", args=[project.uuid, ended.uuid])}">Code</a>' in html
