@@ -14,16 +14,23 @@ import datetime as dt
 import io
 import zipfile
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from interviews.forms import shown_value
 from interviews.models import Interview, Participant
+from interviews.parsers.archive import XlsxLimits, check_xlsx
+from interviews.parsers.base import ParseError
 
 MAX_ROWS = 5000
+MAX_COLUMNS = 1000  # case variables in one sheet
 MAX_NAME = 100
 MAX_VALUE = 1000
+# What reading one uploaded XLSX may unpack to (see interviews.parsers.archive.check_xlsx): 5,000 rows of
+# 1,000 variables are far below it, and openpyxl then holds at most ~40 MB of shared text.
+XLSX_LIMITS = XlsxLimits(max_shared_text_bytes=16 * 1024 * 1024, max_shared_strings=300_000,
+                         max_sheet_bytes=64 * 1024 * 1024, max_total_bytes=128 * 1024 * 1024)
 
 
 class SheetError(ValueError):
@@ -55,11 +62,8 @@ def read_sheet(filename: str, data: bytes) -> Sheet:
         grid = _xlsx_grid(filename, data)
     else:
         raise SheetError(f"{filename}: upload a .csv or .xlsx file (first column: participant; one column per case variable).")
-    grid = [row for row in grid if any(_blank(v) is not None for v in row)]
     if not grid:
         raise SheetError(f"{filename}: the sheet is empty.")
-    if len(grid) > MAX_ROWS + 1:
-        raise SheetError(f"{filename}: {len(grid) - 1} rows; a sheet holds at most {MAX_ROWS}.")
     header = [str(v).strip() if v is not None else "" for v in grid[0]]
     rows = [SheetRow(where=f"row {n}", who=str(r[0]).strip() if r and r[0] is not None else "",
                      values=[_blank(v) for v in r[1:]]) for n, r in enumerate(grid[1:], start=2)]
@@ -153,7 +157,29 @@ def _csv_grid(filename: str, data: bytes) -> list[list[Any]]:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
-    return [list(r) for r in csv.reader(io.StringIO(text), dialect)]
+    try:
+        return _grid(filename, csv.reader(io.StringIO(text), dialect))
+    except csv.Error as exc:
+        raise SheetError(f"{filename}: not a readable CSV file ({exc}).") from None
+
+
+def _grid(filename: str, rows: Iterable[Sequence[Any]]) -> list[list[Any]]:
+    """The non-blank rows, trailing empty cells dropped; refused as soon as there are more rows or columns than
+    a sheet may hold, so a hostile file never gets to fill memory."""
+    grid: list[list[Any]] = []
+    for row in rows:
+        values = list(row)
+        while values and _blank(values[-1]) is None:
+            values.pop()
+        if not values:
+            continue
+        if len(values) > MAX_COLUMNS + 1:
+            raise SheetError(f"{filename}, row {len(grid) + 1}: {len(values) - 1} case variables; "
+                             f"a sheet holds at most {MAX_COLUMNS}.")
+        if len(grid) > MAX_ROWS:
+            raise SheetError(f"{filename}: more than {MAX_ROWS} rows; a sheet holds at most {MAX_ROWS}.")
+        grid.append(values)
+    return grid
 
 
 def _xlsx_grid(filename: str, data: bytes) -> list[list[Any]]:
@@ -161,8 +187,18 @@ def _xlsx_grid(filename: str, data: bytes) -> list[list[Any]]:
     from openpyxl.utils.exceptions import InvalidFileException
 
     try:
-        sheet = load_workbook(io.BytesIO(data), read_only=True, data_only=True).worksheets[0]
-        return [list(r) for r in sheet.iter_rows(values_only=True, max_row=MAX_ROWS + 2)]
+        check_xlsx(data, filename, XLSX_LIMITS)  # before openpyxl loads anything
+    except ParseError as exc:
+        raise SheetError(str(exc) if "expected an Excel workbook" not in str(exc)
+                         else f"{filename}: not a readable Excel workbook (.xlsx).") from None
+    try:
+        workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
+        try:
+            return _grid(filename, workbook.worksheets[0].iter_rows(values_only=True))
+        finally:
+            workbook.close()
+    except SheetError:
+        raise
     except (zipfile.BadZipFile, InvalidFileException, KeyError, IndexError, ValueError, TypeError, OSError):
         # What openpyxl raises on a damaged or foreign file.
         raise SheetError(f"{filename}: not a readable Excel workbook (.xlsx).") from None

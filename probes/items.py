@@ -15,9 +15,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from interviews.parsers.archive import XlsxLimits, check_xlsx
+from interviews.parsers.base import ParseError, human_size, json_value_count
 from projects import safejson
 
 FORMATS = ("csv", "xlsx", "jsonl")
+
+# What one item file may hold: every row is kept as Python objects until the import lands whole, so these
+# bound its memory (100,000 rows of 20 cells are ~200 MB at most) and are checked as the file is read.
+MAX_FILE_BYTES = 50 * 1024 * 1024
+MAX_ROWS = 100_000
+MAX_COLUMNS = 200
+MAX_CELLS = 2_000_000
+MAX_JSON_VALUES = 4_000_000  # JSONL: values in all records together (~72 bytes each once parsed)
+XLSX_LIMITS = XlsxLimits(max_shared_text_bytes=64 * 1024 * 1024, max_shared_strings=1_000_000,
+                         max_sheet_bytes=256 * 1024 * 1024, max_total_bytes=512 * 1024 * 1024)
 
 
 class ItemImportError(ValueError):
@@ -77,18 +89,59 @@ def read_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str,
 
 
 def _csv_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str, Any]]]:
-    text = _utf8(filename, data.read())
-    lines = io.StringIO(text, newline="")
-    reader = csv.reader(lines, delimiter=_delimiter(lines.readline()))
-    lines.seek(0)
-    header = _header(filename, next(reader, []))
-    for number, values in enumerate(reader, start=1):
-        if not any(v.strip() for v in values):
-            continue  # a blank line, or only delimiters: XLSX skips empty rows too
-        if any(v.strip() for v in values[len(header):]):
-            raise ItemImportError(f"{_where(filename, number)}: more cells than the header has columns.")
-        values += [""] * (len(header) - len(values))
-        yield number, {h: v for h, v in zip(header, values, strict=False) if h}
+    raw = _capped(filename, data)
+    # Decoded as it is read: the whole text at once can take four times the file's size.
+    lines = io.TextIOWrapper(io.BytesIO(raw), encoding="utf-8-sig", newline="")
+    try:
+        reader = csv.reader(lines, delimiter=_delimiter(lines.readline()))
+        lines.seek(0)
+        header = _header(filename, next(reader, []))
+        rows = _Counter(filename, len(header))
+        for number, values in enumerate(reader, start=1):
+            if not any(v.strip() for v in values):
+                continue  # a blank line, or only delimiters: XLSX skips empty rows too
+            if any(v.strip() for v in values[len(header):]):
+                raise ItemImportError(f"{_where(filename, number)}: more cells than the header has columns.")
+            rows.add(number)
+            values += [""] * (len(header) - len(values))
+            yield number, {h: v for h, v in zip(header, values, strict=False) if h}
+    except UnicodeDecodeError:
+        _utf8(filename, raw)  # raises, naming the line and column
+        raise
+    except csv.Error as exc:
+        raise ItemImportError(f"{filename}: not a readable CSV file ({exc}).") from None
+
+
+def _capped(filename: str, data: BinaryIO) -> bytes:
+    raw = data.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise ItemImportError(too_large(filename, MAX_FILE_BYTES))
+    return raw
+
+
+def too_large(filename: str, limit: int) -> str:
+    return (f"{filename}: larger than {human_size(limit)}, the most an item file may be here (and at most "
+            f"{MAX_ROWS:,} rows). Split it into several probes or drop columns.")
+
+
+class _Counter:
+    """Counts rows and cells as they are read; refuses the file as soon as it holds more than an item file may."""
+
+    def __init__(self, filename: str, columns: int) -> None:
+        self.filename, self.rows, self.cells = filename, 0, 0
+        if columns > MAX_COLUMNS:
+            raise ItemImportError(f"{filename}, row 1: {columns:,} columns; an item file may have at most {MAX_COLUMNS}.")
+        self.columns = max(columns, 1)
+
+    def add(self, number: int, cells: int | None = None) -> None:
+        self.rows += 1
+        self.cells += self.columns if cells is None else cells
+        if self.rows > MAX_ROWS:
+            raise ItemImportError(f"{self.filename}: more than {MAX_ROWS:,} data rows; an item file may hold at most "
+                                  f"{MAX_ROWS:,}. Split it into several probes.")
+        if self.cells > MAX_CELLS:
+            raise ItemImportError(f"{_where(self.filename, number)}: more than {MAX_CELLS:,} cells in all; an item "
+                                  f"file may hold at most {MAX_CELLS:,}. Drop columns you do not need.")
 
 
 def _delimiter(header_line: str) -> str:
@@ -137,14 +190,24 @@ def _xlsx_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str
     _check_unpacked_size(filename, data)
     try:
         workbook = load_workbook(data, read_only=True, data_only=True)
+    except MemoryError:
+        raise  # the server's problem, never the file's: the checks above keep a workbook from getting here
     except Exception as exc:  # noqa: BLE001 - any unreadable workbook is the user's file, not our bug
-        raise ItemImportError(f"{filename}: not a readable XLSX workbook ({type(exc).__name__}).")
-    rows = workbook.worksheets[0].iter_rows(values_only=True)
-    header = _header(filename, list(next(rows, ())))
-    for number, values in enumerate(rows, start=1):
-        if all(v is None for v in values):
-            continue
-        yield number, {h: _json_value(v) for h, v in zip(header, values, strict=False) if h}
+        raise ItemImportError(f"{filename}: not a readable XLSX workbook ({type(exc).__name__}).") from None
+    try:
+        rows = workbook.worksheets[0].iter_rows(values_only=True)
+        names = list(next(rows, ()))
+        while names and names[-1] is None:
+            names.pop()
+        header = _header(filename, names)
+        counter = _Counter(filename, len(header))
+        for number, values in enumerate(rows, start=1):
+            if all(v is None for v in values):
+                continue
+            counter.add(number)
+            yield number, {h: _json_value(v) for h, v in zip(header, values, strict=False) if h}
+    finally:
+        workbook.close()
 
 
 def _json_value(value: Any) -> Any:
@@ -157,7 +220,8 @@ def _json_value(value: Any) -> Any:
 
 
 def _check_unpacked_size(filename: str, data: BinaryIO) -> None:
-    """An XLSX is a ZIP: refuse one that would unpack beyond the deployment's limit (a ZIP bomb)."""
+    """An XLSX is a ZIP: refuse one that would take more memory to read than an item sheet may (a ZIP bomb, a
+    huge shared-text table, an overlong row), before openpyxl opens it."""
     import zipfile
 
     from django.conf import settings
@@ -167,17 +231,32 @@ def _check_unpacked_size(filename: str, data: BinaryIO) -> None:
         with zipfile.ZipFile(data) as archive:
             unpacked = sum(info.file_size for info in archive.infolist())
     except zipfile.BadZipFile:
-        raise ItemImportError(f"{filename}: not a readable XLSX workbook (not a ZIP file).")
+        raise ItemImportError(f"{filename}: not a readable XLSX workbook (not a ZIP file).") from None
     finally:
         data.seek(0)
     if unpacked > limit:
         raise ItemImportError(f"{filename}: the workbook would unpack to {unpacked:,} bytes, over the limit of {limit:,}.")
+    try:
+        check_xlsx(data, filename, XLSX_LIMITS)
+    except ParseError as exc:
+        raise ItemImportError(str(exc)) from None
 
 
 def _jsonl_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[str, Any]]]:
     # Split on "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() breaks at.
-    for number, line in enumerate(_utf8(filename, data.read()).split("\n"), start=1):
-        line = line.strip()
+    raw = _capped(filename, data)
+    values = json_value_count(raw)
+    if values > MAX_JSON_VALUES:
+        raise ItemImportError(f"{filename}: about {values:,} separate values (texts, numbers, fields); an item file "
+                              f"may hold at most {MAX_JSON_VALUES:,}. Split it into several probes.")
+    counter = _Counter(filename, 0)
+    # Line by line (a UTF-8 character never holds the byte of "\n"): no copy of the whole file as text.
+    for number, line_bytes in enumerate(io.BytesIO(raw.removeprefix(b"\xef\xbb\xbf")), start=1):
+        try:
+            line = line_bytes.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            _utf8(filename, raw)  # raises, naming the line and column
+            raise
         if not line:
             continue
         try:
@@ -187,6 +266,10 @@ def _jsonl_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[st
                                   f"expected {exc.expected}).") from None
         if not isinstance(record, dict):
             raise ItemImportError(f"{filename}, line {number}: expected a JSON object with one item's fields.")
+        if len(record) > MAX_COLUMNS:
+            raise ItemImportError(f"{filename}, line {number}: {len(record):,} fields; an item may have at most "
+                                  f"{MAX_COLUMNS}.")
+        counter.add(number, len(record))
         yield number, record
 
 

@@ -102,10 +102,10 @@ def items_import(*, probe: Probe, spec: ItemImport) -> int:
         raise item_files.ItemImportError("This probe already has answers; create a new probe for other items.")
     if not spec.text_column or not spec.label_columns:
         raise item_files.ItemImportError("Name the text column and at least one ground-truth label column.")
-    limit = int(getattr(settings, "RTA_MAX_UPLOAD_BYTES", 200 * 1024 * 1024))
+    limit = min(int(getattr(settings, "RTA_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)), item_files.MAX_FILE_BYTES)
     raw = spec.data.read(limit + 1)
     if len(raw) > limit:
-        raise item_files.ItemImportError(f"{spec.filename}: larger than the upload limit of {limit:,} bytes.")
+        raise item_files.ItemImportError(item_files.too_large(spec.filename, limit))
     records = item_files.read_records(spec.filename, io.BytesIO(raw))
     rows = item_files.item_rows(spec.filename, records, text_column=spec.text_column, label_columns=spec.label_columns)
     kept, dropped = item_files.filtered(rows, spec.filters)

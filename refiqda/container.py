@@ -20,7 +20,11 @@ class Limits:
     max_entries: int = 20_000
     max_member_bytes: int = 200 * 1024 * 1024
     max_total_bytes: int = 1024 * 1024 * 1024
-    max_qde_bytes: int = 200 * 1024 * 1024
+    # The .qde becomes a whole lxml tree (~120 bytes an element, ~220 an attribute; safexml.MAX_NODES caps
+    # their count): real projects keep their documents in sources/ and their .qde is a few MB.
+    max_qde_bytes: int = 100 * 1024 * 1024
+    # Every document's text is held at once while a project is read (as bytes, then as text).
+    max_sources_bytes: int = 256 * 1024 * 1024
     # Text and XML compress ~5-20x; a ratio above this on a non-trivial member is a bomb.
     max_ratio: int = 200
     ratio_floor_bytes: int = 1024 * 1024
@@ -54,6 +58,7 @@ class QdpxArchive:
         except zipfile.BadZipFile as exc:
             raise QdpxError("not a ZIP archive (a .qdpx file is a ZIP)", where=self.name) from exc
         self._infos = self._check_members()
+        self._sources_read = 0
         self._by_lower = {info.filename.lower(): info for info in self._infos}
         self.qde_name = self._find_qde()
 
@@ -127,7 +132,12 @@ class QdpxArchive:
         return bytes(out)
 
     def read_qde(self) -> bytes:
-        return self._read(self._by_lower[self.qde_name.lower()], self.limits.max_qde_bytes)
+        info = self._by_lower[self.qde_name.lower()]
+        if info.file_size > self.limits.max_qde_bytes:
+            raise UnsafeInputError(
+                f"the project file {info.filename!r} unpacks to {info.file_size / 2**20:.0f} MB, more than the "
+                f"{self.limits.max_qde_bytes / 2**20:.0f} MB that can be imported", where=self.name)
+        return self._read(info, self.limits.max_qde_bytes)
 
     def find_source(self, path: str) -> str | None:
         """The archive member for a plainTextPath (with or without `internal://`), or None.
@@ -149,7 +159,17 @@ class QdpxArchive:
         return None
 
     def read_member(self, member: str) -> bytes:
-        return self._read(self._by_lower[member.lower()], self.limits.max_member_bytes)
+        """A document's bytes; all documents read from one archive together may be max_sources_bytes."""
+        info = self._by_lower[member.lower()]
+        left = self.limits.max_sources_bytes - self._sources_read
+        if info.file_size > left:
+            raise UnsafeInputError(
+                f"its documents unpack to more than {self.limits.max_sources_bytes / 2**20:.0f} MB in all (at "
+                f"{info.filename!r}), more than one import can hold; import a project with fewer or shorter "
+                "documents", where=self.name)
+        data = self._read(info, min(self.limits.max_member_bytes, left))
+        self._sources_read += len(data)
+        return data
 
 
 def is_external_path(path: str) -> bool:

@@ -10,6 +10,9 @@ from .errors import QdpxError, UnsafeInputError
 
 # libxml2's own limit without huge_tree (which stays off: it also lifts the size limits).
 MAX_DEPTH = 256
+# Elements and attributes one file may hold: the whole tree is built in memory, ~120 bytes an element and
+# ~220 an attribute (with its value), so 2.5 million stay under ~550 MB. A real .qde of 10 MB holds ~400,000.
+MAX_NODES = 2_500_000
 
 
 def _parser() -> etree.XMLParser:
@@ -54,8 +57,19 @@ def _prolog_declares_dtd(data: bytes) -> bool:
         pos += len(closing)
 
 
-def parse_xml(data: bytes, *, where: str) -> etree._Element:
+def node_count(data: bytes) -> int:
+    """Elements and attributes `data` may hold, at most: its `<` and `=` (in text too, which errs on the safe
+    side), counted in C over the bytes before any tree is built."""
+    return data.count(b"<") + data.count(b"=")
+
+
+def parse_xml(data: bytes, *, where: str, max_nodes: int | None = None) -> etree._Element:
     """Parse XML bytes safely and return the root element; errors name `where` and the line."""
+    cap = MAX_NODES if max_nodes is None else max_nodes
+    if (nodes := node_count(data)) > cap:
+        raise UnsafeInputError(
+            f"the file holds about {nodes:,} XML elements and attributes, more than the {cap:,} that can be read "
+            "at once (reading it would exhaust the server's memory)", where=where)
     if _prolog_declares_dtd(data):
         raise UnsafeInputError(
             "the XML declares a DTD (<!DOCTYPE ...>); REFI-QDA files never need one and it is "
@@ -70,6 +84,8 @@ def parse_xml(data: bytes, *, where: str) -> etree._Element:
             line_no, column = exc.position
             raise UnsafeInputError(f"elements nested deeper than {MAX_DEPTH} levels at line {line_no}, column {column}",
                                    where=where) from None
+        if "memory" in (exc.msg or "").lower():
+            raise MemoryError(exc.msg) from exc  # the server's limit, never the file's fault
         raise QdpxError(f"not well-formed XML: {exc.msg}", where=f"{where}{line}") from exc
     docinfo = root.getroottree().docinfo
     if docinfo.internalDTD is not None or docinfo.externalDTD is not None:

@@ -86,6 +86,15 @@ USER = "$user"  # target label used for foreign keys and many-to-many fields to 
 
 MAX_MEMBER_BYTES = 512 * 1024 * 1024
 MAX_RATIO = 200
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
+MAX_PROJECT_MEMBER_BYTES = 4 * 1024 * 1024  # one row
+# A restore holds every row at once (as parsed JSON, then as model instances) until it lands whole. Before a
+# member is parsed, its cost is estimated from its size and its JSON values (brackets, commas, colons: a value
+# is ~72 bytes once parsed, `[{},{}...]` 3 bytes on disk) and rows; the backup is refused once the estimate for
+# everything read would pass this budget, so memory is never spent first.
+RESTORE_MEMORY_BUDGET = 768 * 1024 * 1024
+JSON_BYTES_PER_VALUE = 72
+BYTES_PER_ROW = 1000  # a model instance built from a row
 MAX_PEOPLE = 500  # people one backup may name; more is not a real team
 # Rows that only make sense for an account (access, read markers): left out for a person kept as a name only.
 ACCOUNT_ONLY = frozenset({"projects.membership", "themes.threadread", "themes.mentionsread"})
@@ -309,22 +318,93 @@ class _Archive:
         limit = settings.RTA_MAX_UNCOMPRESSED_BYTES
         if total > limit:
             raise BackupError(f"{name}: the archive unpacks to {total} bytes, more than the limit of {limit}")
+        self.spent = 0  # estimated bytes of memory the members read so far take once parsed
 
-    def json(self, member: str) -> Any:
+    def _info(self, member: Any) -> zipfile.ZipInfo:
         try:
-            info = self.zf.getinfo(member)
-        except KeyError:
+            return self.zf.getinfo(member)
+        except (KeyError, TypeError):
             raise BackupError(f"{self.name}: {member} is missing") from None
+
+    def size(self, member: Any) -> int:
+        return self._info(member).file_size
+
+    def json(self, member: str, *, cap: int = MAX_MEMBER_BYTES) -> Any:
+        """A member parsed whole; refused before parsing when it is larger than `cap` or when what it takes once
+        parsed (estimated) would bring everything read from this backup past RESTORE_MEMORY_BUDGET."""
+        info = self._info(member)
+        if info.file_size > cap:
+            raise BackupError(f"{self.name}: {member} unpacks to {info.file_size / 2**20:.1f} MB; it may be at most "
+                              f"{cap / 2**20:.0f} MB")
+        self._charge(member, info.file_size)  # the size alone, before anything is read
         data = bytearray()
         with self.zf.open(info) as fh:
             while chunk := fh.read(1 << 20):
                 data += chunk
-                if len(data) > MAX_MEMBER_BYTES:
-                    raise BackupError(f"{self.name}: {member} unpacks to more than {MAX_MEMBER_BYTES} bytes")
+                if len(data) > cap:
+                    raise BackupError(f"{self.name}: {member} unpacks to more than {cap / 2**20:.0f} MB")
+        raw = bytes(data)
+        del data
+        self._charge(member, 2 * len(raw) + JSON_BYTES_PER_VALUE * sum(raw.count(m) for m in (b"{", b"[", b",", b":"))
+                     + BYTES_PER_ROW * raw.count(b'"pk"') - len(raw))
         try:
-            return safejson.loads(bytes(data))
+            return safejson.loads(raw)
         except safejson.JSONInputError as exc:
             raise BackupError(f"{self.name}: {member}: {exc}") from None
+
+    def scan(self, member: str, *, cap: int = MAX_MEMBER_BYTES) -> None:
+        """Check a member without parsing it, in constant memory: its depth and number sizes (as `json` does)
+        and what it would cost once parsed, charged against the budget as `json` would."""
+        info = self._info(member)
+        if info.file_size > cap:
+            raise BackupError(f"{self.name}: {member} unpacks to {info.file_size / 2**20:.1f} MB; it may be at most "
+                              f"{cap / 2**20:.0f} MB")
+        counter = _CountingReader(self.zf.open(info), cap)
+        try:
+            with counter:
+                safejson.check_stream(counter)
+        except safejson.JSONInputError as exc:
+            raise BackupError(f"{self.name}: {member}: {exc}") from None
+        except _TooLarge:
+            raise BackupError(f"{self.name}: {member} unpacks to more than {cap / 2**20:.0f} MB") from None
+        self._charge(member, 2 * counter.size + JSON_BYTES_PER_VALUE * counter.values + BYTES_PER_ROW * counter.rows)
+
+    def _charge(self, member: str, cost: int) -> None:
+        self.spent += cost
+        if self.spent > RESTORE_MEMORY_BUDGET:
+            raise BackupError(f"{self.name}: too large to restore on this server: restoring it would take about "
+                              f"{self.spent / 2**20:,.0f} MB of memory (at {member}), more than the "
+                              f"{RESTORE_MEMORY_BUDGET / 2**20:,.0f} MB one restore may use")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class _CountingReader(io.RawIOBase):
+    """A member read in chunks, counting its bytes, JSON values (brackets, commas, colons) and rows ("pk")."""
+
+    MARKS = (b"{", b"[", b",", b":")
+
+    def __init__(self, raw: BinaryIO, cap: int) -> None:
+        self.raw, self.cap = raw, cap
+        self.size = self.values = self.rows = 0
+        self.tail = b""  # a '"pk"' cut between two chunks
+
+    def read(self, n: int = -1) -> bytes:
+        chunk = self.raw.read(n)
+        self.size += len(chunk)
+        if self.size > self.cap:
+            raise _TooLarge
+        self.values += sum(chunk.count(m) for m in self.MARKS)
+        joined = self.tail + chunk
+        self.rows += joined.count(b'"pk"') - self.tail.count(b'"pk"')
+        self.tail = chunk[-3:]
+        return chunk
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
 
 
 def _remap_json(value: Any, uuids: dict[str, str]) -> Any:
@@ -387,10 +467,16 @@ def _one(plural: str) -> str:
     return _singular().get(plural) or plural.removesuffix("s")
 
 
-def _people(archive_name: str, plans: dict[str, ModelPlan], entries: dict[str, list]) -> dict[str, BackupPerson]:
-    """Every username the backup's rows name, with what each did."""
+def _names_people(plan: ModelPlan) -> bool:
+    """Whether the model's rows name people (a foreign key or many-to-many field to the user model)."""
+    return bool(plan.user_fks) or USER in plan.m2m.values()
+
+
+def _people(archive_name: str, plans: dict[str, ModelPlan],
+            entries: dict[str, list] | Iterator[tuple[str, list]]) -> dict[str, BackupPerson]:
+    """Every username the backup's rows name, with what each did. `entries` may be a lazy (label, rows) stream."""
     people: dict[str, BackupPerson] = {}
-    for label, rows in entries.items():
+    for label, rows in entries.items() if isinstance(entries, dict) else entries:
         plan = plans[label]
         user_m2m = [n for n, t in plan.m2m.items() if t == USER]
         if not plan.user_fks and not user_m2m:
@@ -417,26 +503,52 @@ def _people(archive_name: str, plans: dict[str, ModelPlan], entries: dict[str, l
     return people
 
 
-def _load(archive: _Archive) -> tuple[dict, dict[str, ModelPlan], dict[str, list]]:
-    """The manifest, the plans and every model's rows, checked."""
-    manifest = archive.json("manifest.json")
+def _manifest(archive: _Archive) -> tuple[dict, dict[str, ModelPlan], dict[str, str]]:
+    """The manifest, the plans and each backed-up model's member, checked before any row is read: the project
+    row first (exactly one), and the members' unpacked sizes against what a restore may hold."""
+    manifest = archive.json("manifest.json", cap=MAX_MANIFEST_BYTES)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BackupError(f"{archive.name}: not an RTA Studio project backup (manifest format is not {FORMAT!r})")
     if not isinstance(manifest.get("version"), int) or manifest["version"] > VERSION:
         raise BackupError(f"{archive.name}: backup version {manifest.get('version')!r} is newer than this "
                           f"instance understands ({VERSION}); upgrade first")
     plans = {p.label: p for p in backup_plan()}
-    entries: dict[str, list] = {}
-    for entry in manifest.get("models", []):
+    files: dict[str, str] = {}
+    models_listed = manifest.get("models", [])
+    for entry in models_listed if isinstance(models_listed, list) else []:
         label = entry.get("model") if isinstance(entry, dict) else None
         if label in EXCLUDED:
             continue
         if label not in plans:
             raise BackupError(f"{archive.name}: the backup holds {label!r}, which this instance does not know "
                               "(made by a newer version?)")
-        entries[label] = archive.json(entry.get("file"))
-        if not isinstance(entries[label], list):
-            raise BackupError(f"{archive.name}: {entry['file']} is not a list of rows")
+        files[label] = entry.get("file")
+    if PROJECT_LABEL not in files:
+        raise BackupError(f"{archive.name}: the backup must hold exactly one project")
+    # Their sizes alone, from the ZIP's directory: a backup too large to restore is refused before any is read.
+    total = sum(archive.size(f) for f in files.values())
+    if total > RESTORE_MEMORY_BUDGET:
+        raise BackupError(f"{archive.name}: too large to restore on this server: its data unpacks to "
+                          f"{total / 2**20:,.0f} MB, more than the {RESTORE_MEMORY_BUDGET / 2**20:,.0f} MB one "
+                          "restore may use")
+    project = _member_rows(archive, files[PROJECT_LABEL], cap=MAX_PROJECT_MEMBER_BYTES)
+    if len(project) != 1:
+        raise BackupError(f"{archive.name}: the backup must hold exactly one project")
+    return manifest, plans, files
+
+
+def _member_rows(archive: _Archive, member: str, *, cap: int = MAX_MEMBER_BYTES) -> list:
+    rows = archive.json(member, cap=cap)
+    if not isinstance(rows, list):
+        raise BackupError(f"{archive.name}: {member} is not a list of rows")
+    return rows
+
+
+def _load(archive: _Archive) -> tuple[dict, dict[str, ModelPlan], dict[str, list]]:
+    """The manifest, the plans and every model's rows, checked (each member's cost before it is parsed)."""
+    manifest, plans, files = _manifest(archive)
+    entries = {label: _member_rows(archive, member, cap=MAX_PROJECT_MEMBER_BYTES if label == PROJECT_LABEL else MAX_MEMBER_BYTES)
+               for label, member in files.items()}
     if len(entries.get(PROJECT_LABEL, [])) != 1:
         raise BackupError(f"{archive.name}: the backup must hold exactly one project")
     return manifest, plans, entries
@@ -636,7 +748,13 @@ def _raw_insert(model: type[models.Model], objs: list[models.Model], batch_size:
 def backup_people(*, source: BinaryIO | bytes | str, filename: str = "backup.zip") -> list[BackupPerson]:
     """The people a backup names (for the restorer to map to accounts), by username; refuses a bad archive."""
     archive = _Archive(source, filename)
-    _, plans, entries = _load(archive)
+    _, plans, files = _manifest(archive)
+    # The others are only scanned (depth, number sizes, what they would cost to restore) in constant memory.
+    for label, member in files.items():
+        if label != PROJECT_LABEL and not _names_people(plans[label]):
+            archive.scan(member)
+    # Only the members whose rows name people are parsed, one at a time (each dropped once counted).
+    entries = ((label, _member_rows(archive, member)) for label, member in files.items() if _names_people(plans[label]))
     return sorted(_people(archive.name, plans, entries).values(), key=lambda p: p.username.lower())
 
 

@@ -48,6 +48,20 @@ class Limits:
     max_archive_total_bytes: int = 1024 * 1024 * 1024
     max_archive_ratio: float = 100.0
     max_archive_members: int = 10_000
+    # JSON read whole (OpenAI/ShareGPT JSON and JSON Lines): values it may hold; ~72 bytes each once parsed.
+    max_json_values: int = 5_000_000
+    # CSV/TSV/XLSX transcripts: turns (rows) in one file, all held until it is read (~600 bytes each).
+    max_table_rows: int = 500_000
+    # Text and Markdown transcripts: lines in one file (each held as a string, a turn per label line).
+    max_text_lines: int = 1_000_000
+
+
+def check_line_count(text: str, name: str, limits: Limits) -> None:
+    """Refuse text with more lines than a transcript may have, before it is split into lines and turns."""
+    lines = text.count("\n") + 1
+    if lines > limits.max_text_lines:
+        raise ParseError(name, None, f"at most {limits.max_text_lines:,} lines in one transcript; split it into "
+                         "smaller files", f"{lines:,}")
 
 
 @dataclass
@@ -435,3 +449,32 @@ def guess_labels(labels_in_order: list[str]) -> dict[str, str]:
 
 def iter_nonempty(items: list[ParsedTurn]) -> Iterator[ParsedTurn]:
     return (t for t in items if t.text.strip())
+
+
+# -- memory budgets for JSON read whole ----------------------------------------------------------
+# Parsed JSON costs far more than its text: `[{},{},...]` is 3 bytes a value on disk and ~70 bytes of
+# Python objects in memory. Counting the characters that start a value (brackets, commas, colons; inside
+# strings too, which only errs on the safe side) bounds that cost before anything is built.
+JSON_VALUE_CHARS = ("{", "[", ",", ":")
+JSON_VALUE_BYTES = tuple(c.encode() for c in JSON_VALUE_CHARS)
+# Python objects per counted value, an upper bound measured on tiny values (`{}` ~70 bytes, typical rows ~55).
+JSON_BYTES_PER_VALUE = 72
+
+
+def json_value_count(text: str | bytes) -> int:
+    """How many JSON values `text` holds at most (its brackets, commas and colons, plus one)."""
+    marks = JSON_VALUE_BYTES if isinstance(text, bytes) else JSON_VALUE_CHARS
+    return 1 + sum(text.count(m) for m in marks)  # type: ignore[arg-type]
+
+
+def json_memory_estimate(text: str | bytes) -> int:
+    """Bytes of Python objects that parsing `text` may take, at most (about)."""
+    return len(text) + JSON_BYTES_PER_VALUE * json_value_count(text)
+
+
+def check_json_values(text: str | bytes, name: str, max_values: int) -> None:
+    """Refuse JSON (or JSON Lines) holding more than `max_values` separate values, before parsing it."""
+    count = json_value_count(text)
+    if count > max_values:
+        raise ParseError(name, None, f"at most {max_values:,} separate values (texts, numbers, lists, fields) "
+                         "in one file; split it into smaller files", f"about {count:,}")

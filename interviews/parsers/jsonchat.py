@@ -13,10 +13,12 @@ from .base import (
     ParseError,
     SourceFile,
     as_str,
+    check_json_values,
     conv_location,
     describe,
     json_check_text,
     json_loads,
+    json_value_count,
     mark_lone_surrogates,
 )
 
@@ -32,11 +34,14 @@ def iter_records(source: SourceFile, limits: Limits) -> Iterator[tuple[Any, str]
     """(record, location) pairs: one per line of JSON Lines, or the items of a JSON file."""
     text, _ = mark_lone_surrogates(source.read_text(limits.max_text_bytes))
     json_check_text(text, source.name)  # depth and number size, so json.loads below cannot fail on them
+    if json_value_count(text) > limits.max_json_values and not _is_json_lines(text, limits):
+        # One JSON document is parsed whole: refuse what its values would take in memory before parsing.
+        check_json_values(text, source.name, limits.max_json_values)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         if e.msg == "Extra data":  # more than one JSON value: JSON Lines
-            yield from _jsonl(text, source.name)
+            yield from _jsonl(text, source.name, limits)
             return
         data = json_loads(text, source.name)  # raises a ParseError naming line and column
     if isinstance(data, list) and data and all(
@@ -50,9 +55,24 @@ def iter_records(source: SourceFile, limits: Limits) -> Iterator[tuple[Any, str]
         yield data, "top level"
 
 
-def _jsonl(text: str, name: str) -> Iterator[tuple[Any, str]]:
+def _is_json_lines(text: str, limits: Limits) -> bool:
+    """Whether the text is JSON Lines (parsed, and held, a line at a time): its first line is a whole JSON value
+    within the limit and more follows."""
+    first, _, rest = text.lstrip().partition("\n")
+    if not rest.strip() or json_value_count(first) > limits.max_json_values:
+        return False
+    try:
+        json.loads(first)
+    except json.JSONDecodeError:
+        return False
+    return True
+
+
+def _jsonl(text: str, name: str, limits: Limits | None = None) -> Iterator[tuple[Any, str]]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         if line.strip():
+            if limits is not None and json_value_count(line) > limits.max_json_values:
+                check_json_values(line, f"{name}, line {lineno}", limits.max_json_values)
             try:
                 yield json.loads(line), f"line {lineno}"
             except json.JSONDecodeError as e:

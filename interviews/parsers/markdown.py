@@ -15,6 +15,7 @@ from .base import (
     ParsedConversation,
     ParsedTurn,
     SourceFile,
+    check_line_count,
     guess_labels,
     guess_speaker,
     model_slugs_from_labels,
@@ -73,6 +74,7 @@ def speaker_headings(lines: list[str]) -> list[tuple[int, str]]:
 
 def parse(source: SourceFile, limits: Limits) -> Iterator[ParsedConversation]:
     text = source.read_text(limits.max_text_bytes)
+    check_line_count(text, source.name, limits)
     front, body, offset = split_front_matter(text)
     title = str(front.get("title") or "")
     meta: dict[str, Any] = {"front_matter": front} if front else {}

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
-from .archive import check_zip
+from .archive import XlsxLimits, check_xlsx
 from .base import (
     Limits,
     ParsedConversation,
@@ -71,9 +71,12 @@ def _rows_xlsx(source: SourceFile, limits: Limits) -> Iterator[tuple[int, list[A
     import openpyxl
 
     data = source.read_bytes(limits.max_file_bytes)
+    # An .xlsx is a ZIP: the same bomb checks, and what openpyxl would load whole (shared text, styles) or
+    # hold per row, before it opens anything.
+    check_xlsx(data, source.name, XlsxLimits(max_total_bytes=limits.max_archive_total_bytes,
+                                             max_ratio=limits.max_archive_ratio,
+                                             max_members=limits.max_archive_members))
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            check_zip(zf, source.name, limits)  # an .xlsx is a ZIP: same bomb checks
         wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except (zipfile.BadZipFile, KeyError, OSError, ValueError) as e:
         raise ParseError(source.name, None, "an Excel workbook (.xlsx)", f"'{e}'") from None
@@ -92,6 +95,7 @@ def parse(source: SourceFile, limits: Limits) -> Iterator[ParsedConversation]:
     cols: dict[str, int] | None = None
     convs: dict[str, list[ParsedTurn]] = {}
     titles: dict[str, str] = {}
+    turns = 0  # every turn is held until the file is read (~600 bytes each): bounded by max_table_rows
     for lineno, row in rows:
         if not any(c not in (None, "") for c in row):
             continue
@@ -99,6 +103,11 @@ def parse(source: SourceFile, limits: Limits) -> Iterator[ParsedConversation]:
             cols = _find_columns([str(c) if c is not None else "" for c in row],
                                  source.name, f"{unit} {lineno}")
             continue
+        turns += 1
+        if turns > limits.max_table_rows:
+            raise ParseError(source.name, f"{unit} {lineno}",
+                             f"at most {limits.max_table_rows:,} turns in one file; split it into smaller files",
+                             "more")
         key, turn, title = _turn(row, cols, source.name, f"{unit} {lineno}")
         convs.setdefault(key, []).append(turn)
         if title:

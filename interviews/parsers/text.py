@@ -15,6 +15,7 @@ from .base import (
     ParsedTurn,
     ParseError,
     SourceFile,
+    check_line_count,
     guess_labels,
     guess_speaker,
     model_slugs_from_labels,
@@ -95,4 +96,6 @@ def conversation_from_text(
 
 
 def parse(source: SourceFile, limits: Limits) -> Iterator[ParsedConversation]:
-    yield conversation_from_text(source.read_text(limits.max_text_bytes), source.name, "text")
+    text = source.read_text(limits.max_text_bytes)
+    check_line_count(text, source.name, limits)
+    yield conversation_from_text(text, source.name, "text")

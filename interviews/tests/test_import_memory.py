@@ -23,9 +23,10 @@ def worker_env(monkeypatch, settings, tmp_path):
 @pytest.mark.worker
 @pytest.mark.slow
 def test_an_upload_too_big_for_the_worker_fails_clearly_and_the_worker_lives_on(worker_env, celery_worker, project, analyst):
-    # 40 MB of chat messages: as Python objects, several times the worker's 400 MB ceiling.
+    # 32 MB of chat messages: as Python objects, several times the worker's 400 MB ceiling (and just under the
+    # 5 million JSON values a file may hold, which would refuse it before parsing).
     message = '{"role": "user", "content": "Why?"}, {"role": "assistant", "content": "Because."}, '
-    text = '{"messages": [' + message * 500_000 + '{"role": "user", "content": "End."}]}'
+    text = '{"messages": [' + message * 400_000 + '{"role": "user", "content": "End."}]}'
     job = importjob_create(project=project, user=analyst, uploads=[SimpleUploadedFile("huge.json", text.encode())])
     assert job.status == ImportJob.Status.ANALYSING  # too big to read in the request: the worker reads it
     wait_for_status(job, {ImportJob.Status.FAILED, ImportJob.Status.UPLOADED}, 180, worker=celery_worker)

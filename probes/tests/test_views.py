@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import io
 
 import pytest
@@ -185,7 +186,8 @@ def test_an_item_file_over_the_upload_limit_is_refused(probe, project, analyst, 
     response = client_for(analyst).post(url("items_import", project, probe),
                                         {"file": upload, "text_column": "text", "label_columns": "gender"})
     assert response.status_code == 400
-    assert "reviews.csv: larger than the upload limit of 100 bytes." in response.content.decode()
+    assert ("reviews.csv: larger than 100 bytes, the most an item file may be here (and at most 100,000 rows). "
+            "Split it into several probes or drop columns.") in html.unescape(response.content.decode())
     assert not Item.objects.exists()
 
 

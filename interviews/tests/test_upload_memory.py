@@ -1,0 +1,144 @@
+"""Uploads that are small on disk but huge once unpacked or parsed are refused before the memory is spent.
+
+Each hostile file is built in a streaming way and parsed under tracemalloc: the refusal must name the file and
+the limit, and the parse must stay within a few tens of MB (it used to reach the 2 GB ceiling).
+"""
+
+from __future__ import annotations
+
+import io
+import tracemalloc
+import zipfile
+
+import pytest
+from openpyxl import Workbook
+
+from interviews.attribute_sheet import SheetError, read_sheet
+from interviews.parsers import Limits, ParseError, SourceFile, parse_upload
+from interviews.parsers.archive import XlsxLimits, check_xlsx
+
+NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+SST_TYPE = ('<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.'
+            'spreadsheetml.sharedStrings+xml"/></Types>')
+
+
+def workbook_with(shared: tuple[bytes, int] | None = None, sheet_row: bytes | None = None) -> bytes:
+    """A real workbook whose shared-text table is `shared` (a block written n times), or whose first worksheet
+    gets an extra row `sheet_row`; members are streamed, so building a 100 MB part costs little memory."""
+    wb = Workbook()
+    wb.active.append(["participant", "age"])
+    wb.active.append(["P1", 30])
+    template = io.BytesIO()
+    wb.save(template)
+    src = zipfile.ZipFile(template)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as dst:
+        for info in src.infolist():
+            data = src.read(info.filename)
+            if info.filename == "[Content_Types].xml" and shared:
+                data = data.replace(b"</Types>", SST_TYPE.encode())
+            if info.filename == "xl/worksheets/sheet1.xml" and sheet_row:
+                data = data.replace(b"</sheetData>", sheet_row + b"</sheetData>")
+            dst.writestr(info.filename, data)
+        if shared:
+            block, times = shared
+            with dst.open("xl/sharedStrings.xml", "w", force_zip64=True) as fh:
+                fh.write(f'<sst xmlns="{NS}">'.encode())
+                for _ in range(times):
+                    fh.write(block)
+                fh.write(b"</sst>")
+    return out.getvalue()
+
+
+def peak_of(fn) -> tuple[Exception, int]:
+    """The exception `fn` raises and tracemalloc's peak (bytes) while it ran."""
+    tracemalloc.start()
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001
+        _, peak = tracemalloc.get_traced_memory()
+        return exc, peak
+    finally:
+        tracemalloc.stop()
+    raise AssertionError("the file was accepted")
+
+
+MB = 1024 * 1024
+SI = b"<si><t>ab</t></si>" * 10_000  # 180 KB
+# Texts that compress like real ones (under the 200:1 ZIP-bomb ratio): 10,000 of them, 170 KB.
+SI_VARIED = b"".join(b"<si><t>%d</t></si>" % (n * 7919 % 100_003) for n in range(10_000))
+
+
+def test_a_case_variables_xlsx_with_a_huge_text_table_is_refused_before_openpyxl_loads_it():
+    data = workbook_with(shared=(SI, 100))  # 18 MB of shared text, ~60 KB on disk
+    assert len(data) < 2 * MB
+    exc, peak = peak_of(lambda: read_sheet("vars.xlsx", data))
+    assert isinstance(exc, SheetError)
+    assert str(exc).startswith("vars.xlsx: expected a workbook whose text table (xl/sharedStrings.xml) unpacks to at "
+                               "most 16.0 MB, found 17.2 MB")
+    assert peak < 10 * MB
+
+
+def test_a_case_variables_xlsx_with_too_many_tiny_texts_is_refused():
+    data = workbook_with(shared=(SI_VARIED, 40))  # 400,000 texts in 7 MB: under the size cap, over the count
+    exc, peak = peak_of(lambda: read_sheet("vars.xlsx", data))
+    assert isinstance(exc, SheetError)
+    assert "expected a workbook of at most 300,000 different texts" in str(exc)
+    assert peak < 10 * MB
+
+
+def test_a_row_with_more_cells_than_excel_allows_is_refused():
+    data = workbook_with(sheet_row=b'<row r="3">' + b"<c/>" * 20_000 + b"</row>")
+    exc, _ = peak_of(lambda: read_sheet("vars.xlsx", data))
+    assert isinstance(exc, SheetError)
+    assert "row 3: expected at most 16,384 cells in a row, found 20,000" in str(exc)
+
+
+def test_a_case_variables_csv_of_tiny_rows_stops_at_the_row_limit():
+    data = b"participant,age\n" + b"P,1\n" * 500_000  # 2 MB: 500,000 rows
+    exc, peak = peak_of(lambda: read_sheet("vars.csv", data))
+    assert isinstance(exc, SheetError)
+    assert str(exc) == "vars.csv: more than 5000 rows; a sheet holds at most 5000."
+    assert peak < 20 * MB
+
+
+def test_real_workbooks_pass_the_check():
+    data = workbook_with()
+    check_xlsx(data, "ok.xlsx", XlsxLimits(max_shared_text_bytes=1024, max_shared_strings=10))
+    assert [r.who for r in read_sheet("ok.xlsx", data).rows] == ["P1"]
+
+
+def test_a_transcript_xlsx_with_a_huge_text_table_is_refused():
+    data = workbook_with(shared=(SI_VARIED, 400))  # 68 MB of shared text, 64 MB allowed
+    exc, peak = peak_of(lambda: list(parse_upload(SourceFile.from_bytes("chat.xlsx", data))))
+    assert isinstance(exc, ParseError)
+    assert "chat.xlsx: expected a workbook whose text table (xl/sharedStrings.xml) unpacks to at most 64.0 MB" in str(exc)
+    assert peak < 10 * MB
+
+
+def test_json_with_millions_of_tiny_values_is_refused_before_parsing():
+    data = b'{"messages": [{"role": "user", "content": "x"}], "x": [' + b"{}," * 200_000 + b"{}]}"  # 600 KB
+    limits = Limits(max_json_values=20_000)
+    exc, peak = peak_of(lambda: list(parse_upload(SourceFile.from_bytes("chat.json", data), limits=limits)))
+    assert isinstance(exc, ParseError)
+    assert str(exc).startswith("chat.json: expected at most 20,000 separate values")
+    assert peak < 3 * len(data) + 5 * MB  # the text itself, never the objects
+
+
+def test_json_lines_are_held_a_line_at_a_time_so_only_a_line_is_limited():
+    line = b'{"messages": [{"role": "user", "content": "x"}], "x": [' + b"{}," * 5_000 + b"{}]}\n"
+    limits = Limits(max_json_values=20_000)
+    assert len(list(parse_upload(SourceFile.from_bytes("chat.jsonl", line * 40), limits=limits))) == 40
+    with pytest.raises(ParseError, match="expected at most 20,000 separate values"):
+        list(parse_upload(SourceFile.from_bytes("chat.jsonl", line.replace(b"[{},", b"[" + b"{}," * 12_000) * 2),
+                          limits=limits))
+
+
+@pytest.mark.parametrize(("name", "row"), [("chat.csv", b"A,b\n"), ("chat.txt", b"A: b\n")])
+def test_a_transcript_of_tiny_rows_stops_at_its_limit(name, row):
+    data = (b"speaker,text\n" if name.endswith(".csv") else b"") + row * 200_000
+    limits = Limits(max_table_rows=10_000, max_text_lines=10_000)
+    exc, peak = peak_of(lambda: list(parse_upload(SourceFile.from_bytes(name, data), limits=limits)))
+    assert isinstance(exc, ParseError)
+    assert "at most 10,000 " in str(exc) and "split it into smaller files" in str(exc)
+    assert peak < 30 * MB

@@ -1,0 +1,68 @@
+"""A .qdpx is refused by its project file's size and element count, and its documents' total, before the memory
+an lxml tree (or the texts) would take is spent."""
+
+from __future__ import annotations
+
+import io
+import tracemalloc
+import zipfile
+
+import pytest
+
+import refiqda
+from refiqda import UnsafeInputError
+
+from .helpers import QDPX_SAMPLES, one_source_project
+
+MB = 1024 * 1024
+HEAD = b'<?xml version="1.0" encoding="utf-8"?><Project xmlns="urn:QDA-XML:project:1.0" name="x"><Description>'
+TAIL = b"</Description></Project>"
+
+
+def qdpx(block: bytes, times: int) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf, \
+            zf.open("project.qde", "w", force_zip64=True) as fh:
+        fh.write(HEAD)
+        for _ in range(times):
+            fh.write(block)
+        fh.write(TAIL)
+    return out.getvalue()
+
+
+VARIED = b"".join(b"<a/>" if n * 7919 % 101 & 1 else b"<b/>" for n in range(1 << 16))  # 256 KB, 65,536 elements
+
+
+def refused_within(data: bytes, budget: int, **limits) -> str:
+    tracemalloc.start()
+    try:
+        with pytest.raises(UnsafeInputError) as info:
+            refiqda.read_project(data, name="bomb.qdpx", limits=refiqda.Limits(**limits))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < budget, f"{peak / MB:.0f} MB"
+    return str(info.value)
+
+
+def test_a_project_file_larger_than_allowed_is_refused_unread():
+    data = qdpx(VARIED, 12)  # 3 MB
+    assert refused_within(data, 2 * MB, max_qde_bytes=MB) == (
+        "bomb.qdpx: the project file 'project.qde' unpacks to 3 MB, more than the 1 MB that can be imported")
+
+
+def test_a_project_file_of_millions_of_tiny_elements_is_refused_before_the_tree_is_built():
+    data = qdpx(VARIED, 40)  # 10 MB, 2.6 million elements: the tree would take ~320 MB
+    message = refused_within(data, 25 * MB)
+    assert message.startswith("bomb.qdpx: project.qde: the file holds about 2,621,4")
+    assert "XML elements and attributes, more than the 2,500,000 that can be read at once" in message
+
+
+def test_documents_beyond_the_total_a_project_may_hold_are_refused():
+    data = one_source_project("word " * 100_000, [])  # one 500 KB document
+    assert "its documents unpack to more than 0 MB in all" in refused_within(data, 5 * MB, max_sources_bytes=100_000)
+
+
+@pytest.mark.parametrize("path", QDPX_SAMPLES, ids=lambda p: p.name)
+def test_real_projects_still_read(path):
+    assert refiqda.read_project(path).codes
