@@ -18,10 +18,15 @@ from django.db import transaction
 import refiqda
 from coding.models import Code, CodeEvent
 from coding.services import COLOUR_RE, code_archive, code_create
+from interviews.parsers.base import human_size
 from projects.models import Project
 from refiqda.conventions import parse_code_description, unique_name
 
 MAX_BYTES = 5 * 1024 * 1024
+# A codebook of more codes than this is not one; counted as the file is read, so a file of millions of tiny lines
+# is refused before it becomes millions of rows (or messages).
+MAX_CODES = 10_000
+MAX_ERRORS_LISTED = 50
 # Header aliases, lower-cased: researchers' spreadsheets say things differently.
 COLUMNS = {
     "name": "name", "code": "name", "code name": "name",
@@ -55,9 +60,14 @@ class Row:
     renamed_from: str = ""  # the file's name, when it repeated and `name` is the one given instead
 
 
+def upload_bytes(upload: Any) -> bytes:
+    """An uploaded file's bytes, read no further than one byte past the limit: enough to refuse it."""
+    return upload.read(MAX_BYTES + 1)
+
+
 def _decode(data: bytes, filename: str) -> str:
     if len(data) > MAX_BYTES:
-        raise CodebookImportError([f"{filename}: the file is larger than {MAX_BYTES // (1024 * 1024)} MB."])
+        raise CodebookImportError([f"{filename}: the file is larger than {human_size(MAX_BYTES)}, the most a codebook file may be."])
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -96,6 +106,12 @@ def rows_from_csv(data: bytes, *, filename: str = "codebook.csv") -> list[Row]:
             line = reader.line_num
             if not any(c.strip() for c in record):
                 continue
+            if len(rows) + len(errors) >= MAX_CODES:
+                raise CodebookImportError([f"{filename}, line {line}: more than {MAX_CODES:,} codes; a codebook may "
+                                           f"hold at most {MAX_CODES:,}."])
+            if len(errors) >= MAX_ERRORS_LISTED:
+                errors.append(f"{filename}: more problems after line {line} are not listed; fix these first.")
+                break
             if len(record) > len(fields):
                 errors.append(f"{filename}, line {line}: {len(record)} cells but the header has {len(fields)}.")
                 continue
@@ -114,7 +130,7 @@ def rows_from_csv(data: bytes, *, filename: str = "codebook.csv") -> list[Row]:
 def rows_from_qdc(data: bytes, *, filename: str = "codebook.qdc") -> list[Row]:
     """Parse a REFI-QDA codebook (.qdc, or the codebook inside a .qdpx) through the hardened reader."""
     if len(data) > MAX_BYTES:
-        raise CodebookImportError([f"{filename}: the file is larger than {MAX_BYTES // (1024 * 1024)} MB."])
+        raise CodebookImportError([f"{filename}: the file is larger than {human_size(MAX_BYTES)}, the most a codebook file may be."])
     try:
         book = refiqda.read_codebook(data, name=filename)
     except refiqda.QdpxError as exc:
@@ -123,6 +139,9 @@ def rows_from_qdc(data: bytes, *, filename: str = "codebook.qdc") -> list[Row]:
     taken: set[str] = set()
     names: dict[int, str] = {}  # id(file code) → the name it is imported under
     for code, parent, _depth in book.iter_codes():
+        if len(rows) >= MAX_CODES:
+            raise CodebookImportError([f"{filename}: more than {MAX_CODES:,} codes; a codebook may hold at most "
+                                       f"{MAX_CODES:,}."])
         # The Description packs definition, what counts, what does not, example, kind and the
         # archived flag (refiqda.conventions); other tools' free text comes back whole as the
         # definition. A code marked isCodable="false" (a folder) becomes an ordinary parent

@@ -16,7 +16,14 @@ from django.views.decorators.http import require_GET, require_POST
 
 from coding import queries, shortcuts
 from coding.agreement import per_code_agreement
-from coding.codebook_import import CodebookImportError, codebook_import, renamed_codes, rows_from_csv, rows_from_qdc
+from coding.codebook_import import (
+    CodebookImportError,
+    codebook_import,
+    renamed_codes,
+    rows_from_csv,
+    rows_from_qdc,
+    upload_bytes,
+)
 from coding.excerpts import excerpts_by_participant, excerpts_for_codes
 from coding.forms import ArchiveForm, CodeCreateForm, CodeEditForm, ImportForm, MergeForm, MoveForm, SplitForm
 from coding.models import Code, CodeEvent, Note
@@ -309,7 +316,7 @@ def codebook_import_view(request: HttpRequest, project_uuid: UUID) -> HttpRespon
     if request.method == "POST" and form.is_valid():
         upload = form.cleaned_data["file"]
         name = upload.name or "codebook"
-        data = upload.read()
+        data = upload_bytes(upload)
         try:
             if name.lower().endswith((".qdc", ".qdpx", ".xml")):
                 rows = rows_from_qdc(data, filename=name)

@@ -219,3 +219,38 @@ def test_a_codebook_nested_just_under_the_xml_limit_imports(owner, project):
     codes = codebook_import(project=project, actor=owner, rows=rows_from_qdc(_nested_qdc(254), filename="deep.qdc"),
                             source="deep.qdc")
     assert len(codes) == 254 and Code.objects.get(project=project, name="level 253").parent.name == "level 252"
+
+
+def test_a_file_of_millions_of_tiny_lines_is_refused_at_the_code_limit_before_it_is_read_whole():
+    import tracemalloc
+
+    from coding.codebook_import import MAX_CODES
+
+    data = b"name\n" + b"a\n" * 2_000_000  # 4 MB, under the size limit
+    tracemalloc.start()
+    try:
+        with pytest.raises(CodebookImportError) as refused:
+            rows_from_csv(data, filename="tiny.csv")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert refused.value.errors == [f"tiny.csv, line {MAX_CODES + 2}: more than 10,000 codes; a codebook may hold at "
+                                    "most 10,000."]
+    assert peak < 40 * 1024 * 1024  # the text and 10,000 rows, not two million
+
+
+def test_a_file_of_bad_lines_lists_the_first_problems_only():
+    with pytest.raises(CodebookImportError) as refused:
+        rows_from_csv(b"name\n" + b"a,b,c\n" * 5_000, filename="bad.csv")
+    assert len(refused.value.errors) == 51
+    assert refused.value.errors[0] == "bad.csv, line 2: 3 cells but the header has 1."
+    assert refused.value.errors[-1] == "bad.csv: more problems after line 52 are not listed; fix these first."
+
+
+def test_an_upload_over_the_size_limit_is_read_no_further_than_it_takes_to_refuse(client_for, owner, project):
+    from coding.codebook_import import MAX_BYTES
+
+    upload = SimpleUploadedFile("big.csv", b"name\n" + b"x" * (MAX_BYTES + 10), content_type="text/csv")
+    response = client_for(owner).post(reverse("coding:import", args=[project.uuid]), {"file": upload})
+    assert response.status_code == 400
+    assert "big.csv: the file is larger than 5.0 MB, the most a codebook file may be." in response.content.decode()
