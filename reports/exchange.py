@@ -403,6 +403,16 @@ class ImportResult:
     case_codings: int = 0
     warnings: list[str] = field(default_factory=list)
 
+    @property
+    def summary(self) -> str:
+        """What was imported, in words: "3 interviews, 1 code, … and 2 memos" (familiarisation notes and whole-interview
+        codings only when there were any)."""
+        counts = [(self.interviews, "interview"), (self.codes, "code"), (self.codings, "coding"), (self.themes, "theme"),
+                  (self.memos, "memo"), *([(self.notes, "familiarisation note")] if self.notes else []),
+                  *([(self.case_codings, "whole-interview coding")] if self.case_codings else [])]
+        said = [f"{n} {what}{'' if n == 1 else 's'}" for n, what in counts]
+        return ", ".join(said[:-1]) + " and " + said[-1]
+
 
 _unique = unique_name  # shared with the .qdc codebook import, so both name repeated codes alike
 

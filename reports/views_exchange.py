@@ -208,8 +208,7 @@ def _import_qdpx(request: HttpRequest, *, source, filename: str, name: str, form
     except refiqda.QdpxError as exc:
         form.add_error("file" if "file" in form.fields else None, f"This file cannot be imported: {exc}")
         return None
-    messages.success(request, f"Imported {result.interviews} interviews, {result.codes} codes, {result.codings} codings, "
-                              f"{result.themes} themes and {result.memos} memos.")
+    messages.success(request, f"Imported {result.summary}.")
     _warn(request, result.warnings)
     return reverse("project_home", args=[result.project.uuid])
 

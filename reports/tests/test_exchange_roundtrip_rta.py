@@ -354,3 +354,12 @@ def test_other_tools_samples_bring_no_notes_or_case_codings_and_plain_themes(own
     assert all(t.status == "candidate" and t.parent_id is None for t in themes)
     assert {t.definition for t in themes} <= {s.description for s in parsed.sets}
     assert set(Memo.objects.filter(project=project).values_list("kind", flat=True)) <= {"reflexive"}
+
+
+def test_the_import_summary_counts_in_words_and_names_notes_and_whole_interview_codings_when_there_are_any(project):
+    from reports.exchange import ImportResult
+
+    assert ImportResult(project, interviews=1, codes=2, codings=1, themes=0, memos=3).summary == \
+        "1 interview, 2 codes, 1 coding, 0 themes and 3 memos"
+    assert ImportResult(project, interviews=2, notes=1, case_codings=4).summary == \
+        "2 interviews, 0 codes, 0 codings, 0 themes, 0 memos, 1 familiarisation note and 4 whole-interview codings"

@@ -40,8 +40,7 @@ class Command(BaseCommand):
         for warning in result.warnings:
             self.stderr.write(f"warning: {warning}")
         self.stdout.write(
-            f"Imported “{result.project.name}” ({result.project.uuid}): {result.interviews} interviews, "
-            f"{result.codes} codes, {result.codings} codings, {result.themes} themes; positions read as {parsed.counting}.")
+            f"Imported “{result.project.name}” ({result.project.uuid}): {result.summary}; positions read as {parsed.counting}.")
 
 
 def _mapping(people: list, items: list[str]) -> dict:
