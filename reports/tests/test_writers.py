@@ -239,3 +239,11 @@ def test_rounding_is_half_up_keeps_no_negative_zero_and_survives_pickling():
         back = pickle.loads(pickle.dumps(value))
         assert type(back) is type(value) and back == value and back.text == value.text
     assert isinstance(rounded(1.0, 1), Rounded) and PValue(0.5).text == "0.500"
+
+
+def test_tables_of_one_shape_share_a_skeleton_but_keep_their_own_caption():
+    captions = ["First <one> & only", "", "Table 4: Second"]
+    written = [docx.Document(io.BytesIO(render("docx", Table(caption=c, headers=HEADERS, rows=iter(ROWS)))))
+               for c in captions]
+    assert [d.paragraphs[0].text for d in written] == ["Table 1: First <one> & only", "Table 1", "Table 1: Second"]
+    assert all([[c.text for c in r.cells] for r in d.tables[0].rows[1:]] == ROWS for d in written)

@@ -9,9 +9,12 @@ whole tree in memory).
 
 from __future__ import annotations
 
+import copy
+import functools
 import io
 import re
 import zipfile
+from dataclasses import dataclass
 from typing import BinaryIO
 from xml.sax.saxutils import escape
 
@@ -27,6 +30,7 @@ from projects.numbers import number_text
 from reports.writers import ZIP_LEVEL, Cell, Table, unnumbered_caption
 
 MARKER = "RTA-ROWS-GO-HERE"
+CAPTION_MARKER = "RTA-CAPTION-GOES-HERE"
 PAPER_SIZES = {"a4": (Mm(210), Mm(297)), "letter": (Inches(8.5), Inches(11))}
 DOCUMENT = "word/document.xml"
 FLUSH_ROWS = 200
@@ -36,14 +40,17 @@ _TC_PR = re.compile(r"<w:tcPr>.*?</w:tcPr>", re.S)
 
 
 def write_docx(table: Table, out: BinaryIO) -> None:
-    skeleton = _skeleton(table)
-    with zipfile.ZipFile(io.BytesIO(skeleton)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=ZIP_LEVEL) as dst:
-        for item in src.infolist():
+    skeleton = _skeleton(tuple(table.headers), tuple(table.column_widths()), table.paper, table.is_landscape(wide_after=4))
+    caption = unnumbered_caption(table.caption)
+    # The caption goes in as text: escaped, and without its ": " when there is none.
+    before = skeleton.before.replace(CAPTION_MARKER, escape(_clean(caption))) if caption else \
+        skeleton.before.replace(": " + CAPTION_MARKER, "")
+    cells = _CellWriter(skeleton.cell_properties, table.numeric)
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=ZIP_LEVEL) as dst:
+        for item, data in skeleton.parts:
             if item.filename != DOCUMENT:
-                dst.writestr(item, src.read(item.filename))
+                dst.writestr(copy.copy(item), data)  # writing fills in the ZipInfo: the cached one stays clean
                 continue
-            before, marker_row, after = _split(src.read(DOCUMENT).decode("utf-8"))
-            cells = _CellWriter(_TC_PR.findall(marker_row), table.numeric)
             with dst.open(DOCUMENT, "w", force_zip64=True) as f:
                 f.write(before.encode("utf-8"))
                 buffer: list[str] = []
@@ -53,27 +60,38 @@ def write_docx(table: Table, out: BinaryIO) -> None:
                         f.write("".join(buffer).encode("utf-8"))
                         buffer = []
                 f.write("".join(buffer).encode("utf-8"))
-                f.write(after.encode("utf-8"))
+                f.write(skeleton.after.encode("utf-8"))
 
 
-def _skeleton(table: Table) -> bytes:
+@dataclass(frozen=True)
+class _Skeleton:
+    parts: tuple[tuple[zipfile.ZipInfo, bytes], ...]  # every part of the package, document.xml's bytes unused
+    before: str  # document.xml up to the first row of data, with CAPTION_MARKER where the caption goes
+    after: str  # document.xml after the last row
+    cell_properties: tuple[str, ...]  # each column's <w:tcPr> (its width)
+
+
+@functools.lru_cache(maxsize=64)
+def _skeleton(headers: tuple[str, ...], widths: tuple[float, ...], paper: str, landscape: bool) -> _Skeleton:
+    """The document around the rows, built by python-docx once per table shape: building it took longer than
+    writing a few thousand rows, and every download of the same table needs the same one."""
     doc = Document()
     section = doc.sections[0]
-    width, height = PAPER_SIZES.get(table.paper, PAPER_SIZES["a4"])
-    if table.is_landscape(wide_after=4):
+    width, height = PAPER_SIZES.get(paper, PAPER_SIZES["a4"])
+    if landscape:
         section.orientation = WD_ORIENT.LANDSCAPE
         width, height = height, width
     section.page_width, section.page_height = width, height
     section.left_margin = section.right_margin = Cm(2)
     usable = section.page_width - section.left_margin - section.right_margin
-    _caption(doc, table.caption)
-    t = doc.add_table(rows=2, cols=len(table.headers))
+    _caption(doc)
+    t = doc.add_table(rows=2, cols=len(headers))
     t.style = "Table Grid"
     t.alignment = WD_TABLE_ALIGNMENT.CENTER
     t.autofit = False
-    for i, (cell, width) in enumerate(zip(t.rows[0].cells, table.column_widths(), strict=True)):
+    for i, (cell, width) in enumerate(zip(t.rows[0].cells, widths, strict=True)):
         cell.text = ""
-        run = cell.paragraphs[0].add_run(table.headers[i])
+        run = cell.paragraphs[0].add_run(headers[i])
         run.bold = True
         cell.width = int(usable * width)
         t.rows[1].cells[i].width = int(usable * width)
@@ -82,11 +100,15 @@ def _skeleton(table: Table) -> bytes:
     doc.styles["Normal"].font.size = Pt(10)
     buffer = io.BytesIO()
     doc.save(buffer)
-    return buffer.getvalue()
+    with zipfile.ZipFile(buffer) as package:
+        parts = tuple((item, package.read(item.filename)) for item in package.infolist())
+    document = next(data for item, data in parts if item.filename == DOCUMENT).decode("utf-8")
+    before, marker_row, after = _split(document)
+    return _Skeleton(parts=parts, before=before, after=after, cell_properties=tuple(_TC_PR.findall(marker_row)))
 
 
-def _caption(doc, caption: str) -> None:
-    """'Table 1: caption' with Word's SEQ field, so Word numbers and lists it like its own captions."""
+def _caption(doc) -> None:
+    """'Table 1: <caption>' with Word's SEQ field, so Word numbers and lists it like its own captions."""
     p = doc.add_paragraph(style="Caption")
     p.add_run("Table ")
     for kind, text in (("begin", None), (None, " SEQ Table \\* ARABIC "), ("separate", None), ("text", "1"), ("end", None)):
@@ -102,8 +124,7 @@ def _caption(doc, caption: str) -> None:
             instr.set(qn("xml:space"), "preserve")
             instr.text = text
             run._r.append(instr)
-    if caption := unnumbered_caption(caption):
-        p.add_run(": " + _clean(caption))
+    p.add_run(": " + CAPTION_MARKER)
 
 
 def _repeat_header(row) -> None:
