@@ -34,9 +34,10 @@ from django.db import transaction
 
 log = logging.getLogger(__name__)
 
-KINDS = frozenset({"comment", "decision", "coding", "codebook", "present", "presence"})
+# "board": themes created, renamed, reordered, deleted, or codes placed in them (the board, the meeting agenda).
+KINDS = frozenset({"comment", "decision", "coding", "codebook", "board", "present", "presence"})
 ID_KEYS = frozenset({"theme", "review", "interview", "index", "by"})
-_WHERE = re.compile(r"^(theme|interview|review):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+_WHERE = re.compile(r"^(theme|interview|review|board):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _CLIENT = re.compile(r"^[A-Za-z0-9-]{1,64}$")
 PRESENCE_SECONDS = 45  # a page not heard from for this long has gone (streams touch it every keepalive)
 STREAM_LENGTH = 1000  # events kept per project for pages that reconnect
@@ -53,7 +54,7 @@ class Batch:
 
 
 def clean_where(value: str) -> str:
-    """`theme:<uuid>`, `interview:<uuid>` or `review:<uuid>`; anything else is no place ("")."""
+    """`theme:<uuid>`, `interview:<uuid>`, `review:<uuid>` or `board:<project uuid>`; anything else is no place ("")."""
     value = (value or "").strip().lower()
     return value if _WHERE.match(value) else ""
 

@@ -190,7 +190,9 @@ def _undelete(item: TrashItem) -> str:
     for n in range(1, 100):
         suffix = " (restored)" if n == 1 else f" (restored {n})"
         candidate = base[: max_length - len(suffix)] + suffix
-        if not item.kind.model._default_manager.filter(project_id=obj.project_id, deleted_at__isnull=True, **{field: candidate}).exists():
+        # Case-insensitively: a unique name may be one whatever its case (themes), and the services check names so.
+        if not item.kind.model._default_manager.filter(project_id=obj.project_id, deleted_at__isnull=True,
+                                                       **{f"{field}__iexact": candidate}).exists():
             setattr(obj, field, candidate)
             obj.save(update_fields=["deleted_at", field])
             return candidate

@@ -223,7 +223,9 @@ def test_emptying_the_trash_keeps_the_meeting_record_and_the_merge_redirect(proj
     assert [(d.kind, d.theme_id, d.applied_at is not None) for d in decisions] == [("rename", source.pk, True), ("merge", source.pk, True)]
     assert AgendaItem.objects.filter(review=review).count() == 2
     html = _review_page(client_for(analyst), project, review)
-    assert html.count("<strong>Masks and faces</strong>") == 2
+    # The minutes name the theme as the meeting saw it when each decision was recorded (both before the rename).
+    assert "<strong>Rename</strong> “Masks” → “Masks and faces”" in html
+    assert "<strong>Masks</strong> <span class=\"muted\">(now “Masks and faces”)</span>: Merge into another theme" in html
     target_url = reverse("themes:detail", args=[project.uuid, target.uuid])
     assert f'Merged into <a href="{target_url}">{target.name}</a>' in html
     old = client.get(reverse("themes:detail", args=[project.uuid, source.uuid]))

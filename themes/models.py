@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Lower
 
 from coding.models import Code
 from projects.models import Project
@@ -57,6 +58,13 @@ class Theme(models.Model):
 
     class Meta:
         ordering = ["position", "name"]
+        constraints = [
+            # One live theme per name, whatever its case (as for codes); trashed and merged themes keep theirs.
+            models.UniqueConstraint(
+                Lower("name"), "project", condition=models.Q(deleted_at__isnull=True), name="unique_live_theme_name",
+                violation_error_message="There is already a theme with this name in this project; choose another name.",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -280,6 +288,9 @@ class Review(models.Model):
     notes = models.TextField(blank=True, help_text="Markdown.")
     # Bumped by every notes save: a save based on an older version is refused, never lost (as for themes and memos).
     notes_version = models.PositiveIntegerField(default=1)
+    # Who saved the notes last and when: a colleague whose save is refused is told whose version they are looking at.
+    notes_saved_at = models.DateTimeField(null=True, blank=True)
+    notes_saved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     status = models.CharField(max_length=6, choices=Status.choices, default=Status.OPEN)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -301,6 +312,11 @@ class ThemeOnRecord:
     @property
     def theme_label(self) -> str:
         return self.theme.name if self.theme is not None else (self.theme_name or "a deleted theme")
+
+    @property
+    def name_on_record(self) -> str:
+        """The theme's name when it went on the record: minutes say what the meeting looked at, not what came of it."""
+        return self.theme_name or self.theme_label
 
 
 class AgendaItem(ThemeOnRecord, models.Model):

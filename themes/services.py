@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.db import models, transaction
+from django.db import IntegrityError, models, transaction
 from django.db.models import F, Max
 from django.utils import timezone
 
@@ -46,13 +46,46 @@ TRIM = "[...]"
 
 # ---------------------------------------------------------------- themes
 
+def _board_changed(project: Project, actor) -> None:
+    """Open boards and meeting agendas show theme names, order and codes: tell them to fetch again. `by`: the board
+    that made the change already shows it, from its own answer, and need not fetch itself again."""
+    if actor is not None and getattr(actor, "pk", None) is not None:
+        live.publish(project.uuid, "board", by=actor.pk)
+    else:
+        live.publish(project.uuid, "board")
+
+
+def theme_name_checked(project: Project, name: str, *, exclude: Theme | None = None, field: str = "name") -> str:
+    """The name trimmed (inner runs of spaces made one), refused if empty or if another live theme of the project has it,
+    whatever its case: two themes of one name cannot be told apart on the board, in Move… or on an agenda.
+    The database holds the same rule (unique_live_theme_name) against two people saving at once."""
+    name = " ".join((name or "").split())
+    if not name:
+        raise ValidationError({field: "Give the theme a name."})
+    taken = Theme.objects.for_project(project).filter(name__iexact=name)
+    if exclude is not None:
+        taken = taken.exclude(pk=exclude.pk)
+    if other := taken.first():
+        raise ValidationError({field: f"There is already a theme named “{other.name}” in this project; choose another name."})
+    return name
+
+
+def _save_named(theme: Theme, **kwargs) -> None:
+    """Save; a colleague who took the name between the check and the save gets the same refusal, not an error page."""
+    try:
+        with transaction.atomic():
+            theme.save(**kwargs)
+    except IntegrityError as exc:
+        if "unique_live_theme_name" not in str(exc):
+            raise
+        raise ValidationError({"name": f"There is already a theme named “{theme.name}” in this project; choose another name."}) from None
+
+
 @transaction.atomic
 def theme_create(*, project: Project, actor, name: str, definition: str = "", parent: Theme | None = None,
                  colour: str = "") -> Theme:
     """Create a candidate theme at the end of its column (or of its parent's sub-themes)."""
-    name = (name or "").strip()
-    if not name:
-        raise ValidationError({"name": "Give the theme a name."})
+    name = theme_name_checked(project, name)
     if parent is not None and parent.project_id != project.id:
         raise ValidationError({"parent": "The parent theme belongs to another project."})
     last = Theme.objects.for_project(project).filter(parent=parent).aggregate(m=Max("position"))["m"]
@@ -60,10 +93,11 @@ def theme_create(*, project: Project, actor, name: str, definition: str = "", pa
                   position=(last + 1) if last is not None else 0)
     if colour:
         theme.colour = checked_colour(colour)
-    theme.full_clean(exclude=["codes"])
-    theme.save()
+    theme.full_clean(exclude=["codes"], validate_constraints=False)  # the name was checked above, with a clearer message
+    _save_named(theme)
     ThemeStatusChange.objects.create(theme=theme, from_status="", to_status=theme.status, actor=actor, reason="created")
     audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=theme, summary=f"Theme “{theme.name}” created")
+    _board_changed(project, actor)
     return theme
 
 
@@ -88,9 +122,10 @@ def theme_update(*, theme: Theme, actor, base_version: int | None, name: str | N
     # Compare with what is saved now, not with the caller's copy, which may be older.
     theme.name, theme.definition, theme.colour, theme.version = current.name, current.definition, current.colour, current.version
     changed = []
-    if name is not None and name.strip() and name.strip() != theme.name:
-        changed.append(f"renamed from “{theme.name}” to “{name.strip()}”")
-        theme.name = name.strip()
+    if name is not None and name.strip() and " ".join(name.split()) != theme.name:
+        name = theme_name_checked(theme.project, name, exclude=theme)
+        changed.append(f"renamed from “{theme.name}” to “{name}”")
+        theme.name = name
     if definition is not None and definition != theme.definition:
         changed.append("definition changed")
         theme.definition = definition
@@ -99,13 +134,14 @@ def theme_update(*, theme: Theme, actor, base_version: int | None, name: str | N
         theme.colour = checked_colour(colour)
     if not changed:
         return theme
-    theme.full_clean(exclude=["codes", "parent", "merged_into"])
+    theme.full_clean(exclude=["codes", "parent", "merged_into"], validate_constraints=False)  # name checked above
     theme.version = F("version") + 1
-    theme.save(update_fields=["name", "definition", "colour", "version", "updated_at"])
+    _save_named(theme, update_fields=["name", "definition", "colour", "version", "updated_at"])
     theme.refresh_from_db(fields=["version"])
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Theme “{theme.name}”: {', '.join(changed)}",
                  data={"review": str(review.uuid) if review else None, "version": theme.version})
+    _board_changed(theme.project, actor)
     return theme
 
 
@@ -121,6 +157,7 @@ def theme_set_status(*, theme: Theme, actor, status: str, reason: str = "", revi
     theme.save(update_fields=["status", "updated_at"])
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Theme “{theme.name}” {previous} → {status}")
+    _board_changed(theme.project, actor)
     return theme
 
 
@@ -139,6 +176,7 @@ def theme_set_parent(*, theme: Theme, actor, parent: Theme | None) -> Theme:
     theme.save(update_fields=["parent", "position", "updated_at"])
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Theme “{theme.name}” moved under “{parent.name}”" if parent else f"Theme “{theme.name}” made top-level")
+    _board_changed(theme.project, actor)
     return theme
 
 
@@ -150,6 +188,7 @@ def theme_reorder(*, theme: Theme, actor, offset: int) -> Theme:
     target = max(0, min(len(siblings) - 1, index + offset))
     siblings.insert(target, siblings.pop(index))
     _renumber(siblings)
+    _board_changed(theme.project, actor)
     return theme
 
 
@@ -165,6 +204,7 @@ def theme_place_before(*, theme: Theme, actor, before: Theme) -> Theme:
     theme.position = -1  # force a save in _renumber
     siblings.insert(index, theme)
     _renumber(siblings)
+    _board_changed(theme.project, actor)
     return theme
 
 
@@ -188,6 +228,7 @@ def theme_delete(*, theme: Theme, actor) -> Theme:
     theme.deleted_at = now
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.DELETED, target=theme,
                  summary=f"Theme “{theme.name}” moved to the trash")
+    _board_changed(theme.project, actor)
     return theme
 
 
@@ -235,6 +276,7 @@ def _place(theme: Theme, rows: list[ThemeCode], *, actor, code: Code, before: Co
     _renumber(rows)
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Code “{code.name}” placed in theme “{theme.name}”")
+    _board_changed(theme.project, actor)
     return existing
 
 
@@ -248,6 +290,7 @@ def _take_out(theme: Theme, rows: list[ThemeCode], *, actor, code: Code) -> None
     _renumber(rows)
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Code “{code.name}” taken out of theme “{theme.name}”")
+    _board_changed(theme.project, actor)
 
 
 @transaction.atomic
@@ -290,6 +333,7 @@ def theme_shift_code(*, theme: Theme, actor, code: Code, offset: int) -> None:
     target = max(0, min(len(rows) - 1, index + offset))
     rows.insert(target, rows.pop(index))
     _renumber(rows)
+    _board_changed(theme.project, actor)
 
 
 # ---------------------------------------------------------------- merge / split
@@ -318,6 +362,7 @@ def theme_merge(*, source: Theme, target: Theme, actor, review: Review | None = 
     audit_record(project=target.project, actor=actor, action=AuditEvent.Action.CHANGED, target=target,
                  summary=f"Theme “{source.name}” merged into “{target.name}”",
                  data={"source": str(source.uuid), "review": str(review.uuid) if review else None})
+    _board_changed(target.project, actor)
     return target
 
 
@@ -596,7 +641,8 @@ def review_save_notes(*, review: Review, actor, notes: str, base_version: int) -
     if base_version != current.notes_version:
         raise ReviewNotesConflict(current)
     review.notes, review.notes_version = notes, current.notes_version + 1
-    review.save(update_fields=["notes", "notes_version"])
+    review.notes_saved_at, review.notes_saved_by = timezone.now(), actor
+    review.save(update_fields=["notes", "notes_version", "notes_saved_at", "notes_saved_by"])
     return review
 
 
@@ -672,14 +718,16 @@ def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict)
     if not isinstance(payload, dict):
         raise ValidationError({"payload": "Send the decision's details as an object, e.g. {\"name\": \"…\"} for a rename."})
     if kind == Decision.Kind.RENAME:
-        return {"name": _payload_text(payload, "name", "name", missing="Give the new name.")}
+        name = _payload_text(payload, "name", "name", missing="Give the new name.")
+        # Checked now so the meeting hears it while deciding; applying checks again (a theme may take the name meanwhile).
+        return {"name": theme_name_checked(project, name, exclude=theme)}
     if kind == Decision.Kind.MERGE:
         into = _theme_by_uuid(project, payload.get("into"), "into")
         if into.pk == theme.pk:
             raise ValidationError({"into": "A theme cannot be merged into itself."})
         return {"into": str(into.uuid), "into_name": into.name}
     if kind == Decision.Kind.SPLIT:
-        name = _payload_text(payload, "name", "name", missing="Name the theme that is split off.")
+        name = theme_name_checked(project, _payload_text(payload, "name", "name", missing="Name the theme that is split off."))
         return {"name": name, "codes": [str(c.uuid) for c in _codes_by_uuid(project, payload.get("codes"))]}
     if kind == Decision.Kind.REDEFINE:
         return {"definition": _payload_text(payload, "definition", "definition",

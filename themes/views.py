@@ -46,9 +46,11 @@ def board(request: HttpRequest, project_uuid) -> HttpResponse:
     return _render_board(request, membership)
 
 
-def _render_board(request: HttpRequest, membership: Membership, *, error: str = "", status: int = 200) -> HttpResponse:
+def _render_board(request: HttpRequest, membership: Membership, *, error: str = "", status: int = 200,
+                  name_error: dict | None = None) -> HttpResponse:
+    """The board; `name_error` ({"message", "value", "parent"}): a refused theme name, shown at the field it was typed in."""
     context = {"project": membership.project, "membership": membership, "nav": "themes", "error": error,
-               "statuses": Theme.Status.choices,
+               "name_error": name_error, "statuses": Theme.Status.choices,
                **queries.board(membership.project, request.user, q=request.GET.get("q", "")[:200], show=request.GET.get("show", "all"))}
     template = "themes/board.html#board" if request.htmx or request.headers.get("X-Fragment") else "themes/board.html"
     if request.htmx:
@@ -65,6 +67,11 @@ def theme_create(request: HttpRequest, project_uuid) -> HttpResponse:
         services.theme_create(project=membership.project, actor=request.user, name=request.POST.get("name", ""),
                               definition=request.POST.get("definition", ""), parent=parent)
     except ValidationError as exc:
+        if hasattr(exc, "error_dict") and "name" in exc.error_dict:
+            # At the name field (the new theme's, or the sub-theme's of `parent`), with what was typed kept.
+            name_error = {"message": " ".join(exc.message_dict["name"]), "value": request.POST.get("name", ""),
+                          "parent": parent.uuid if parent else None, "new": parent is None}
+            return _render_board(request, membership, name_error=name_error, status=400)
         return _render_board(request, membership, error=_errors(exc), status=400)
     return _board_or_redirect(request, membership)
 
@@ -147,7 +154,7 @@ def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     theme = _theme(membership, theme_uuid)
     form = {"name": theme.name, "definition": theme.definition, "colour": theme.colour,
             "parent": str(theme.parent.uuid) if theme.parent else "", "version": theme.version}
-    error, conflict = "", None
+    error, name_error, conflict = "", "", None
     if request.method == "POST":
         form = {field: request.POST.get(field, "") for field in ("name", "definition", "colour", "parent")}
         form["version"] = posted_version(request.POST.get("version", ""))
@@ -163,7 +170,12 @@ def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
                         "diff": diff_lines(exc.current.definition, form["definition"], "their definition", "your definition")}
             form["version"] = exc.current.version  # saving again means "I have seen theirs"
         except ValidationError as exc:
-            error = _errors(exc)
+            if hasattr(exc, "error_dict") and "name" in exc.error_dict:
+                errors = exc.message_dict
+                name_error = " ".join(errors.pop("name"))  # shown at the name field
+                error = " ".join(m for ms in errors.values() for m in ms)
+            else:
+                error = _errors(exc)
         else:
             messages.success(request, f"Theme “{theme.name}” saved.")
             return redirect("themes:detail", project_uuid=membership.project.uuid, theme_uuid=theme.uuid)
@@ -171,7 +183,8 @@ def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     # As with memos, a conflict is a normal state of the editor (both texts shown): 200 here, 409 in the API.
     return render(request, "themes/theme_edit.html", {"project": membership.project, "membership": membership, "nav": "themes",
                                                       "theme": theme, "form": form, "others": others, "error": error,
-                                                      "conflict": conflict}, status=400 if error else 200)
+                                                      "name_error": name_error, "conflict": conflict},
+                  status=400 if error or name_error else 200)
 
 
 def posted_version(value: str) -> int:

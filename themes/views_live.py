@@ -35,11 +35,11 @@ def present_lead(request: HttpRequest, project_uuid, review_uuid, index: int) ->
 @login_required
 @require_GET
 def presence(request: HttpRequest, project_uuid) -> HttpResponse:
-    """Who has a page of the project open, and on which theme, interview or meeting (4 queries)."""
+    """Who has a page of the project open, and on which theme, interview, meeting or the board (4 queries)."""
     membership = member_or_404(request, project_uuid)
     project = membership.project
     entries = live.present_now(project.uuid)
-    wanted: dict[str, set[str]] = {"theme": set(), "interview": set(), "review": set()}
+    wanted: dict[str, set[str]] = {"theme": set(), "interview": set(), "review": set(), "board": set()}
     for entry in entries:
         if place := live.clean_where(entry.get("where", "")):
             kind, uuid = place.split(":", 1)
@@ -49,6 +49,8 @@ def presence(request: HttpRequest, project_uuid) -> HttpResponse:
     if wanted["interview"]:
         labels |= {f"interview:{u}": f"interview “{t}”" for u, t in Interview.objects.for_project(project)
                    .filter(uuid__in=wanted["interview"]).values_list("uuid", "title")}
+    # The board is the project's own: only this project's board has a name here.
+    labels |= {f"board:{project.uuid}": "the theme board"} if str(project.uuid) in wanted["board"] else {}
     if wanted["review"]:
         labels |= {f"review:{u}": f"meeting “{t}”" for u, t in Review.objects.filter(project=project, uuid__in=wanted["review"])
                    .values_list("uuid", "title")}

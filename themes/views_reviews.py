@@ -11,7 +11,9 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils.formats import date_format
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.utils.timezone import localtime
 from django.views.decorators.http import require_GET, require_POST
 
 from coding.models import Code
@@ -165,13 +167,19 @@ def review_notes(request: HttpRequest, project_uuid, review_uuid) -> HttpRespons
         return render(request, "themes/review_detail.html", _ctx(membership, **context), status=409)
     except services.ReviewNotesConflict as exc:
         # As for themes and memos, a conflict is a normal state of the editor: both texts shown, yours kept in the form.
-        conflict = {"current": exc.current, "message": str(exc),
-                    "diff": diff_lines(exc.current.notes, notes, "their notes", "your notes")}
+        conflict = {"current": exc.current, "message": str(exc), "their_label": _their_notes_label(exc.current)}
         review.notes_version = exc.current.notes_version  # saving again means "I have seen theirs"
         context = _review_context(review, conflict=conflict, notes_text=notes)
         return render(request, "themes/review_detail.html", _ctx(membership, **context))
     messages.success(request, "Meeting notes saved.")
     return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, review.uuid])))
+
+
+def _their_notes_label(current: Review) -> str:
+    """Whose notes a refused save is shown next to, and when they were saved (a researcher's words, not a diff's)."""
+    who = f" by {current.notes_saved_by.username}" if current.notes_saved_by else ""
+    when = f" at {date_format(localtime(current.notes_saved_at), 'Y-m-d H:i')}" if current.notes_saved_at else ""
+    return f"Their version (saved{when}{who})" if who or when else f"Their version (version {current.notes_version})"
 
 
 @login_required

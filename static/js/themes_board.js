@@ -1,5 +1,6 @@
 // Themes board: drag codes into/between themes, with a keyboard "Move…" menu doing the same.
 // Each move is one small POST; the server answers with the parts of the board it changed.
+// A colleague's change (a live event, live.js) fetches the board again once nothing of one's own is under way.
 (function () {
   "use strict";
 
@@ -20,6 +21,7 @@
   function send(fields, message) {
     var form = new FormData();
     Object.keys(fields).forEach(function (key) { if (fields[key]) { form.append(key, fields[key]); } });
+    busy += 1;
     return fetch(board().getAttribute("data-place-url"), {
       method: "POST", body: form, credentials: "same-origin",
       headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "changes" }
@@ -39,7 +41,7 @@
       });
     }).catch(function () {
       window.RTA.flash("The server could not be reached; the change was not saved.", "error");
-    });
+    }).finally(ownDone);
   }
 
   function replace(old, fresh) {
@@ -58,16 +60,152 @@
     return true;
   }
 
-  function refresh() {
+  // The board again from the server, keeping what the person has under way in it: text typed and not yet sent,
+  // an open "Add sub-theme", where each list is scrolled to, and the focus. `onlyIfQuiet`: a colleague's change,
+  // whose answer is dropped (and fetched again later) if a drag or a move of one's own started meanwhile.
+  function refresh(onlyIfQuiet) {
     return fetch(window.location.pathname, { credentials: "same-origin", headers: { "X-Fragment": "1" } })
-      .then(function (response) { return response.text(); })
+      .then(function (response) { return response.ok ? response.text() : ""; })
       .then(function (html) {
         var holder = document.createElement("div");
         holder.innerHTML = html;
         var fresh = holder.querySelector("#board");
-        if (fresh) { replace(board(), fresh); }
+        if (!fresh || !board()) { return; }
+        if (onlyIfQuiet && !quiet()) { markStale(); return; }
+        var kept = keep(board());
+        replace(board(), fresh);
+        restore(board(), kept);
       });
   }
+
+  function keep(root) {
+    var active = document.activeElement && root.contains(document.activeElement) ? document.activeElement : null;
+    return {
+      typed: Array.prototype.slice.call(root.querySelectorAll("input[id]:not([type=hidden]), textarea[id]"))
+        .filter(function (field) { return field.value !== field.defaultValue; })
+        .map(function (field) { return { id: field.id, value: field.value }; }),
+      open: Array.prototype.slice.call(root.querySelectorAll("details[open]")).map(detailsKey),
+      scroll: Array.prototype.slice.call(root.querySelectorAll(".columns, .codebook-panel, .code-tree"))
+        .map(function (el) { return { key: scrollKey(el), left: el.scrollLeft, top: el.scrollTop }; }),
+      focus: active && focusKey(active),
+      selection: active && typeof active.selectionStart === "number" ? [active.selectionStart, active.selectionEnd] : null
+    };
+  }
+
+  function restore(root, kept) {
+    kept.typed.forEach(function (t) { var field = document.getElementById(t.id); if (field && root.contains(field)) { field.value = t.value; } });
+    root.querySelectorAll("details").forEach(function (d) { if (kept.open.indexOf(detailsKey(d)) >= 0) { d.open = true; } });
+    kept.scroll.forEach(function (s) {
+      var el = root.querySelector(s.key);
+      if (el) { el.scrollLeft = s.left; el.scrollTop = s.top; }
+    });
+    var again = kept.focus && root.querySelector(kept.focus);
+    if (again) {
+      again.focus({ preventScroll: true });
+      if (kept.selection && again.setSelectionRange) { try { again.setSelectionRange(kept.selection[0], kept.selection[1]); } catch (e) { /* not a text field */ } }
+    }
+  }
+
+  function detailsKey(details) {
+    var card = details.closest("[data-theme-card]");
+    return (card ? card.getAttribute("data-theme-card") : "") + " " + details.className;
+  }
+
+  function scrollKey(el) { return "." + el.className.split(/\s+/)[0]; }
+
+  // A selector finding "the same" control in the fresh board: by id, else a code's Move… button, else a theme's arrows.
+  function focusKey(el) {
+    if (el.id) { return "#" + window.CSS.escape(el.id); }
+    if (el.classList.contains("move-btn")) {
+      return '.move-btn[data-code="' + el.getAttribute("data-code") + '"]' +
+        (el.getAttribute("data-source") ? '[data-source="' + el.getAttribute("data-source") + '"]' : ":not([data-source])");
+    }
+    var card = el.closest("[data-theme-card]");
+    if (card && el.name && el.value) {
+      return '[data-theme-card="' + card.getAttribute("data-theme-card") + '"] [name="' + el.name + '"][value="' + el.value + '"]';
+    }
+    return null;
+  }
+
+  // ---- live: what colleagues change appears here without clobbering what this person is doing. While a code or
+  // theme is being dragged, the Move… dialog is open or a move of one's own is on its way, the news waits
+  // (data-waiting on the board) and the board is fetched once that ends.
+  var busy = 0;  // own requests changing the board, not yet answered
+  var lastOwn = 0;  // when the last of them was answered
+  var pressed = false;  // a button is down on the board: a drag may be about to start, or a click to land
+  var stale = false;
+  var pendingLive = null;
+
+  function moveDialogOpen() { var dialog = document.getElementById("move-dialog"); return !!dialog && dialog.open; }
+  function quiet() { return !dragged && !draggedTheme && !pressed && busy === 0 && !moveDialogOpen(); }
+
+  function markStale() {
+    stale = true;
+    if (board()) { board().setAttribute("data-waiting", "1"); }
+  }
+
+  function colleagueChanged() {
+    if (pendingLive) { return; }
+    // A burst (a move is two events, a merge many) fetches once.
+    pendingLive = setTimeout(function () {
+      pendingLive = null;
+      if (!board()) { return; }
+      if (!quiet()) { markStale(); return; }
+      stale = false;
+      refresh(true);
+    }, 60);
+  }
+
+  function settle() { if (stale && quiet()) { colleagueChanged(); } }
+
+  function ownDone() { busy = Math.max(0, busy - 1); lastOwn = Date.now(); settle(); }
+
+  // The news of a change this board made itself (by this person, while or just after this board's own request)
+  // is already on screen from the request's answer; fetching it again would only race the next drag.
+  function ownNews(event) {
+    var me = window.rtaLive && window.rtaLive.me;
+    return !!me && event.by !== undefined && String(event.by) === String(me) && (busy > 0 || Date.now() - lastOwn < 3000);
+  }
+
+  var LIVE_KINDS = ["board", "codebook", "comment", "resync"];
+  document.addEventListener("rta:live", function (event) {
+    var news = event.detail || {};
+    if (LIVE_KINDS.indexOf(news.kind) >= 0 && !ownNews(news)) { colleagueChanged(); }
+  });
+  document.addEventListener("pointerdown", function (event) {
+    if (event.target.closest && event.target.closest("#board")) { pressed = true; }
+  });
+  ["pointerup", "pointercancel"].forEach(function (type) {
+    document.addEventListener(type, function () { if (pressed) { pressed = false; settle(); } });
+  });
+  // Without the stream (a proxy refusing it, too many open pages) the board still catches up now and then.
+  setInterval(function () { if (!(window.rtaLive && window.rtaLive.connected)) { colleagueChanged(); } }, 20000);
+
+  // The board's own htmx forms (new theme, status, ← →) count as moves of one's own while they are on their way.
+  // Told apart by their request: the answer replaces the form, so htmx announces the end from an element outside it.
+  var ownRequests = [];
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    var elt = event.detail.elt;
+    if (elt && elt.closest && elt.closest("#board")) { ownRequests.push(event.detail.xhr); busy += 1; }
+  });
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var i = ownRequests.indexOf(event.detail.xhr);
+    if (i >= 0) { ownRequests.splice(i, 1); ownDone(); }
+  });
+  var moveDialog = document.getElementById("move-dialog");
+  if (moveDialog) { moveDialog.addEventListener("close", settle); }
+
+  // A refused name (the new theme's or a sub-theme's) comes back with the whole board: the focus goes back to the
+  // field, whose message (aria-describedby, role=alert) says what is wrong, rather than to the page.
+  document.addEventListener("htmx:afterSettle", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || target.id !== "board") { return; }  // the presence line and others settle too
+    var refused = board() && board().querySelector('[aria-invalid="true"]');
+    if (refused && document.activeElement !== refused) {
+      refused.focus();
+      if (refused.setSelectionRange) { refused.setSelectionRange(refused.value.length, refused.value.length); }
+    }
+  });
 
   // Filtering the code list: by name and, optionally, to the codes in no theme yet. The parents of a
   // code shown stay shown (dimmed), so the tree still reads. The same rule as themes/queries.py code_tree,
@@ -137,6 +275,8 @@
     if (chip) { chip.classList.remove("dragging"); }
     if (over) { over.classList.remove("over"); }
     dragged = over = null;  // dropped outside any theme, or cancelled with Escape
+    pressed = false;  // a drag ends without a pointerup
+    settle();
   });
 
   document.addEventListener("dragover", function (event) {
@@ -208,6 +348,7 @@
     if (before === moving) { return; }
     var form = new FormData();
     form.append("before", before);
+    busy += 1;
     fetch(board().getAttribute("data-reorder-url") + moving + "/reorder/", {
       method: "POST", body: form, credentials: "same-origin", headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "1" }
     }).then(function (response) { return response.text(); }).then(function (html) {
@@ -216,10 +357,10 @@
       var fresh = holder.querySelector("#board");
       if (fresh) { replace(board(), fresh); }
       announce(themeName(moving) + " placed before " + themeName(before));
-    });
+    }).finally(ownDone);
   });
 
-  document.addEventListener("dragend", function () { draggedTheme = null; });
+  document.addEventListener("dragend", function () { draggedTheme = null; pressed = false; settle(); });
 
   // ---- keyboard alternative: the Move… menu
   function menuButton(label, fields, message) {

@@ -20,6 +20,31 @@
     if (event.target.classList && event.target.classList.contains("decision-kind")) { sync(event.target.closest("form")); }
   });
 
+  // The meeting page's agenda is fetched again when a decision is applied or the board changes (live.js). A
+  // "Record a decision…" form someone has open is carried over as it is (what they typed, the theme version they
+  // decided on, the focus); everything else comes fresh.
+  var carried = null;
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    if (!target || target.id !== "live-agenda") { return; }
+    carried = { root: target, open: {}, focus: document.activeElement };
+    target.querySelectorAll("details.record-decision[open]").forEach(function (d) { carried.open[d.getAttribute("data-theme")] = d; });
+  });
+  function agendaSwapped() {
+    var root = document.getElementById("live-agenda");
+    if (!carried || !root || root === carried.root) { return; }
+    var was = carried;
+    carried = null;
+    root.querySelectorAll(".decision-form").forEach(sync);
+    root.querySelectorAll("details.record-decision").forEach(function (d) {
+      var open = was.open[d.getAttribute("data-theme")];
+      if (open) { d.replaceWith(open); }
+    });
+    if (was.focus && root.contains(was.focus)) { was.focus.focus({ preventScroll: true }); }
+  }
+  document.addEventListener("htmx:afterSettle", agendaSwapped);
+  document.addEventListener("htmx:load", agendaSwapped);
+
   // Presenter mode only (the page with the keyboard list, themes/shortcuts.py PRESENTER).
   function follow(id) {
     var link = document.getElementById(id);

@@ -152,3 +152,110 @@ def test_when_the_stream_is_refused_the_page_keeps_polling(page, login, project,
     services.comment_post(theme=theme, actor=analyst, body="Posted while the stream is down")
     expect(page.locator("#thread")).to_contain_text("Posted while the stream is down")  # the 4-second poll
     expect(page.locator("html")).not_to_have_class(re.compile(r"\blive-on\b"))
+
+
+# ---------------------------------------------------------------- the board
+
+@pytest.fixture
+def board(project, owner, make_code):
+    home = services.theme_create(project=project, actor=owner, name="Home as practice")
+    codes = {n: make_code(n) for n in ("keeps a routine", "cooks together")}
+    services.theme_add_code(theme=home, actor=owner, code=codes["keeps a routine"])
+    return {"home": home, **codes}
+
+
+def chip_in(page, theme_name: str, code: str):
+    return page.locator(f'[data-theme-name="{theme_name}"] .theme-codes .code-chip[data-code-name="{code}"]')
+
+
+def test_a_colleagues_new_theme_and_moved_code_appear_on_the_open_board(page, login, second_page, project, owner, analyst, board):
+    url = f"/p/{project.uuid}/themes/"
+    login(page, owner)
+    page.goto(url)
+    other = second_page(analyst)
+    other.goto(url)
+    listening(page)
+    listening(other)
+    expect(other.locator("#presence")).to_contain_text("olivia · this page", timeout=LIVE_MS)
+
+    page.get_by_label("Name", exact=True).fill("Shared meals")
+    page.get_by_role("button", name="Add theme").click()
+    expect(other.locator('[data-theme-name="Shared meals"]')).to_be_visible(timeout=LIVE_MS)
+
+    page.locator('.code-tree .code-chip[data-code-name="cooks together"]').drag_to(page.locator('[data-theme-name="Shared meals"] .theme-codes'))
+    expect(chip_in(other, "Shared meals", "cooks together")).to_be_visible(timeout=LIVE_MS)
+
+    page.locator(f'.move-btn[data-code="{board["keeps a routine"].uuid}"][data-source="{board["home"].uuid}"]').click()
+    page.get_by_role("button", name="Move to Shared meals").click()
+    expect(chip_in(other, "Shared meals", "keeps a routine")).to_be_visible(timeout=LIVE_MS)
+    expect(chip_in(other, "Home as practice", "keeps a routine")).to_have_count(0)
+
+    # The analyst renames and deletes elsewhere (the theme's page, the API).
+    services.theme_update(theme=board["home"], actor=analyst, base_version=None, name="Home as routine")
+    expect(other.locator('[data-theme-name="Home as routine"]')).to_be_visible(timeout=LIVE_MS)
+    # The board that made its own changes (a form, a drag, the Move… dialog) still hears the next one.
+    expect(page.locator('[data-theme-name="Home as routine"]')).to_be_visible(timeout=LIVE_MS)
+    services.theme_delete(theme=board["home"], actor=analyst)
+    expect(other.locator('[data-theme-name="Home as routine"]')).to_have_count(0, timeout=LIVE_MS)
+
+
+def test_a_colleagues_change_waits_for_a_drag_in_progress_and_keeps_what_was_typed(page, login, second_page, project, owner,
+                                                                                   analyst, board):
+    # The colleague acts through the services; only the analyst's browser is watched.
+    other = second_page(analyst)
+    other.goto(f"/p/{project.uuid}/themes/")
+    listening(other)
+    other.get_by_label("Name", exact=True).fill("Half-typed")
+    # A drag starts (the code is picked up) and is still going when the colleague's change arrives.
+    other.locator('.code-tree .code-chip[data-code-name="cooks together"]').dispatch_event(
+        "dragstart", {"dataTransfer": other.evaluate_handle("new DataTransfer()")})
+    services.theme_create(project=project, actor=owner, name="Shared meals")
+    expect(other.locator("#board")).to_have_attribute("data-waiting", "1", timeout=LIVE_MS)
+    expect(other.locator('[data-theme-name="Shared meals"]')).to_have_count(0)  # the board under the drag is left alone
+    other.locator('.code-tree .code-chip[data-code-name="cooks together"]').dispatch_event("dragend")
+    expect(other.locator('[data-theme-name="Shared meals"]')).to_be_visible(timeout=LIVE_MS)
+    expect(other.get_by_label("Name", exact=True)).to_have_value("Half-typed")
+
+
+def test_a_refused_theme_name_keeps_the_focus_on_the_name_field(page, login, project, owner, board):
+    login(page, owner)
+    page.goto(f"/p/{project.uuid}/themes/")
+    for typed, message in (("   ", "Give the theme a name."), ("home AS practice", "There is already a theme named “Home as practice”")):
+        field = page.get_by_label("Name", exact=True)
+        field.fill(typed)
+        page.get_by_role("button", name="Add theme").click()
+        expect(page.locator("#new-theme-name-error")).to_contain_text(message)
+        field = page.locator("#new-theme-name")
+        expect(field).to_be_focused()
+        expect(field).to_have_attribute("aria-describedby", "new-theme-name-error")
+        expect(field).to_have_attribute("aria-invalid", "true")
+    page.keyboard.press("Control+a")
+    page.keyboard.type("Shared meals")
+    page.keyboard.press("Enter")
+    expect(page.locator('[data-theme-name="Shared meals"]')).to_be_visible()
+    expect(page.locator("#new-theme-name-error")).to_have_count(0)
+
+
+def test_the_agenda_follows_a_rename_and_keeps_an_open_decision_form(page, login, second_page, project, owner, analyst, meeting):
+    review = meeting["review"]
+    url = f"/p/{project.uuid}/themes/reviews/{review.uuid}/"
+    login(page, owner)
+    page.goto(url)
+    other = second_page(analyst)
+    other.goto(url)
+    listening(page)
+    listening(other)
+    # The analyst is half-way through a decision on Friendship.
+    other.locator(f'details.record-decision[data-theme="{meeting["friendship"].uuid}"] summary').click()
+    other.get_by_label("Why (note)").last.fill("half-written")
+
+    page.locator(f'details.record-decision[data-theme="{meeting["honesty"].uuid}"] summary').click()
+    page.get_by_label("Decision on “Honesty”").select_option("rename")
+    page.get_by_label("New name", exact=True).first.fill("Candour about limits")
+    page.get_by_role("button", name="Record decision").first.click()
+    page.get_by_role("button", name="Apply").click()
+    expect(page.locator("#live-decisions")).to_contain_text("“Honesty” → “Candour about limits”")
+
+    expect(other.locator("#live-agenda")).to_contain_text("Candour about limits", timeout=LIVE_MS)
+    expect(other.locator("#live-decisions")).to_contain_text("“Honesty” → “Candour about limits”", timeout=LIVE_MS)
+    expect(other.get_by_label("Why (note)").last).to_have_value("half-written")

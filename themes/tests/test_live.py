@@ -51,8 +51,51 @@ def test_recording_applying_and_declining_decisions_are_announced(project, owner
         services.decision_apply(decision=first, actor=owner)
         second = services.decision_record(review=review, theme=themes[1], actor=owner, kind="status", payload={"status": "reviewed"})
         services.decision_decline(decision=second, actor=owner)
-    expected = [{"kind": "decision", "review": str(review.uuid), "theme": str(t.uuid)} for t in (themes[0],) * 2 + (themes[1],) * 2]
+    decision = [{"kind": "decision", "review": str(review.uuid), "theme": str(t.uuid)} for t in (themes[0], themes[1])]
+    # Applying the rename changed the theme's name: open boards and agendas hear that too.
+    expected = [decision[0], {"kind": "board", "by": owner.pk}, decision[0], decision[1], decision[1]]
     assert announced(project, since) == expected
+
+
+def test_every_change_to_the_board_is_announced_by_kind_alone(project, owner, themes, make_code, django_capture_on_commit_callbacks):
+    code = make_code("admits uncertainty")
+    since = live.cursor(project.uuid)
+    changes = [
+        lambda: services.theme_create(project=project, actor=owner, name="Care"),
+        lambda: services.theme_update(theme=themes[0], actor=owner, base_version=None, name="Candour"),
+        lambda: services.theme_set_status(theme=themes[0], actor=owner, status="reviewed"),
+        lambda: services.theme_reorder(theme=themes[1], actor=owner, offset=-1),
+        lambda: services.theme_place_before(theme=themes[0], actor=owner, before=themes[1]),
+        lambda: services.theme_add_code(theme=themes[0], actor=owner, code=code),
+        lambda: services.theme_shift_code(theme=themes[0], actor=owner, code=code, offset=1),
+        lambda: services.theme_remove_code(theme=themes[0], actor=owner, code=code),
+        lambda: services.theme_set_parent(theme=themes[1], actor=owner, parent=themes[0]),
+        lambda: services.theme_delete(theme=themes[1], actor=owner),
+    ]
+    for change in changes:
+        before = len(announced(project, since))
+        with django_capture_on_commit_callbacks(execute=True):
+            change()
+        # Ids only, never names: a page refetches through its permission-checked view.
+        assert announced(project, since)[before:] == [{"kind": "board", "by": owner.pk}]
+
+
+def test_a_code_moved_between_themes_is_announced(project, owner, themes, make_code, django_capture_on_commit_callbacks):
+    code = make_code("admits uncertainty")
+    services.theme_add_code(theme=themes[0], actor=owner, code=code)
+    since = live.cursor(project.uuid)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.theme_move_code(code=code, source=themes[0], target=themes[1], actor=owner)
+    assert {"kind": "board", "by": owner.pk} in announced(project, since)
+
+
+def test_a_refused_theme_name_announces_nothing(project, owner, themes, django_capture_on_commit_callbacks):
+    from django.core.exceptions import ValidationError
+
+    since = live.cursor(project.uuid)
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(ValidationError):
+        services.theme_create(project=project, actor=owner, name="honesty")
+    assert announced(project, since) == []
 
 
 # ---------------------------------------------------------------- presenter position
@@ -125,6 +168,22 @@ def test_presence_names_who_is_on_which_theme_interview_or_meeting(client_for, o
     assert "<strong>vera</strong> · interview “GPT-4o interview 1”" in html
     assert "<strong>you</strong> · meeting “Weekly”" in html
     assert "oscar" not in html
+
+
+def test_presence_names_the_board(client_for, owner, analyst, project, fresh_presence):
+    live.presence_enter(project.uuid, client="tab", user_id=analyst.pk, where=f"board:{project.uuid}")
+    here = client_for(owner).get(f"/p/{project.uuid}/themes/presence/?where=board:{project.uuid}").content.decode()
+    assert "<strong>arjun</strong> · this page" in here
+    elsewhere = client_for(owner).get(f"/p/{project.uuid}/themes/presence/").content.decode()
+    assert "<strong>arjun</strong> · the theme board" in elsewhere
+
+
+def test_presence_on_another_projects_board_shows_no_name(client_for, owner, analyst, project, fresh_presence, make_user):
+    from projects.models import Project
+
+    elsewhere = Project.objects.create(name="Secret", created_by=make_user("sam"))
+    live.presence_enter(project.uuid, client="tab", user_id=analyst.pk, where=f"board:{elsewhere.uuid}")
+    assert "<strong>arjun</strong> · another page" in client_for(owner).get(f"/p/{project.uuid}/themes/presence/").content.decode()
 
 
 def test_presence_forgets_pages_not_heard_from(client_for, owner, analyst, project, themes, fresh_presence, monkeypatch):

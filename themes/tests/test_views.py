@@ -661,7 +661,11 @@ def test_second_notes_save_from_the_same_page_load_is_told_and_keeps_its_text(wo
     response = client_for(analyst).post(url, {"notes": "Analyst: keep Friendship apart.", "notes_version": "1"})
     body = response.content.decode()
     assert response.status_code == 200 and "Someone saved these notes while you were writing" in body
-    assert "Owner: merge Friendship." in body  # theirs, shown
+    # Theirs and yours in full, under words a researcher uses, the words that differ marked; no diff jargon.
+    assert "Their version (saved at " in body and " by olivia)" in body and "Your version (not saved)" in body
+    assert '<p class="text old-text"><del>Owner: merge Friendship.</del></p>' in body
+    assert '<p class="text new-text"><ins>Analyst: keep Friendship apart.</ins></p>' in body
+    assert not any(jargon in body for jargon in ("--- their notes", "+++ your notes", "@@ -"))
     assert '<textarea id="notes" name="notes" rows="8">Analyst: keep Friendship apart.</textarea>' in body  # yours, kept
     assert 'name="notes_version" value="2"' in body  # saving again means "I have seen theirs"
     review.refresh_from_db()
