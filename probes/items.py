@@ -330,13 +330,21 @@ def balanced_sample(rows: list[ItemRow], *, column: str, per_label: int, seed: i
 
     Raises when a label has fewer rows than asked: a silently unbalanced sample would bias every rate.
     """
+    # One quota per value whatever its case ("Woman" and "woman" are one group, as scoring counts them), drawn in
+    # the order of each group's first spelling: files without mixed spellings draw what they always drew.
     groups: dict[str, list[ItemRow]] = defaultdict(list)
     for row in rows:
-        groups[row.labels[column]].append(row)
-    short = {label: len(members) for label, members in groups.items() if len(members) < per_label}
+        groups[truth_key(row.labels[column])].append(row)
+    spelling = {key: min(row.labels[column] for row in members) for key, members in groups.items()}
+    short = {spelling[key]: len(members) for key, members in groups.items() if len(members) < per_label}
     if short:
         have = ", ".join(f"“{label}” has {n}" for label, n in sorted(short.items()))
         raise ItemImportError(f"Cannot sample {per_label} per label after filtering: {have}.")
     rng = random.Random(seed)
-    chosen = [row for label in sorted(groups) for row in rng.sample(groups[label], per_label)]
+    chosen = [row for key in sorted(groups, key=spelling.__getitem__) for row in rng.sample(groups[key], per_label)]
     return sorted(chosen, key=lambda row: row.line)
+
+
+def truth_key(value: str) -> str:
+    """A ground-truth value as groups and scores compare it: spaces around and case do not count."""
+    return str(value).strip().casefold()

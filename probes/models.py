@@ -178,6 +178,8 @@ class Answer(models.Model):
     categories = models.JSONField(default=list, blank=True)
     rationale = models.TextField(blank=True)
     parsed = models.JSONField(default=dict, blank=True)
+    # The version whose parser read the answer when it was re-parsed later (None: the version it was asked with).
+    parsed_with_version = models.PositiveIntegerField(null=True, blank=True)
     # The model's text as it came, and provenance (request, raw response, model returned,
     # fingerprint, usage, latency, attempts) from conduct.client.
     text = models.TextField(blank=True)
@@ -209,6 +211,11 @@ class Answer(models.Model):
         """
         request = self.provenance.get("request") or {}
         return str(self.provenance.get("model_requested") or request.get("model") or "")
+
+    @property
+    def parsed_with(self) -> int:
+        """The number of the condition version whose labels, keys and schema gave this answer its parsed fields."""
+        return self.parsed_with_version or self.condition_version.number
 
     @property
     def is_lost(self) -> bool:

@@ -11,6 +11,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from probes.items import truth_key
 from probes.models import Answer, ConditionVersion, Probe
 from probes.stats import TestResult, difference_test, wilson
 from projects.numbers import PValue, rounded
@@ -69,6 +70,8 @@ class Scores:
     chosen: list[str]
     cells: list[Cell]
     novel: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # condition → [(category, count)]
+    # Ground-truth values no condition's label matches: every answer about them counts as wrong.
+    unmatched_truths: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -90,19 +93,35 @@ def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | No
         "condition__name", "participant__label", "item__labels", "label", "categories", "status",
         "condition_version__categories",
     )
+    spellings: dict[str, str] = {}
     for condition, model, item_labels, label, categories, status, version_categories in answers.iterator():
-        rows[(condition, model)].append(_Row(str(item_labels.get(truth_column, "")), label, categories or [], status))
+        truth = str(item_labels.get(truth_column, "")).strip()
+        # One group per value whatever its case, named as its first spelling (a label's, below, when one matches).
+        truth = spellings.setdefault(truth_key(truth), truth)
+        rows[(condition, model)].append(_Row(truth, label, categories or [], status))
         columns = labels.setdefault(condition, [])
         if status == Answer.Status.DONE and label not in columns:
             columns.append(label)  # parsed with an older version's labels: still a column, so every answer counts
         offered.setdefault(condition, set()).update(c.lower() for c in version_categories)
+    named = _named_as_labels(spellings, labels)
+    for cell_rows in rows.values():
+        for row in cell_rows:
+            row.truth = named.get(row.truth, row.truth)
     cells = []
     for (condition, model), cell_rows in rows.items():
         subsets = [ALL, CITES, NONE] if chosen_set else [ALL]
         for subset in subsets:
             cells.append(_cell(condition, model, subset, labels[condition], cell_rows, chosen_set))
     novel = {condition: _novel(cell_rows_of(rows, condition), offered[condition]) for condition in offered}
-    return Scores(truth_column=truth_column, chosen=list(chosen or []), cells=cells, novel=novel)
+    unmatched = sorted((t for t in spellings.values() if t and t not in named), key=str.lower)
+    return Scores(truth_column=truth_column, chosen=list(chosen or []), cells=cells, novel=novel,
+                  unmatched_truths=unmatched)
+
+
+def _named_as_labels(spellings: dict[str, str], labels: dict[str, list[str]]) -> dict[str, str]:
+    """Each ground-truth spelling that some condition's label matches (whatever its case), mapped to that label."""
+    label_of = {truth_key(label): label for version_labels in labels.values() for label in version_labels}
+    return {spelling: label_of[key] for key, spelling in spellings.items() if key in label_of}
 
 
 def latest_labels(probe: Probe) -> dict[str, list[str]]:
@@ -147,7 +166,7 @@ def _cell(condition: str, model: str, subset: str, labels: list[str], rows: list
 
 
 def _same(label: str, truth: str) -> bool:
-    return label.strip().lower() == truth.strip().lower()
+    return truth_key(label) == truth_key(truth)
 
 
 def _novel(rows: list[_Row], offered: set[str]) -> list[tuple[str, int]]:

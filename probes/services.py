@@ -279,9 +279,9 @@ def run_start(*, probe: Probe, retry_failed: bool = False) -> RunStarted:
     if missing:
         raise RunNotReady(f"Add {' and '.join(missing)} before running the probe.")
     item_ids = list(probe.items.values_list("pk", flat=True))
+    latest = {c.pk: max(c.versions.all(), key=lambda v: v.number) for c in conditions}
     rows = [
-        Answer(item_id=item_id, condition=c, condition_version=max(c.versions.all(), key=lambda v: v.number),
-               participant=p, repetition=r)
+        Answer(item_id=item_id, condition=c, condition_version=latest[c.pk], participant=p, repetition=r)
         for c in conditions for p in participants for item_id in item_ids for r in range(1, probe.repetitions + 1)
     ]
     answers = Answer.objects.filter(item__probe=probe)
@@ -289,7 +289,10 @@ def run_start(*, probe: Probe, retry_failed: bool = False) -> RunStarted:
     Answer.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
     created = answers.count() - before
     if retry_failed:
-        answers.filter(status=Answer.Status.FAILED).update(status=Answer.Status.PENDING, reason="")
+        # Asked again, so asked with the condition as it is now (a fix to its labels is why one retries).
+        for c in conditions:
+            answers.filter(status=Answer.Status.FAILED, condition=c).update(
+                status=Answer.Status.PENDING, reason="", condition_version=latest[c.pk], parsed_with_version=None)
     probe.run_state, probe.run_started_at = Probe.RunState.RUNNING, timezone.now()
     probe.save(update_fields=["run_state", "run_started_at"])
     from probes.running import answers_requeue_lost, probe_pump  # running.py imports this module
@@ -302,8 +305,10 @@ def run_start(*, probe: Probe, retry_failed: bool = False) -> RunStarted:
 
 @transaction.atomic
 def run_cancel(*, probe: Probe) -> int:
-    """Stop handing out answers; queued ones go back to pending, running ones stop at once. Returns answers put back."""
-    Probe.objects.filter(pk=probe.pk).update(run_state=Probe.RunState.CANCELLED)
+    """Stop handing out answers; queued ones go back to pending, running ones stop at once. Returns answers put back.
+
+    A probe that is not running (finished, say) keeps its state."""
+    Probe.objects.filter(pk=probe.pk, run_state=Probe.RunState.RUNNING).update(run_state=Probe.RunState.CANCELLED)
     return Answer.objects.filter(item__probe=probe, status=Answer.Status.QUEUED).update(
         status=Answer.Status.PENDING, queued_at=None
     )
@@ -311,17 +316,35 @@ def run_cancel(*, probe: Probe) -> int:
 
 @transaction.atomic
 def answers_reparse(*, condition: Condition) -> dict[str, int]:
-    """Parse the condition's answers again with its latest version's parser (after a fix); failed answers stay."""
+    """Parse the condition's answers again with its latest version's parser (after a fix); failed answers stay.
+
+    An answer whose pipeline stopped at an agent that did not parse is not the pipeline's answer: re-parsing it would
+    score an earlier agent's words as the last one's. It becomes failed, to be asked again whole ("stopped").
+    """
     version = condition.versions.order_by("-number").first()
-    counts = {"done": 0, "unparsed": 0}
-    answers = list(Answer.objects.select_for_update().filter(
-        condition=condition, status__in=(Answer.Status.DONE, Answer.Status.UNPARSED)).only("pk", "text", "status"))
+    counts = {"done": 0, "unparsed": 0, "stopped": 0}
+    answers = list(Answer.objects.select_for_update(of=("self",)).select_related("condition_version").filter(
+        condition=condition, status__in=(Answer.Status.DONE, Answer.Status.UNPARSED)))
     for answer in answers:
+        answer.parsed_with_version = version.number
+        if _pipeline_stopped(answer):
+            answer.status = Answer.Status.FAILED
+            answer.reason = ("The pipeline stopped before its last agent, whose answer re-parsing cannot make; "
+                             "ask it again (“Ask the failed again”).")
+            counts["stopped"] += 1
+            continue
         for key, value in parsed_fields(version, answer.text).items():
             setattr(answer, key, value)
         counts[str(answer.status)] += 1
-    Answer.objects.bulk_update(answers, ["status", "reason", "label", "categories", "rationale", "parsed"], batch_size=500)
+    Answer.objects.bulk_update(answers, ["status", "reason", "label", "categories", "rationale", "parsed",
+                                         "parsed_with_version"], batch_size=500)
     return counts
+
+
+def _pipeline_stopped(answer: Answer) -> bool:
+    """The answer's pipeline ended before its last agent (an earlier agent's answer did not parse)."""
+    agents = len(agent_steps(answer.condition_version))
+    return agents > 1 and len(answer.provenance.get("pipeline") or []) < agents
 
 
 def parsed_fields(version: ConditionVersion, text: str, *, step: str = "") -> dict[str, Any]:

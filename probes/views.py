@@ -255,7 +255,10 @@ def condition_reparse(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID
     membership = writer_or_403(request, project_uuid)
     condition = _condition(membership, probe_uuid, condition_uuid)
     counts = services.answers_reparse(condition=condition)
-    messages.success(request, f"Re-parsed {condition.name}: {counts['done']} parsed, {counts['unparsed']} still unparsed.")
+    stopped = (f", {counts['stopped']} from a pipeline that stopped early marked failed, to be asked again"
+               if counts["stopped"] else "")
+    messages.success(request, f"Re-parsed {condition.name}: {counts['done']} parsed, {counts['unparsed']} still unparsed"
+                              f"{stopped}.")
     return redirect("probes:results", project_uuid=project_uuid, probe_uuid=probe_uuid)
 
 

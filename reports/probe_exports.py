@@ -12,7 +12,7 @@ from projects.filenames import download_filename
 from reports.writers import FORMATS, Cell, Table
 
 ANSWER_HEADERS = [
-    "Condition", "Condition version", "Model", "Model id", "Item", "Repetition", "Status", "Reason", "Label",
+    "Condition", "Condition version", "Parsed with version", "Model", "Model id", "Item", "Repetition", "Status", "Reason", "Label",
     "Categories", "Rationale", "Raw answer", "Model returned", "System fingerprint", "Prompt tokens",
     "Completion tokens", "Latency (ms)", "Finished at", "Request",
 ]
@@ -45,7 +45,7 @@ def _answer_rows(probe: Probe, attribute_keys: list[str]) -> Iterator[Sequence[C
         yield [
             a.item.text, *[a.item.labels.get(c, "") for c in probe.label_columns],
             *[_cell(a.item.attributes.get(k)) for k in attribute_keys],
-            a.condition.name, a.condition_version.number, a.participant.label,
+            a.condition.name, a.condition_version.number, a.parsed_with, a.participant.label,
             a.asked_model_id or a.participant.model_id, a.item.position,  # not asked yet: the model it will be
             a.repetition, a.get_status_display(), a.reason, a.label, "; ".join(a.categories), a.rationale, a.text,
             a.provenance.get("model_returned"), a.provenance.get("system_fingerprint"), usage.get("prompt_tokens"),

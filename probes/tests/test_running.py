@@ -112,7 +112,7 @@ def test_unparsed_answers_parse_after_the_condition_is_fixed(ready, conditions, 
     version = primed.versions.get()
     fields = {f: getattr(version, f) for f in services.VERSION_FIELDS} | {"label_key": "Author gender"}
     services.condition_save(probe=ready, condition=primed, user=owner, name="Primed", **fields)
-    assert services.answers_reparse(condition=primed) == {"done": 7, "unparsed": 1}
+    assert services.answers_reparse(condition=primed) == {"done": 7, "unparsed": 1, "stopped": 0}
     assert Answer.objects.get(condition=primed, item__position=4).label == "man"
     assert Answer.objects.filter(condition=primed).values("condition_version__number").distinct().count() == 1
 

@@ -141,7 +141,7 @@ def test_the_answers_and_scores_download(answered, project, viewer, client_for):
     response = client.get(reverse("reports:probe_answers", args=[project.uuid, answered.uuid, "csv"]))
     body = b"".join(response.streaming_content).decode("utf-8-sig")
     header, *rows = body.strip().splitlines()
-    assert header.startswith("Item text,Ground truth: gender,stars,Condition,Condition version,Model")
+    assert header.startswith("Item text,Ground truth: gender,stars,Condition,Condition version,Parsed with version,Model")
     assert len(rows) == Answer.objects.count() == 32
     assert response["Content-Disposition"].startswith('attachment; filename="Chatbots-and-identity-Gender-from-reviews-answers-')
     xlsx = client.get(reverse("reports:probe_answers", args=[project.uuid, answered.uuid, "xlsx"]))
@@ -274,7 +274,7 @@ def test_result_columns_follow_the_latest_labels_and_every_parsed_label(answered
     schema["properties"]["gender"]["enum"] = ["woman", "man", "nonbinary"]
     condition_save(probe=answered, condition=control, user=owner, name="Control",
                    **fields | {"labels": ["woman", "man", "nonbinary"], "json_schema": schema})
-    assert answers_reparse(condition=control) == {"done": 16, "unparsed": 0}
+    assert answers_reparse(condition=control) == {"done": 16, "unparsed": 0, "stopped": 0}
 
     def model_a() -> list:
         cells = probe_scores(answered).cells
