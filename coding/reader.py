@@ -271,19 +271,19 @@ def run_start(*, project: Project, user: Any, interviews: Sequence[Interview], w
                  summary=f"AI suggestions{f' like “{focus.name}”' if focus else ''} asked of {endpoint.model} "
                          f"for {len(interviews)} interview{'s' if len(interviews) != 1 else ''}, "
                          f"{len(windows)} window{'s' if len(windows) != 1 else ''}, text sent to {endpoint.base_url}")
-    transaction.on_commit(lambda: enqueue_windows(run.pk, len(windows)))
+    transaction.on_commit(lambda: enqueue_windows(run.pk, list(range(len(windows)))))
     return run
 
 
-def enqueue_windows(run_id: int, count: int) -> None:
+def enqueue_windows(run_id: int, windows: list[int]) -> None:
     """Each window to the worker; without a broker (laptop mode) in one thread, so the page shows progress."""
     from config.celery import app
 
     if app.conf.task_always_eager and getattr(settings, "READER_EAGER_IN_THREAD", True):
-        threading.Thread(target=_windows_in_thread, args=(run_id, count), name=laptop_thread_name(run_id),
+        threading.Thread(target=_windows_in_thread, args=(run_id, windows), name=laptop_thread_name(run_id),
                          daemon=True).start()
         return
-    for window in range(count):
+    for window in windows:
         if app.conf.task_always_eager:
             window_run(run_id, window)
         else:
@@ -320,7 +320,7 @@ def laptop_thread_name(run_id: int) -> str:
     return f"rta-reader-run-{run_id}"
 
 
-def _windows_in_thread(run_id: int, count: int) -> None:
+def _windows_in_thread(run_id: int, windows: list[int]) -> None:
     """Laptop mode: a few windows at a time, as a worker's thread pool would send them."""
     def one(window: int) -> None:
         try:
@@ -329,7 +329,7 @@ def _windows_in_thread(run_id: int, count: int) -> None:
             connections.close_all()  # this thread's own connections only
 
     with ThreadPoolExecutor(max_workers=getattr(settings, "READER_CONCURRENCY", 4)) as pool:
-        list(pool.map(one, range(count)))
+        list(pool.map(one, windows))
 
 
 @transaction.atomic
@@ -339,6 +339,29 @@ def run_cancel(*, run: SuggestionRun, user: Any) -> None:
         SuggestionRun.objects.filter(pk=run.pk).update(status=SuggestionRun.Status.CANCELLED, finished_at=timezone.now())
         audit_record(project=run.project, actor=user, action=AuditEvent.Action.CHANGED, target=run,
                      summary="AI suggestion run cancelled")
+
+
+@transaction.atomic
+def run_retry_failed(*, run: SuggestionRun, user: Any) -> list[int]:
+    """Ask again the windows of a finished run whose coder request failed; returns them.
+
+    Their sentences got no suggestions, which is not the model finding none. Asked again within the same run (its
+    codebook, its endpoint), nothing already suggested or accepted is proposed twice, as a new run would.
+    """
+    run = SuggestionRun.objects.select_for_update().get(pk=run.pk)
+    if run.status != SuggestionRun.Status.DONE:
+        raise ValidationError("Only a finished run asks its failed windows again: wait for this one to finish"
+                              if run.status == SuggestionRun.Status.RUNNING else
+                              "A cancelled run is not resumed: start a new run for its interviews.")
+    failed = sorted(set(run.steps.filter(agent=ReaderStep.Agent.CODER, ok=False).values_list("window", flat=True)))
+    if not failed:
+        raise ValidationError("No window of this run failed: nothing to ask again.")
+    ReaderStep.objects.filter(run=run, window__in=failed).delete()
+    SuggestionRun.objects.filter(pk=run.pk).update(status=SuggestionRun.Status.RUNNING, finished_at=None)
+    audit_record(project=run.project, actor=user, action=AuditEvent.Action.CHANGED, target=run,
+                 summary=f"AI suggestion run: {len(failed)} failed window{'s' if len(failed) != 1 else ''} asked again")
+    transaction.on_commit(lambda: enqueue_windows(run.pk, failed))
+    return failed
 
 
 def progress(run: SuggestionRun) -> dict[str, int]:
@@ -352,8 +375,9 @@ def progress(run: SuggestionRun) -> dict[str, int]:
     # A failed request (the endpoint's error, a timeout) is kept like an answer: say so, and why.
     errors = list(run.steps.filter(ok=False).exclude(error="").order_by("error").values_list("error", flat=True)
                   .distinct()[:3]) if failed else []
+    failed_windows = run.steps.filter(agent=ReaderStep.Agent.CODER, ok=False).count() if failed else 0
     return {"windows": len(run.windows), "kept": len(kept), "steps": steps, "total_steps": total, "failed": failed,
-            "errors": errors, "percent": round(100 * steps / max(1, total))}
+            "failed_windows": failed_windows, "errors": errors, "percent": round(100 * steps / max(1, total))}
 
 
 # -- one window ----------------------------------------------------------------------

@@ -43,6 +43,7 @@ urlpatterns: list = [
     path("second-reader/runs/", views_reader.reader_start, name="reader_start"),
     path("second-reader/runs/<uuid:run_uuid>/", views_reader.reader_run, name="reader_run"),
     path("second-reader/runs/<uuid:run_uuid>/cancel/", views_reader.reader_cancel, name="reader_cancel"),
+    path("second-reader/runs/<uuid:run_uuid>/retry/", views_reader.reader_retry_failed, name="reader_retry_failed"),
     path("second-reader/runs/<uuid:run_uuid>/differ/", views_reader.reader_differ, name="reader_differ"),
     path("second-reader/runs/<uuid:run_uuid>/codes/<uuid:code_uuid>/accept-rest/", views_reader.reader_accept_rest,
          name="reader_accept_rest"),

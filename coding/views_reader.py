@@ -169,6 +169,20 @@ def reader_cancel(request: HttpRequest, project_uuid: UUID, run_uuid: UUID) -> H
 
 @login_required
 @require_POST
+def reader_retry_failed(request: HttpRequest, project_uuid: UUID, run_uuid: UUID) -> HttpResponse:
+    membership = writer_or_403(request, project_uuid)
+    run = get_object_or_404(SuggestionRun, project=membership.project, uuid=run_uuid)
+    try:
+        windows = reader.run_retry_failed(run=run, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Asking the {len(windows)} failed window{'s' if len(windows) != 1 else ''} again.")
+    return redirect("coding:reader_run", project_uuid=project_uuid, run_uuid=run_uuid)
+
+
+@login_required
+@require_POST
 def suggestion_decide(request: HttpRequest, project_uuid: UUID, suggestion_uuid: UUID, decision: str) -> HttpResponse:
     """Accept or reject one suggestion: one statement (coding.services.suggestion_decide), like applying a code."""
     if decision not in ("accept", "reject"):

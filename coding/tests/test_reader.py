@@ -172,7 +172,7 @@ def test_a_window_the_coder_proposes_nothing_for_asks_no_critic_and_the_run_show
     run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
     assert run.status == SuggestionRun.Status.DONE and len(endpoint_server.chat_requests()) == 1
     assert reader.progress(run) == {"windows": 1, "kept": 1, "steps": 1, "total_steps": 1, "percent": 100,
-                                     "failed": 0, "errors": []}
+                                     "failed": 0, "failed_windows": 0, "errors": []}
 
 
 def test_a_cancelled_run_sends_nothing_more(project, analyst, interview, codes, reading, endpoint_server,
@@ -599,3 +599,34 @@ def test_local_only_is_checked_on_every_connection_of_a_run(project, owner, inte
     endpoint.egress.check_url(endpoint_server.base_url)  # the local endpoint still passes
     with pytest.raises(EgressRefused, match="not on this machine or a private network"):
         endpoint.egress.check_url("http://93.184.215.14/v1")  # checked on connecting, so a name resolving here is refused
+
+
+def test_a_finished_runs_failed_windows_are_asked_again_in_the_same_run_without_repeating_what_was_kept(
+        project, analyst, viewer, outsider, make_interview, codes, reading, endpoint_server,
+        django_capture_on_commit_callbacks, client_for):
+    first, second = make_interview(title="one", label="A"), make_interview(title="two", label="B")
+    endpoint_server.scripts["coder-critic"].fail_times = 4  # every attempt of window 0's coder request: 500
+    endpoint_server.scripts["coder-critic"].status = 500
+    run = start(project, analyst, [first, second], django_capture_on_commit_callbacks)
+    assert run.status == SuggestionRun.Status.DONE and reader.progress(run)["failed_windows"] == 1
+    kept = set(run.suggestions.values_list("segment_id", "code_id"))
+    assert kept and {s.interview_id for s in run.suggestions.all()} == {second.pk}
+    for suggestion in run.suggestions.exclude(critic_verdict="rejected"):
+        decide(project, suggestion, analyst)
+    page = client_for(analyst).get(reverse("coding:reader_run", args=[project.uuid, run.uuid])).content.decode()
+    assert "Ask the 1 failed window again" in page
+    target = reverse("coding:reader_retry_failed", args=[project.uuid, run.uuid])
+    assert client_for(outsider).post(target).status_code == 404
+    assert client_for(viewer).post(target).status_code == 403
+    asked = len(endpoint_server.chat_requests())
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client_for(analyst).post(target, follow=True)
+    assert "Asking the 1 failed window again." in response.content.decode()
+    run.refresh_from_db()
+    assert run.status == SuggestionRun.Status.DONE and reader.progress(run)["failed"] == 0
+    assert len(endpoint_server.chat_requests()) == asked + 2  # window 0's coder and critic only
+    assert {s.interview_id for s in run.suggestions.all()} == {first.pk, second.pk}
+    assert set(run.suggestions.filter(interview=second).values_list("segment_id", "code_id")) == kept
+    with pytest.raises(ValidationError, match="No window of this run failed"):
+        reader.run_retry_failed(run=run, user=analyst)
+    assert AuditEvent.objects.filter(target_id=str(run.uuid), summary="AI suggestion run: 1 failed window asked again").exists()
