@@ -69,8 +69,10 @@
       // so a second render of the same news (which would, e.g., already count a comment as read) never races it.
       if (now.classList.contains("htmx-request")) { schedule(now); return; }
       if (now.hasAttribute("hx-get")) { window.htmx.trigger(now, "live"); return; }
+      // The part itself is the request's source: htmx queues requests per source element and keeps only the
+      // last one waiting, so with the page's body as every part's source a part's refresh could be dropped.
       window.htmx.ajax("GET", window.location.pathname + window.location.search,
-                       { target: "#" + el.id, select: "#" + el.id, swap: "outerHTML" });
+                       { source: now, target: now, select: "#" + el.id, swap: "outerHTML" });
     }, 25);
   }
 
