@@ -6,7 +6,6 @@ import copy
 from typing import Any
 from uuid import UUID
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -205,7 +204,7 @@ def condition_delete(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID,
     return redirect("probes:detail", project_uuid=project_uuid, probe_uuid=probe_uuid)
 
 
-def _add_errors(form: forms.ModelForm | forms.Form, exc: ValidationError) -> None:
+def _add_errors(form: ConditionForm | ProbeForm, exc: ValidationError) -> None:
     if hasattr(exc, "error_dict"):
         for field, errors in exc.message_dict.items():
             form.add_error(field if field in form.fields else None, errors)
