@@ -9,7 +9,6 @@ handlers or javascript: links into a colleague's browser.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Iterable
 from functools import lru_cache
@@ -71,10 +70,3 @@ def mentioned_usernames(text: str) -> set[str]:
     return {m.group(1).rstrip(".") for m in MENTION_RE.finditer(text or "")}
 
 
-def diff_lines(old: str, new: str, old_name: str, new_name: str) -> list[tuple[str, str]]:
-    """Unified diff lines tagged add/del/hunk/same for themes/_diff.html."""
-    lines = []
-    for line in difflib.unified_diff(old.splitlines(), new.splitlines(), old_name, new_name, lineterm="", n=3):
-        tag = "hunk" if line.startswith(("@@", "---", "+++")) else "add" if line.startswith("+") else "del" if line.startswith("-") else "same"
-        lines.append((tag, line))
-    return lines

@@ -20,7 +20,7 @@ from projects.permissions import member_or_404, writer_or_403
 from themes import queries, services
 from themes.excerpts import theme_excerpt_summary, theme_excerpts, theme_interviews
 from themes.models import Comment, Exemplar, Memo, Theme, ThreadRead
-from themes.rendering import diff_lines, render_markdown
+from themes.rendering import render_markdown
 
 
 def _theme(membership: Membership, theme_uuid) -> Theme:
@@ -166,8 +166,7 @@ def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
                 if parent != theme.parent:
                     services.theme_set_parent(theme=theme, actor=request.user, parent=parent)
         except services.ThemeConflict as exc:
-            conflict = {"current": exc.current,
-                        "diff": diff_lines(exc.current.definition, form["definition"], "their definition", "your definition")}
+            conflict = {"current": exc.current}
             form["version"] = exc.current.version  # saving again means "I have seen theirs"
         except ValidationError as exc:
             if hasattr(exc, "error_dict") and "name" in exc.error_dict:

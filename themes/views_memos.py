@@ -18,7 +18,7 @@ from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
 from themes import services
 from themes.models import Memo, MemoRevision, Theme
-from themes.rendering import diff_lines, render_markdown
+from themes.rendering import render_markdown
 from themes.views import posted_version
 
 TARGETS = {"interview": Interview, "code": Code, "theme": Theme}
@@ -144,7 +144,7 @@ def memo_edit(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
             services.memo_update(memo=memo, actor=request.user, base_version=base,
                                  title=form["title"], body=form["body"], kind=form["kind"])
         except services.MemoConflict as exc:
-            conflict = {"latest": exc.latest, "diff": diff_lines(exc.latest.body, form["body"], "their revision", "your text")}
+            conflict = {"latest": exc.latest}
             form["base_version"] = exc.latest.number  # saving again means "I have seen theirs"
         except ValidationError as exc:
             errors = exc.message_dict
@@ -167,8 +167,9 @@ def memo_revision(request: HttpRequest, project_uuid, memo_uuid, number: int) ->
     if revision is None:
         return redirect("themes:memo", project_uuid=membership.project.uuid, memo_uuid=memo.uuid)
     previous = revisions.get(number - 1)
-    diff = diff_lines(previous.body if previous else "", revision.body, f"revision {number - 1}" if previous else "(new)", f"revision {number}")
-    return render(request, "themes/memo_revision.html", _ctx(membership, memo=memo, revision=revision, previous=previous, diff=diff))
+    return render(request, "themes/memo_revision.html", _ctx(membership, memo=memo, revision=revision, previous=previous,
+                                                             previous_label=f"Revision {number - 1}",
+                                                             revision_label=f"Revision {number}"))
 
 
 @login_required

@@ -23,7 +23,7 @@ from projects.permissions import member_or_404, writer_or_403
 from themes import presenting, queries, services, shortcuts, snapshots
 from themes.excerpts import theme_excerpt_sample
 from themes.models import AgendaItem, Comment, Decision, Review, Snapshot, Theme, ThemeCode
-from themes.rendering import diff_lines, render_markdown
+from themes.rendering import render_markdown
 from themes.views import posted_version
 
 
@@ -229,12 +229,13 @@ def _decision(membership: Membership, decision_uuid) -> Decision:
 
 
 def _conflict_context(conflict: services.DecisionConflict) -> dict:
-    """The decision, the theme as it is now, who made that version, and a diff of the text the decision would replace."""
+    """The decision, the theme as it is now, who made that version, and the text the decision would replace with its own."""
     decision, current = conflict.decision, conflict.current
     field = {Decision.Kind.RENAME: "name", Decision.Kind.REDEFINE: "definition"}.get(decision.kind)
-    diff = diff_lines(getattr(current, field), decision.payload[field], f"{field} now (version {current.version})",
-                      f"{field} decided in {decision.review.title}") if field else []
-    return {"decision": decision, "current": current, "diff": diff, "last_edit": queries.theme_last_edit(current)}
+    replaced = {"now": getattr(current, field), "decided": decision.payload[field],
+                "now_label": f"The {field} now (version {current.version})",
+                "decided_label": f"The {field} decided in {decision.review.title}"} if field else None
+    return {"decision": decision, "current": current, "replaced": replaced, "last_edit": queries.theme_last_edit(current)}
 
 
 @login_required

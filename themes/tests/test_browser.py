@@ -173,7 +173,7 @@ def test_memo_conflict_is_shown_not_lost(page, browser, login, live_server, proj
     expect(conflict).to_contain_text("Someone saved this memo while you were editing")
     expect(conflict.locator(".their-text")).to_contain_text("Arjun's addition.")
     expect(conflict.locator(".your-text")).to_contain_text("Olivia's addition.")
-    expect(conflict.locator(".diff-add")).to_contain_text("+Olivia's addition.")
+    expect(conflict.locator(".new-text ins")).to_contain_text("Olivia's")
     memo.refresh_from_db()
     assert memo.version == 2 and "Arjun's addition." in memo.body
 
@@ -181,7 +181,7 @@ def test_memo_conflict_is_shown_not_lost(page, browser, login, live_server, proj
     page.get_by_role("button", name="Save my merged text as a new revision").click()
     expect(page.locator(".memo-body")).to_contain_text("Olivia's addition.")
     page.get_by_role("link", name="Revision 3").click()
-    expect(page.locator(".diff-add")).to_have_text("+Olivia's addition.")
+    expect(page.locator(".new-text ins")).to_have_text("Olivia's addition.")
     memo.refresh_from_db()
     assert memo.version == 3
 

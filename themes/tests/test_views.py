@@ -392,7 +392,7 @@ def test_theme_edit_conflict_shows_their_text_next_to_yours_and_keeps_yours_in_t
     assert 'value="Honesty, owner&#x27;s name"' in html
     assert ">Admitting limits\nowner&#x27;s boundary</textarea>" in html
     assert 'name="version" value="2"' in html
-    assert '<span class="diff-add">+owner&#x27;s boundary</span>' in html
+    assert "<del>analyst&#x27;s</del> boundary" in html and "<ins>owner&#x27;s</ins> boundary" in html  # word by word
     theme.refresh_from_db()
     assert (theme.name, theme.version) == ("Honesty about limits", 2) and "analyst's boundary" in theme.definition
     # Saving again from the conflict page (version 2) is a deliberate merge, not an overwrite.
@@ -426,7 +426,7 @@ def test_memo_revision_diff(world, project, owner, client_for):
     memo = world["memo"]
     services.memo_update(memo=memo, actor=owner, base_version=1, title=memo.title, body="*first* thoughts\nsecond line", kind="reflexive")
     html = client_for(owner).get(u("memo_revision", project, memo.uuid, 2)).content.decode()
-    assert '<span class="diff-add">+second line</span>' in html
+    assert "<h4 class=\"small\">Revision 1</h4>" in html and "<ins>second line</ins>" in html
 
 
 @pytest.mark.parametrize("payload", [
@@ -595,7 +595,7 @@ def test_a_decision_on_a_theme_edited_since_shows_both_texts_and_changes_nothing
     html = page.content.decode()
     assert page.status_code == 200 and "was edited after Round 1 decided this" in html
     assert "Companionship" in html and "Being a friend" in html and "by arjun" in html
-    assert 'name="version" value="2"' in html and 'class="diff-add">+Being a friend' in html
+    assert 'name="version" value="2"' in html and "<del>Companionship</del>" in html and "<ins>Being a friend</ins>" in html
     assert Theme.objects.get(pk=b.pk).name == "Companionship"
     assert Decision.objects.get(pk=decision.pk).applied_at is None
     applied = client.post(u("decision_apply", project, decision.uuid), {"version": "2"})
