@@ -11,7 +11,7 @@ class CodingConfig(AppConfig):
         # Deleted codes go to the project trash (projects/trash.py).
         from projects.trash import trash_register
 
-        trash_register("code", "coding.Code", title_field="name", unique_field="name")
+        trash_register("code", "coding.Code", title_field="name", unique_field="name", live_kinds=("codebook", "board"))
         from django.db.models.signals import post_delete
 
         from coding.models import Code

@@ -29,6 +29,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
 from django.utils import timezone
 
+from projects import live
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
 
@@ -42,6 +43,8 @@ class TrashKind:
     unique_field: str = ""
     # Lookups matching rows that have deleted_at set but are not trash ({"merged_into__isnull": False}).
     not_trash: tuple[tuple[str, Any], ...] = ()
+    # Live event kinds (projects.live) that open pages showing these objects follow: a restore or purge tells them.
+    live_kinds: tuple[str, ...] = ()
 
     @property
     def model(self) -> type[models.Model]:
@@ -59,10 +62,16 @@ _registry: dict[str, TrashKind] = {}
 
 
 def trash_register(name: str, model_label: str, *, title_field: str, unique_field: str = "",
-                   not_trash: dict[str, Any] | None = None) -> None:
+                   not_trash: dict[str, Any] | None = None, live_kinds: tuple[str, ...] = ()) -> None:
     """Make a model with `project` and `deleted_at` fields restorable from the project trash."""
     _registry[name] = TrashKind(name=name, model_label=model_label, title_field=title_field, unique_field=unique_field,
-                                not_trash=tuple((not_trash or {}).items()))
+                                not_trash=tuple((not_trash or {}).items()), live_kinds=live_kinds)
+
+
+def _announce(project: Project, items: list[TrashItem]) -> None:
+    """Tell open pages that follow what came back from (or left) the trash: a board, a codebook."""
+    for kind in sorted({k for item in items for k in item.kind.live_kinds}):
+        live.publish(project.uuid, kind)
 
 
 def trash_kinds() -> list[TrashKind]:
@@ -156,6 +165,7 @@ def trash_move(*, obj: models.Model, actor: Any) -> models.Model:
     obj.save(update_fields=["deleted_at"])
     audit_record(project=obj.project, actor=actor, action=AuditEvent.Action.DELETED, target=obj, target_type=kind.name,
                  summary=f"{kind.name.capitalize()} “{kind.title(obj)}” moved to the trash")
+    _announce(obj.project, [TrashItem(kind, obj)])
     return obj
 
 
@@ -171,6 +181,7 @@ def trash_restore(*, project: Project, actor: Any, kind: str, uuid: UUID | str) 
         note = f" (renamed “{renamed}”: the name was taken)" if renamed else ""
         audit_record(project=project, actor=actor, action=AuditEvent.Action.RESTORED, target=item.obj,
                      target_type=item.kind.name, summary=f"{item.kind.name.capitalize()} “{item.title}” restored from the trash{note}")
+    _announce(project, batch)
     return batch
 
 
@@ -203,7 +214,9 @@ def _undelete(item: TrashItem) -> str:
 def trash_purge(*, project: Project, actor: Any, kind: str, uuid: UUID | str) -> None:
     """Delete one trashed object for good, with everything attached to it."""
     trash_kind_ = trash_kind(kind)
-    _purge(project, actor, TrashItem(trash_kind_, _get_trashed(trash_kind_, project, uuid)))
+    item = TrashItem(trash_kind_, _get_trashed(trash_kind_, project, uuid))
+    _purge(project, actor, item)
+    _announce(project, [item])
 
 
 @transaction.atomic
@@ -214,6 +227,7 @@ def trash_empty(*, project: Project, actor: Any) -> int:
     order = {name: i for i, name in enumerate(["memo", "theme", "code", "interview"])}
     for item in sorted(items, key=lambda i: order.get(i.kind.name, -1)):
         _purge(project, actor, item)
+    _announce(project, items)
     return len(items)
 
 

@@ -13,5 +13,6 @@ class ThemesConfig(AppConfig):
 
         # A merged theme keeps deleted_at but is no trash: it redirects to its target and holds meeting records.
         # Live theme names are unique (unique_live_theme_name): a theme restored onto a taken name becomes “… (restored)”.
-        trash_register("theme", "themes.Theme", title_field="name", unique_field="name", not_trash={"merged_into__isnull": False})
+        trash_register("theme", "themes.Theme", title_field="name", unique_field="name", not_trash={"merged_into__isnull": False},
+                       live_kinds=("board",))
         trash_register("memo", "themes.Memo", title_field="title")

@@ -223,3 +223,21 @@ def test_presence_costs_the_same_with_more_people(client_for, owner, project, th
     with django_assert_max_num_queries(6):
         html = client.get(f"/p/{project.uuid}/themes/presence/").content.decode()
     assert html.count("presence-person") == 12
+
+
+def test_restoring_or_purging_from_the_trash_tells_open_boards_and_codebooks(project, owner, themes, make_code,
+                                                                            django_capture_on_commit_callbacks):
+    from projects.trash import trash_empty, trash_move, trash_restore
+
+    code = make_code("admits uncertainty")
+    services.theme_delete(theme=themes[0], actor=owner)
+    since = live.cursor(project.uuid)
+    with django_capture_on_commit_callbacks(execute=True):
+        trash_restore(project=project, actor=owner, kind="theme", uuid=themes[0].uuid)
+    assert announced(project, since) == [{"kind": "board"}]
+    trash_move(obj=code, actor=owner)
+    since = live.cursor(project.uuid)
+    with django_capture_on_commit_callbacks(execute=True):
+        trash_empty(project=project, actor=owner)
+    events = announced(project, since)
+    assert {"kind": "board"} in events and {"kind": "codebook"} in events
