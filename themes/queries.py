@@ -269,6 +269,23 @@ def map_data(project) -> dict:
     return {"nodes": nodes, "edges": edges}
 
 
+def map_outline(data: dict) -> list[dict]:
+    """The map (map_data) as a nested list, themes → sub-themes → codes: what the picture shows, for reading it
+    without the picture (a screen reader, the keyboard) and for finding a node among many."""
+    nodes = {node["data"]["id"]: node["data"] for node in data["nodes"]}
+    children: dict[str, list[str]] = {}
+    nested = set()
+    for edge in data["edges"]:
+        children.setdefault(edge["data"]["source"], []).append(edge["data"]["target"])
+        if edge["data"]["kind"] == "subtheme":
+            nested.add(edge["data"]["target"])
+
+    def entry(node_id: str) -> dict:
+        return {**nodes[node_id], "children": [entry(child) for child in children.get(node_id, [])]}
+
+    return [entry(node_id) for node_id, node in nodes.items() if node["kind"] != "code" and node_id not in nested]
+
+
 def theme_last_edit(theme: Theme) -> AuditEvent | None:
     """The audit event of the edit that made the theme's current version (who and when), if one was recorded."""
     return (AuditEvent.objects.filter(project_id=theme.project_id, target_type="theme", target_id=str(theme.uuid),

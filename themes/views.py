@@ -210,7 +210,9 @@ def theme_delete(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
 @require_GET
 def theme_map(request: HttpRequest, project_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
-    return render(request, "themes/map.html", {"project": membership.project, "membership": membership, "nav": "themes"})
+    outline = queries.map_outline(queries.map_data(membership.project))
+    return render(request, "themes/map.html", {"project": membership.project, "membership": membership, "nav": "themes",
+                                               "outline": outline})
 
 
 @login_required

@@ -60,6 +60,7 @@ def grow(project, owner, analyst, make_code, make_interview, code_segment):
 PAGES = {
     "board": lambda p, s: reverse("themes:board", args=[p.uuid]),
     "map data": lambda p, s: reverse("themes:map_data", args=[p.uuid]),
+    "map": lambda p, s: reverse("themes:map", args=[p.uuid]),
     "theme page": lambda p, s: reverse("themes:detail", args=[p.uuid, s["first"].uuid]),
     "theme editor": lambda p, s: reverse("themes:edit", args=[p.uuid, s["first"].uuid]),
     "theme excerpt counts": lambda p, s: reverse("themes:excerpt_counts", args=[p.uuid, s["first"].uuid]),

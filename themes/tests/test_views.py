@@ -359,6 +359,20 @@ def test_map_data_has_themes_codes_and_sizes(world, project, viewer, client_for)
         e["data"] for e in data["edges"] if e["data"]["target"] == f"c{world['x'].id}").items()
 
 
+def test_the_map_page_gives_the_map_as_a_nested_list_for_reading_without_the_picture(world, project, owner, viewer,
+                                                                                      client_for):
+    services.theme_set_parent(theme=world["b"], actor=owner, parent=world["a"])
+    html = client_for(viewer).get(u("map", project)).content.decode()
+    outline = html.split('id="map-outline"')[1].split("</details>")[0]
+    honesty = f'<a href="{u("detail", project, world["a"].uuid)}">Honesty about limits</a>'
+    friendship = f'<a href="{u("detail", project, world["b"].uuid)}">Friendship</a>'
+    assert honesty in outline and "(theme, candidate, 1 excerpt)" in outline
+    # The sub-theme sits inside its theme's item, before the theme's codes; each code under the node it belongs to.
+    after_honesty = outline.split(honesty)[1]
+    assert after_honesty.index(friendship) < after_honesty.index(world["x"].name)
+    assert "(sub-theme, candidate," in after_honesty and world["y"].name in after_honesty.split(friendship)[1]
+
+
 def test_memo_edit_conflict_shows_both_texts_and_keeps_the_newer_revision(world, project, owner, analyst, client_for):
     memo = world["memo"]
     services.memo_update(memo=memo, actor=analyst, base_version=1, title=memo.title, body="*first* thoughts\nanalyst's line", kind="reflexive")
