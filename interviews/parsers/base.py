@@ -478,3 +478,38 @@ def check_json_values(text: str | bytes, name: str, max_values: int) -> None:
     if count > max_values:
         raise ParseError(name, None, f"at most {max_values:,} separate values (texts, numbers, lists, fields) "
                          "in one file; split it into smaller files", f"about {count:,}")
+
+
+class ItemTooLarge(Exception):
+    """One item of a streamed JSON file holds more values than `ValuesCounted` allows."""
+
+
+class ValuesCounted(io.RawIOBase):
+    """A JSON stream whose values are counted as they are read, item by item (`item_done` starts a new count).
+
+    A streamed export is built one conversation at a time; a single conversation of millions of tiny values
+    would still be built whole. Counting what is read for the current item stops it before it is, give or take
+    one read-ahead buffer.
+    """
+
+    def __init__(self, raw: IO[bytes], max_values: int) -> None:
+        self.raw, self.max_values, self.values = raw, max_values, 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self.raw.readinto(buffer)
+        if n:
+            chunk = bytes(buffer[:n])
+            self.values += sum(chunk.count(mark) for mark in JSON_VALUE_BYTES)
+            if self.values > self.max_values:
+                raise ItemTooLarge(self.values)
+        return n
+
+    def item_done(self) -> None:
+        self.values = 0
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()

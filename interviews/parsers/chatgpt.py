@@ -14,12 +14,14 @@ from typing import Any
 import ijson
 
 from .base import (
+    ItemTooLarge,
     Limits,
     LoneSurrogatesMarked,
     ParsedConversation,
     ParsedTurn,
     ParseError,
     SourceFile,
+    ValuesCounted,
     as_list,
     as_str,
     conv_location,
@@ -44,6 +46,9 @@ ENTITY_RE = re.compile(r"\ue200entity\ue202([^\ue201]{0,500})\ue201")
 STRAY_PRIVATE_RE = re.compile(r"[\ue200-\ue2ff]")
 # Alternative branches kept per conversation; a real chat has a handful, a hostile file thousands.
 MAX_BRANCHES = 50
+# A conversation is built whole as Python objects (~70 bytes a value): 2 million values is ~150 MB, and a real
+# conversation of hundreds of turns with its metadata holds tens of thousands.
+MAX_CONVERSATION_VALUES = 2_000_000
 
 
 def _entity_name(m: re.Match[str]) -> str:
@@ -67,13 +72,18 @@ def iter_raw(source: SourceFile, limits: Limits) -> Iterator[Any]:
     """Stream the top-level conversations one by one (list, {"conversations": [...]}, or one)."""
     json_check(source)  # ijson's memory grows with depth squared: refuse deep nesting first
     prefix = _top_prefix(source, limits)
-    f = LoneSurrogatesMarked(source.open_skipping_bom())
+    f = ValuesCounted(LoneSurrogatesMarked(source.open_skipping_bom()), MAX_CONVERSATION_VALUES)
     read = 0
     try:
-        # A single conversation object is small by nature; lists stream item by item.
+        # Lists stream item by item; each conversation is built whole, so its values are counted as they are read.
         for item in ijson.items(f, "" if prefix is None else prefix, use_float=True):
             read += 1
+            f.item_done()
             yield item
+    except ItemTooLarge as e:
+        where = f"conversation {read + 1}" if prefix is not None else None
+        raise ParseError(source.name, where, f"at most {MAX_CONVERSATION_VALUES:,} separate values (texts, numbers, "
+                         "lists, fields) in one conversation", f"more than {e.args[0]:,}") from None
     except ijson.JSONError as e:
         # Small files are re-read for line and column; in a huge one, name the conversation.
         where = f"conversation {read + 1}" if prefix is not None else None

@@ -142,3 +142,19 @@ def test_a_transcript_of_tiny_rows_stops_at_its_limit(name, row):
     assert isinstance(exc, ParseError)
     assert "at most 10,000 " in str(exc) and "split it into smaller files" in str(exc)
     assert peak < 30 * MB
+
+
+def test_one_conversation_of_millions_of_tiny_values_in_a_chatgpt_export_is_refused_as_it_is_read(monkeypatch):
+    from interviews.parsers import chatgpt
+
+    monkeypatch.setattr(chatgpt, "MAX_CONVERSATION_VALUES", 50_000)
+    fine = (b'{"title": "Fine", "create_time": 1, "current_node": "b", "mapping": {"a": {"id": "a", "message": null, '
+            b'"parent": null, "children": ["b"]}, "b": {"id": "b", "parent": "a", "children": [], "message": {"author": '
+            b'{"role": "user"}, "content": {"content_type": "text", "parts": ["Hello?"]}}}}}')
+    hostile = b'{"title": "Huge", "create_time": 1, "mapping": {}, "padding": [' + b"0," * 400_000 + b"0]}"
+    data = b"[" + fine + b"," + hostile + b"]"
+    exc, peak = peak_of(lambda: list(parse_upload(SourceFile.from_bytes("conversations.json", data))))
+    assert isinstance(exc, ParseError)
+    assert str(exc).startswith("conversations.json: conversation 2: expected at most 50,000 separate values (texts, "
+                               "numbers, lists, fields) in one conversation, found more than")
+    assert peak < 30 * 1024 * 1024  # the first 50,000 values of it, not 400,000
