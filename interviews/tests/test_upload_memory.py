@@ -7,7 +7,6 @@ the limit, and the parse must stay within a few tens of MB (it used to reach the
 from __future__ import annotations
 
 import io
-import tracemalloc
 import zipfile
 
 import pytest
@@ -16,6 +15,8 @@ from openpyxl import Workbook
 from interviews.attribute_sheet import SheetError, read_sheet
 from interviews.parsers import Limits, ParseError, SourceFile, parse_upload
 from interviews.parsers.archive import XlsxLimits, check_xlsx
+from tests import memory
+from tests.memory import MB
 
 NS = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
 SST_TYPE = ('<Override PartName="/xl/sharedStrings.xml" ContentType="application/vnd.openxmlformats-officedocument.'
@@ -50,20 +51,6 @@ def workbook_with(shared: tuple[bytes, int] | None = None, sheet_row: bytes | No
     return out.getvalue()
 
 
-def peak_of(fn) -> tuple[Exception, int]:
-    """The exception `fn` raises and tracemalloc's peak (bytes) while it ran."""
-    tracemalloc.start()
-    try:
-        fn()
-    except Exception as exc:  # noqa: BLE001
-        _, peak = tracemalloc.get_traced_memory()
-        return exc, peak
-    finally:
-        tracemalloc.stop()
-    raise AssertionError("the file was accepted")
-
-
-MB = 1024 * 1024
 SI = b"<si><t>ab</t></si>" * 10_000  # 180 KB
 # Texts that compress like real ones (under the 200:1 ZIP-bomb ratio): 10,000 of them, 170 KB.
 SI_VARIED = b"".join(b"<si><t>%d</t></si>" % (n * 7919 % 100_003) for n in range(10_000))
@@ -72,34 +59,27 @@ SI_VARIED = b"".join(b"<si><t>%d</t></si>" % (n * 7919 % 100_003) for n in range
 def test_a_case_variables_xlsx_with_a_huge_text_table_is_refused_before_openpyxl_loads_it():
     data = workbook_with(shared=(SI, 100))  # 18 MB of shared text, ~60 KB on disk
     assert len(data) < 2 * MB
-    exc, peak = peak_of(lambda: read_sheet("vars.xlsx", data))
-    assert isinstance(exc, SheetError)
+    exc = memory.refused_within(SheetError, lambda: read_sheet("vars.xlsx", data), 10 * MB)
     assert str(exc).startswith("vars.xlsx: expected a workbook whose text table (xl/sharedStrings.xml) unpacks to at "
                                "most 16.0 MB, found 17.2 MB")
-    assert peak < 10 * MB
 
 
 def test_a_case_variables_xlsx_with_too_many_tiny_texts_is_refused():
     data = workbook_with(shared=(SI_VARIED, 40))  # 400,000 texts in 7 MB: under the size cap, over the count
-    exc, peak = peak_of(lambda: read_sheet("vars.xlsx", data))
-    assert isinstance(exc, SheetError)
+    exc = memory.refused_within(SheetError, lambda: read_sheet("vars.xlsx", data), 10 * MB)
     assert "expected a workbook of at most 300,000 different texts" in str(exc)
-    assert peak < 10 * MB
 
 
 def test_a_row_with_more_cells_than_excel_allows_is_refused():
     data = workbook_with(sheet_row=b'<row r="3">' + b"<c/>" * 20_000 + b"</row>")
-    exc, _ = peak_of(lambda: read_sheet("vars.xlsx", data))
-    assert isinstance(exc, SheetError)
+    exc = memory.refused_within(SheetError, lambda: read_sheet("vars.xlsx", data), 64 * MB)
     assert "row 3: expected at most 16,384 cells in a row, found 20,000" in str(exc)
 
 
 def test_a_case_variables_csv_of_tiny_rows_stops_at_the_row_limit():
     data = b"participant,age\n" + b"P,1\n" * 500_000  # 2 MB: 500,000 rows
-    exc, peak = peak_of(lambda: read_sheet("vars.csv", data))
-    assert isinstance(exc, SheetError)
+    exc = memory.refused_within(SheetError, lambda: read_sheet("vars.csv", data), 20 * MB)
     assert str(exc) == "vars.csv: more than 5000 rows; a sheet holds at most 5000."
-    assert peak < 20 * MB
 
 
 def test_real_workbooks_pass_the_check():
@@ -110,19 +90,19 @@ def test_real_workbooks_pass_the_check():
 
 def test_a_transcript_xlsx_with_a_huge_text_table_is_refused():
     data = workbook_with(shared=(SI_VARIED, 400))  # 68 MB of shared text, 64 MB allowed
-    exc, peak = peak_of(lambda: list(parse_upload(SourceFile.from_bytes("chat.xlsx", data))))
-    assert isinstance(exc, ParseError)
+    exc = memory.refused_within(
+        ParseError, lambda: list(parse_upload(SourceFile.from_bytes("chat.xlsx", data))), 10 * MB)
     assert "chat.xlsx: expected a workbook whose text table (xl/sharedStrings.xml) unpacks to at most 64.0 MB" in str(exc)
-    assert peak < 10 * MB
 
 
 def test_json_with_millions_of_tiny_values_is_refused_before_parsing():
     data = b'{"messages": [{"role": "user", "content": "x"}], "x": [' + b"{}," * 200_000 + b"{}]}"  # 600 KB
     limits = Limits(max_json_values=20_000)
-    exc, peak = peak_of(lambda: list(parse_upload(SourceFile.from_bytes("chat.json", data), limits=limits)))
-    assert isinstance(exc, ParseError)
+    # The budget: the text itself, never the objects.
+    exc = memory.refused_within(
+        ParseError, lambda: list(parse_upload(SourceFile.from_bytes("chat.json", data), limits=limits)),
+        3 * len(data) + 5 * MB)
     assert str(exc).startswith("chat.json: expected at most 20,000 separate values")
-    assert peak < 3 * len(data) + 5 * MB  # the text itself, never the objects
 
 
 def test_json_lines_are_held_a_line_at_a_time_so_only_a_line_is_limited():
@@ -138,10 +118,9 @@ def test_json_lines_are_held_a_line_at_a_time_so_only_a_line_is_limited():
 def test_a_transcript_of_tiny_rows_stops_at_its_limit(name, row):
     data = (b"speaker,text\n" if name.endswith(".csv") else b"") + row * 200_000
     limits = Limits(max_table_rows=10_000, max_text_lines=10_000)
-    exc, peak = peak_of(lambda: list(parse_upload(SourceFile.from_bytes(name, data), limits=limits)))
-    assert isinstance(exc, ParseError)
+    exc = memory.refused_within(
+        ParseError, lambda: list(parse_upload(SourceFile.from_bytes(name, data), limits=limits)), 30 * MB)
     assert "at most 10,000 " in str(exc) and "split it into smaller files" in str(exc)
-    assert peak < 30 * MB
 
 
 def test_one_conversation_of_millions_of_tiny_values_in_a_chatgpt_export_is_refused_as_it_is_read(monkeypatch):
@@ -153,8 +132,8 @@ def test_one_conversation_of_millions_of_tiny_values_in_a_chatgpt_export_is_refu
             b'{"role": "user"}, "content": {"content_type": "text", "parts": ["Hello?"]}}}}}')
     hostile = b'{"title": "Huge", "create_time": 1, "mapping": {}, "padding": [' + b"0," * 400_000 + b"0]}"
     data = b"[" + fine + b"," + hostile + b"]"
-    exc, peak = peak_of(lambda: list(parse_upload(SourceFile.from_bytes("conversations.json", data))))
-    assert isinstance(exc, ParseError)
+    # The budget: the first 50,000 values of it, not 400,000.
+    exc = memory.refused_within(
+        ParseError, lambda: list(parse_upload(SourceFile.from_bytes("conversations.json", data))), 30 * MB)
     assert str(exc).startswith("conversations.json: conversation 2: expected at most 50,000 separate values (texts, "
                                "numbers, lists, fields) in one conversation, found more than")
-    assert peak < 30 * 1024 * 1024  # the first 50,000 values of it, not 400,000

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import io
-import tracemalloc
 
 import pytest
 
 from interviews.tests.test_upload_memory import SI_VARIED, workbook_with
 from probes import items
 from probes.items import ItemImportError
-
-MB = 1024 * 1024
+from tests import memory
+from tests.memory import MB
 
 
 def rows_of(name: str, data: bytes) -> list:
@@ -19,15 +18,7 @@ def rows_of(name: str, data: bytes) -> list:
 
 
 def refused_within(name: str, data: bytes, budget: int) -> str:
-    tracemalloc.start()
-    try:
-        with pytest.raises(ItemImportError) as info:
-            rows_of(name, data)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < budget, f"{peak / MB:.0f} MB"
-    return str(info.value)
+    return str(memory.refused_within(ItemImportError, lambda: rows_of(name, data), budget))
 
 
 def test_an_xlsx_with_too_many_texts_is_refused_before_openpyxl_loads_them():

@@ -4,17 +4,17 @@ an lxml tree (or the texts) would take is spent."""
 from __future__ import annotations
 
 import io
-import tracemalloc
 import zipfile
 
 import pytest
 
 import refiqda
 from refiqda import UnsafeInputError
+from tests import memory
+from tests.memory import MB
 
 from .helpers import QDPX_SAMPLES, one_source_project
 
-MB = 1024 * 1024
 HEAD = b'<?xml version="1.0" encoding="utf-8"?><Project xmlns="urn:QDA-XML:project:1.0" name="x"><Description>'
 TAIL = b"</Description></Project>"
 
@@ -34,15 +34,8 @@ VARIED = b"".join(b"<a/>" if n * 7919 % 101 & 1 else b"<b/>" for n in range(1 <<
 
 
 def refused_within(data: bytes, budget: int, **limits) -> str:
-    tracemalloc.start()
-    try:
-        with pytest.raises(UnsafeInputError) as info:
-            refiqda.read_project(data, name="bomb.qdpx", limits=refiqda.Limits(**limits))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < budget, f"{peak / MB:.0f} MB"
-    return str(info.value)
+    read = lambda: refiqda.read_project(data, name="bomb.qdpx", limits=refiqda.Limits(**limits))  # noqa: E731
+    return str(memory.refused_within(UnsafeInputError, read, budget))
 
 
 def test_a_project_file_larger_than_allowed_is_refused_unread():

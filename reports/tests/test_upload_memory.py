@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import io
 import json
-import tracemalloc
 import zipfile
 
 import pytest
 
 from reports import backup
 from reports.backup import BackupError, backup_people
-
-MB = 1024 * 1024
+from tests import memory
+from tests.memory import MB
 
 
 def backup_zip(members: dict[str, bytes | tuple[bytes, int]]) -> bytes:
@@ -40,15 +39,7 @@ VARIED = bytes(b"01"[(n * 7919 % 101) & 1] for n in range(1 << 16)).replace(b"0"
 
 
 def refused_within(data: bytes, budget: int) -> str:
-    tracemalloc.start()
-    try:
-        with pytest.raises(BackupError) as info:
-            backup_people(source=data, filename="b.zip")
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < budget, f"{peak / MB:.0f} MB"
-    return str(info.value)
+    return str(memory.refused_within(BackupError, lambda: backup_people(source=data, filename="b.zip"), budget))
 
 
 @pytest.mark.django_db
