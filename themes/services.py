@@ -276,28 +276,26 @@ def _place(theme: Theme, rows: list[ThemeCode], *, actor, code: Code, before: Co
     _renumber(rows)
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Code “{code.name}” placed in theme “{theme.name}”")
-    _board_changed(theme.project, actor)
     return existing
 
 
 def _take_out(theme: Theme, rows: list[ThemeCode], *, actor, code: Code) -> None:
-    """Take `code` out of the theme's locked `rows`, if it is there."""
-    row = next((r for r in rows if r.code_id == code.id), None)
-    if row is None:
-        return
+    """Take `code` out of the theme's locked `rows` (the callers checked it is there)."""
+    row = next(r for r in rows if r.code_id == code.id)
     ThemeCode.objects.filter(pk=row.pk).delete()
     rows.remove(row)
     _renumber(rows)
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
                  summary=f"Code “{code.name}” taken out of theme “{theme.name}”")
-    _board_changed(theme.project, actor)
 
 
 @transaction.atomic
 def theme_add_code(*, theme: Theme, actor, code: Code, before: Code | None = None) -> ThemeCode:
     """Place a code in a theme (kept elsewhere too), before `before` or at the end; re-placing reorders."""
     _check_placeable(theme, code)
-    return _place(theme, _placements(theme)[theme.pk], actor=actor, code=code, before=before)
+    placed = _place(theme, _placements(theme)[theme.pk], actor=actor, code=code, before=before)
+    _board_changed(theme.project, actor)
+    return placed
 
 
 @transaction.atomic
@@ -307,6 +305,7 @@ def theme_remove_code(*, theme: Theme, actor, code: Code) -> None:
     if not any(r.code_id == code.id for r in rows):
         raise ValidationError({"code": f"“{code.name}” is not in theme “{theme.name}”."})
     _take_out(theme, rows, actor=actor, code=code)
+    _board_changed(theme.project, actor)
 
 
 @transaction.atomic
@@ -320,6 +319,7 @@ def theme_move_code(*, code: Code, source: Theme, target: Theme, actor, before: 
         raise ValidationError({"code": f"“{code.name}” is not in theme “{source.name}” (any more); nothing to move."})
     placed = _place(target, rows[target.pk], actor=actor, code=code, before=before)
     _take_out(source, rows[source.pk], actor=actor, code=code)
+    _board_changed(target.project, actor)  # once for both themes
     return placed
 
 
