@@ -78,6 +78,8 @@ def publish(project_uuid, kind: str, *, after_response: bool = False, **ids) -> 
     if kind not in KINDS or not ids.keys() <= ID_KEYS:
         raise ValueError(f"live event {kind!r} with {sorted(ids)} is not a known kind with ids only")
     event = {"kind": kind, **{k: (v if isinstance(v, int) else str(v)) for k, v in ids.items()}}
+    if tab := _request_tab.get():
+        event["tab"] = tab
     project = str(project_uuid)
     if transaction.get_connection().in_atomic_block:
         # A version in between exists from here to the commit: the one at commit must come before any answer.
@@ -100,6 +102,18 @@ def version(project_uuid, *kinds: str) -> str | None:
 
 # The `after_response` events of the request this thread is answering, sent after its answer; None outside one.
 _held_events: ContextVar[list[tuple[str, dict]] | None] = ContextVar("rta_live_held_events", default=None)
+# The browser tab that sent the request (live.js sends its client id as X-Live-Tab): its events carry it, so that
+# tab knows exactly which news its own request's answer already showed, and every other tab (the same person's
+# too) takes the news as a change to fetch.
+_request_tab: ContextVar[str] = ContextVar("rta_live_request_tab", default="")
+
+
+def _tab_of(environ: dict | None = None, scope: dict | None = None) -> str:
+    value = (environ or {}).get("HTTP_X_LIVE_TAB", "")
+    if scope:
+        value = next((v.decode("latin-1") for k, v in scope.get("headers", ()) if k == b"x-live-tab"), "")
+    value = value.strip()
+    return value if _CLIENT.match(value) else ""
 
 
 def hold_events_until_response_sent(**kwargs) -> None:
@@ -109,12 +123,14 @@ def hold_events_until_response_sent(**kwargs) -> None:
     learns it from the stream a moment later."""
     send_held_events()  # an earlier answer on this thread that was never closed: its events are still due
     _held_events.set([])
+    _request_tab.set(_tab_of(kwargs.get("environ"), kwargs.get("scope")))
 
 
 def send_held_events(**kwargs) -> None:
     """Publish what the request held back (Django's request_finished)."""
     held = _held_events.get()
     _held_events.set(None)
+    _request_tab.set("")
     for project, event in held or ():
         _publish_now(project, event)
 

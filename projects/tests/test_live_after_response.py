@@ -84,3 +84,22 @@ def test_events_of_an_answer_never_closed_go_out_with_the_next_request():
     assert events_after(project, cursor) == []
     server_sent(answer(view))
     assert [e["kind"] for e in events_after(project, cursor)] == ["codebook", "codebook"]
+
+
+def test_events_name_the_browser_tab_whose_request_caused_them():
+    """The board that made a change knows its own news exactly; every other tab (the same person's too) fetches it."""
+    project = uuid.uuid4()
+    cursor = live.cursor(project)
+
+    def view(request):
+        live.publish(project, "board", by=7)
+        live.publish(project, "coding", interview=uuid.uuid4(), after_response=True)
+        return HttpResponse("moved")
+
+    request_started.send(sender=None, environ={"HTTP_X_LIVE_TAB": "4b1c0e6e-tab"})
+    server_sent(view(RequestFactory().post("/")))
+    request_started.send(sender=None, environ={"HTTP_X_LIVE_TAB": "not a tab; id"})
+    server_sent(view(RequestFactory().post("/")))
+    live.publish(project, "board", by=7)  # outside a request: a task, a command
+    tabs = [event.get("tab") for event in events_after(project, cursor)]
+    assert tabs == ["4b1c0e6e-tab", "4b1c0e6e-tab", None, None, None]

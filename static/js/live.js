@@ -16,6 +16,10 @@
     client = window.crypto && window.crypto.randomUUID ? window.crypto.randomUUID() : String(Math.random()).slice(2);
     window.sessionStorage.setItem("rta-live-client", client);
   }
+  state.client = client;
+  // This tab's own requests say which tab they come from: the events they cause carry it back (projects/live.py),
+  // so a part that already shows its own change from the answer can tell that news from a colleague's.
+  document.addEventListener("htmx:configRequest", function (event) { event.detail.headers["X-Live-Tab"] = client; });
   var since = root.dataset.since || "";
   var source = null;
 

@@ -24,7 +24,7 @@
     busy += 1;
     return fetch(board().getAttribute("data-place-url"), {
       method: "POST", body: form, credentials: "same-origin",
-      headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "changes" }
+      headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "changes", "X-Live-Tab": (window.rtaLive && window.rtaLive.client) || "" }
     }).then(function (response) {
       return response.text().then(function (html) {
         var holder = document.createElement("div");
@@ -131,7 +131,6 @@
   // theme is being dragged, the Move… dialog is open or a move of one's own is on its way, the news waits
   // (data-waiting on the board) and the board is fetched once that ends.
   var busy = 0;  // own requests changing the board, not yet answered
-  var lastOwn = 0;  // when the last of them was answered
   var pressed = false;  // a button is down on the board: a drag may be about to start, or a click to land
   var stale = false;
   var pendingLive = null;
@@ -158,13 +157,13 @@
 
   function settle() { if (stale && quiet()) { colleagueChanged(); } }
 
-  function ownDone() { busy = Math.max(0, busy - 1); lastOwn = Date.now(); settle(); }
+  function ownDone() { busy = Math.max(0, busy - 1); settle(); }
 
-  // The news of a change this board made itself (by this person, while or just after this board's own request)
-  // is already on screen from the request's answer; fetching it again would only race the next drag.
+  // The news of a change this board made itself is already on screen from its request's answer; fetching it again
+  // would only race the next drag. Its event names this tab and this person (a colleague cannot pass for them).
   function ownNews(event) {
-    var me = window.rtaLive && window.rtaLive.me;
-    return !!me && event.by !== undefined && String(event.by) === String(me) && (busy > 0 || Date.now() - lastOwn < 3000);
+    var live = window.rtaLive;
+    return !!live && !!event.tab && event.tab === live.client && String(event.by) === String(live.me);
   }
 
   var LIVE_KINDS = ["board", "codebook", "comment", "resync"];

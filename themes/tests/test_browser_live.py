@@ -199,6 +199,24 @@ def test_a_colleagues_new_theme_and_moved_code_appear_on_the_open_board(page, lo
     expect(other.locator('[data-theme-name="Home as routine"]')).to_have_count(0, timeout=LIVE_MS)
 
 
+def test_a_change_made_in_one_tab_appears_in_the_same_persons_other_tab(page, login, second_page, project, owner, board):
+    """Only the tab whose request made the change skips its news (its answer already shows it)."""
+    url = f"/p/{project.uuid}/themes/"
+    login(page, owner)
+    page.goto(url)
+    other_tab = second_page(owner)
+    other_tab.goto(url)
+    listening(page)
+    listening(other_tab)
+    other_tab.get_by_label("Name", exact=True).fill("Shared meals")
+    other_tab.get_by_role("button", name="Add theme").click()
+    expect(other_tab.locator('[data-theme-name="Shared meals"]')).to_be_visible()
+    # At once, while the other tab's own change is fresh: the news is still not taken for its own.
+    page.locator('.code-tree .code-chip[data-code-name="cooks together"]').drag_to(page.locator('[data-theme-name="Home as practice"] .theme-codes'))
+    expect(chip_in(page, "Home as practice", "cooks together")).to_be_visible()
+    expect(chip_in(other_tab, "Home as practice", "cooks together")).to_be_visible(timeout=LIVE_MS)
+
+
 def test_a_colleagues_change_waits_for_a_drag_in_progress_and_keeps_what_was_typed(page, login, second_page, project, owner,
                                                                                    analyst, board):
     # The colleague acts through the services; only the analyst's browser is watched.
