@@ -720,14 +720,14 @@ def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict)
     if kind == Decision.Kind.RENAME:
         name = _payload_text(payload, "name", "name", missing="Give the new name.")
         # Checked now so the meeting hears it while deciding; applying checks again (a theme may take the name meanwhile).
-        return {"name": theme_name_checked(project, name, exclude=theme)}
+        return {"name": _decided_name(review, name, exclude=theme)}
     if kind == Decision.Kind.MERGE:
         into = _theme_by_uuid(project, payload.get("into"), "into")
         if into.pk == theme.pk:
             raise ValidationError({"into": "A theme cannot be merged into itself."})
         return {"into": str(into.uuid), "into_name": into.name}
     if kind == Decision.Kind.SPLIT:
-        name = theme_name_checked(project, _payload_text(payload, "name", "name", missing="Name the theme that is split off."))
+        name = _decided_name(review, _payload_text(payload, "name", "name", missing="Name the theme that is split off."))
         return {"name": name, "codes": [str(c.uuid) for c in _codes_by_uuid(project, payload.get("codes"))]}
     if kind == Decision.Kind.REDEFINE:
         return {"definition": _payload_text(payload, "definition", "definition",
@@ -740,6 +740,40 @@ def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict)
         to = _theme_by_uuid(project, payload.get("to"), "to")
         return {"to": str(to.uuid), "to_name": to.name, "codes": [str(c.uuid) for c in _codes_by_uuid(project, payload.get("codes"))]}
     raise ValidationError({"kind": f"“{kind}” is not a kind of decision." if kind else "Choose what kind of decision this is."})
+
+
+def _decided_name(review: Review, name: str, *, exclude: Theme | None = None) -> str:
+    """A name for a rename or a split, checked as any theme name, except that it may be one a theme holds now if this
+    meeting has decided that theme gives it up (merge "A" into "B", then rename "C" to "A"): applying waits for that."""
+    holder = Theme.objects.for_project(review.project).filter(name__iexact=" ".join(name.split()))
+    if exclude is not None:
+        holder = holder.exclude(pk=exclude.pk)
+    if (theme := holder.first()) is not None and _decision_freeing_name(review, theme) is not None:
+        return " ".join(name.split())
+    return theme_name_checked(review.project, name, exclude=exclude)
+
+
+def _decision_freeing_name(review: Review, theme: Theme) -> Decision | None:
+    """This meeting's pending decision that takes the theme's name away (a merge into another theme, a rename), if any."""
+    pending = Decision.objects.filter(review=review, theme=theme, applied_at__isnull=True, declined_at__isnull=True)
+    for decision in pending.filter(kind__in=(Decision.Kind.MERGE, Decision.Kind.RENAME)).order_by("created_at"):
+        if decision.kind == Decision.Kind.MERGE or decision.payload["name"].casefold() != theme.name.casefold():
+            return decision
+    return None
+
+
+def _name_still_held(decision: Decision, exclude: Theme | None) -> None:
+    """Applying a rename or split to a name another theme still has, which this meeting decided it gives up: say which
+    decision to apply first, rather than only that the name is taken."""
+    name = decision.payload["name"]
+    holders = Theme.objects.for_project(decision.review.project).filter(name__iexact=name)
+    if exclude is not None:
+        holders = holders.exclude(pk=exclude.pk)
+    if (holder := holders.first()) and (first := _decision_freeing_name(decision.review, holder)):
+        what = (f"merge it into “{first.payload['into_name']}”" if first.kind == Decision.Kind.MERGE
+                else f"rename it to “{first.payload['name']}”")
+        raise ValidationError({"decision": f"Theme “{holder.name}” still has the name “{name}”: apply the decision to {what} "
+                                           "first. Nothing was changed."})
 
 
 @transaction.atomic
@@ -880,6 +914,8 @@ def _carry_meeting_versions_forward(others, versions_before: dict[int, int]) -> 
 def _carry_out(decision: Decision, theme: Theme, actor) -> str:
     """Make the decided change on the (locked, current) theme; returns a note when only part of it was still to do."""
     review, data, project = decision.review, decision.payload, decision.review.project
+    if decision.kind in (Decision.Kind.RENAME, Decision.Kind.SPLIT):
+        _name_still_held(decision, exclude=theme if decision.kind == Decision.Kind.RENAME else None)
     if decision.kind == Decision.Kind.RENAME:
         theme_update(theme=theme, actor=actor, base_version=None, name=data["name"], review=review)
     elif decision.kind == Decision.Kind.REDEFINE:

@@ -83,6 +83,45 @@ def test_a_meeting_cannot_decide_a_rename_or_split_onto_a_taken_name(project, ow
     assert TAKEN in split.value.message_dict["name"][0]
 
 
+def test_a_meeting_may_give_a_name_that_one_of_its_decisions_frees_and_applies_them_in_order(project, owner, home, make_code):
+    """Merge "Home as practice" into "Care", then rename "Routines" to "Home as practice": one meeting, in that order."""
+    import datetime
+
+    care = services.theme_create(project=project, actor=owner, name="Care")
+    routines = services.theme_create(project=project, actor=owner, name="Routines")
+    review = services.review_create(project=project, actor=owner, title="Weekly", date=datetime.date(2026, 11, 25),
+                                    themes=[home, care, routines])
+    merge = services.decision_record(review=review, theme=home, actor=owner, kind="merge", payload={"into": str(care.uuid)})
+    rename = services.decision_record(review=review, theme=routines, actor=owner, kind="rename", payload={"name": "home as  practice"})
+    assert rename.payload == {"name": "home as practice"}
+    with pytest.raises(ValidationError) as too_soon:
+        services.decision_apply(decision=rename, actor=owner)
+    assert too_soon.value.message_dict["decision"] == [
+        "Theme “Home as practice” still has the name “home as practice”: apply the decision to merge it into “Care” first. "
+        "Nothing was changed."]
+    assert Theme.objects.get(pk=routines.pk).name == "Routines"
+    services.decision_apply(decision=merge, actor=owner)
+    services.decision_apply(decision=rename, actor=owner)
+    assert Theme.objects.get(pk=routines.pk).name == "home as practice"
+
+
+def test_a_name_freed_only_by_a_declined_decision_or_another_meeting_is_still_taken(project, owner, home):
+    import datetime
+
+    care = services.theme_create(project=project, actor=owner, name="Care")
+    weekly, other = (services.review_create(project=project, actor=owner, title=title, date=datetime.date(2026, 11, 25),
+                                            themes=[home, care]) for title in ("Weekly", "Monthly"))
+    merge = services.decision_record(review=other, theme=home, actor=owner, kind="merge", payload={"into": str(care.uuid)})
+    with pytest.raises(ValidationError, match=TAKEN):
+        services.decision_record(review=weekly, theme=care, actor=owner, kind="rename", payload={"name": "Home as practice"})
+    services.decision_record(review=weekly, theme=home, actor=owner, kind="rename", payload={"name": "HOME AS PRACTICE"})
+    with pytest.raises(ValidationError, match=TAKEN):  # a re-casing keeps the name taken
+        services.decision_record(review=weekly, theme=care, actor=owner, kind="rename", payload={"name": "Home as practice"})
+    services.decision_decline(decision=merge, actor=owner, reason="kept apart")
+    with pytest.raises(ValidationError, match=TAKEN):
+        services.decision_record(review=other, theme=care, actor=owner, kind="split", payload={"name": "Home as practice", "codes": []})
+
+
 def test_applying_a_rename_whose_name_was_taken_since_changes_nothing(project, owner, home):
     import datetime
 
