@@ -437,23 +437,24 @@ def interview_progress(interviews: list[Interview]) -> list[dict[str, Any]]:
 
 
 def interview_codings_state(interview: Interview) -> tuple[list[tuple[int, int, int]], dict[int, list]]:
-    """([segment, code, coder] of every coding, {code id: [name, colour, kind, archived]}) for the interview.
+    """([segment, code, coder] of every coding, {code id: [name, colour, kind, archived, merged into]}) for the interview.
 
     The codes are every live code of the project (a colleague's new code becomes usable without a
-    reload) plus those of the interview's codings. Two queries.
+    reload, a code merged since leads to the code it went into) plus those of the interview's codings. Two queries.
     """
     codes: dict[int, list] = {
-        pk: [name, colour, kind, archived] for pk, name, colour, kind, archived in
+        pk: [name, colour, kind, archived, merged_into] for pk, name, colour, kind, archived, merged_into in
         Code.objects.filter(project_id=interview.project_id, deleted_at__isnull=True)
-        .values_list("pk", "name", "colour", "kind", "archived")
+        .values_list("pk", "name", "colour", "kind", "archived", "merged_into_id")
     }
     codings = []
-    for seg, code, coder, name, colour, kind, archived in (
+    for seg, code, coder, name, colour, kind, archived, merged_into in (
         Coding.objects.filter(interview=interview).order_by("segment_id", "code__position", "code__name", "coder_id")
-        .values_list("segment_id", "code_id", "coder_id", "code__name", "code__colour", "code__kind", "code__archived")
+        .values_list("segment_id", "code_id", "coder_id", "code__name", "code__colour", "code__kind", "code__archived",
+                     "code__merged_into_id")
     ):
         codings.append((seg, code, coder))
-        codes.setdefault(code, [name, colour, kind, archived])
+        codes.setdefault(code, [name, colour, kind, archived, merged_into])
     return codings, codes
 
 

@@ -100,6 +100,27 @@ def test_a_merged_codes_name_leads_to_the_code_it_went_into(page, login, live_se
     assert source.archived
 
 
+def test_a_code_a_colleague_merges_after_the_page_loaded_leads_to_the_code_it_went_into(
+        page, login, live_server, project, owner, analyst, interview, participant_segments, make_code):
+    from coding.services import code_merge
+
+    source, target = make_code("Advice list"), make_code("Deference")
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{project.uuid}/interviews/{interview.uuid}/code/?poll=1")
+    page.wait_for_selector("#transcript")
+    code_merge(source=source, target=target, actor=owner)
+    expect(page.locator(f"#filter-code option[value='{source.pk}']")).to_have_count(0)  # the page polls
+    page.keyboard.press("j")
+    page.keyboard.press("c")
+    page.keyboard.type("advice list")
+    item = page.locator("#picker-list li[data-index]").last
+    expect(item).to_contain_text("“Advice list” was merged into it")
+    expect(page.locator("#picker-list li.create, #picker-list li.bring-back")).to_have_count(0)
+    item.click()
+    expect(page.locator(f"#chips-{participant_segments[0].pk} .chip")).to_have_count(1)
+    assert list(Coding.objects.values_list("code_id", flat=True)) == [target.pk]
+
+
 def test_a_refused_name_stays_in_the_picker_with_the_reason_and_the_input_holds_at_most_the_limit(
         browser, login, live_server, project, owner, analyst, interview, participant_segments):
     with _own_page(browser, live_server, refused="/create-code/") as page:

@@ -371,7 +371,7 @@ def test_polling_state_is_constant_queries_and_members_only(client_for, owner, a
     live = Code.objects.filter(project=project, deleted_at__isnull=True)
     assert set(data["codes"]) == {str(pk) for pk in live.values_list("pk", flat=True)}  # unused codes too
     used = Code.objects.get(name=f"Code {n - 1}")
-    assert data["codes"][str(used.pk)] == [used.name, used.colour, used.kind, False]
+    assert data["codes"][str(used.pk)] == [used.name, used.colour, used.kind, False, None]
 
 
 @pytest.mark.parametrize("n", [1, 5])

@@ -669,14 +669,16 @@
           var byId = {};
           allCodes.forEach(function (c) { byId[c.id] = c; });
           Object.keys(data.codes).forEach(function (id) {
-            var archived = data.codes[id][3], known = byId[id];
+            var archived = data.codes[id][3], mergedInto = data.codes[id][4], known = byId[id];
             if (known) {
-              // Archived or brought back by a colleague since: the picker offers it accordingly.
+              // Archived, merged or brought back by a colleague since: the picker offers it accordingly (a merged
+              // code's name leads to the code it went into).
+              known.mergedInto = mergedInto;
               if (known.archived !== archived) { if (archived) retireCode(id); else addCode({ id: known.id, kind: known.kind, archived: false }); }
               return;
             }
             var code = { id: Number(id), name: data.codes[id][0], colour: data.codes[id][1], kind: data.codes[id][2],
-                         archived: archived, mergedInto: null };
+                         archived: archived, mergedInto: mergedInto };
             addCode(code, data.codings.filter(function (r) { return r[1] === code.id; }).length);
           });
           var want = {};
