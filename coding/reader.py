@@ -163,14 +163,16 @@ def _sends_to(endpoint: Participant) -> str:
         return ""
 
 
-def unapproved_endpoint(current: ReaderSettings) -> str | None:
-    """Why a run would be refused because the reader's endpoint moved since an owner approved it, or None."""
+def endpoint_shown(current: ReaderSettings) -> tuple[str, str | None]:
+    """What the reader's page says of its endpoint: where transcript text would go (or why nothing can be sent), and
+    why a run would be refused because the endpoint moved since an owner approved it (or None)."""
     if not (current.enabled and current.endpoint):
-        return None
+        return "", None
     try:
-        return _moved_from_approved(current.approved_url, endpoint_for(current.endpoint))
-    except EndpointUnavailable:
-        return None  # the run start says why nothing can be sent
+        endpoint = endpoint_for(current.endpoint)
+    except EndpointUnavailable as exc:
+        return exc.failure.message, None  # the run start refuses with the same reason
+    return endpoint.base_url, _moved_from_approved(current.approved_url, endpoint)
 
 
 def _moved_from_approved(approved_url: str, endpoint: Endpoint) -> str | None:

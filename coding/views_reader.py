@@ -54,10 +54,10 @@ def _render_home(request: HttpRequest, membership: Membership, settings_form: Re
     runs = (SuggestionRun.objects.filter(project=project).select_related("created_by", "focus_code")
             .annotate(pending=Count("suggestions", filter=Q(suggestions__status=Suggestion.Status.PENDING)),
                       total=Count("suggestions"))[:50])
-    endpoint_url = reader.endpoint_url(current.endpoint) if current.enabled and current.endpoint else ""
+    endpoint_url, unapproved = reader.endpoint_shown(current)
     return render(request, "coding/reader.html", _ctx(
         membership, reader_settings=current, settings_form=settings_form, run_form=run_form, runs=runs,
-        estimate=estimate, endpoint_url=endpoint_url, unapproved=reader.unapproved_endpoint(current), focus=focus),
+        estimate=estimate, endpoint_url=endpoint_url, unapproved=unapproved, focus=focus),
         status=status)
 
 
