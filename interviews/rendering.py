@@ -328,9 +328,14 @@ def _table_lines_runs(token, source: str, start: int, out: list[Run]) -> None:
             offset += len(cell) + 1
 
 
-# Emphasis or code markers a quote cut out of a longer styled passage is left with (its partner lies
-# outside the quote): markers, not content, so they never reach a paper.
-_STRAY = re.compile(r"(?<!\S)[*_`~]{1,3}(?=\S)|(?<=\S)[*_`~]{1,3}(?!\S)")
+# Emphasis, strikethrough or code markers a quote cut out of a longer styled passage is left with (their partner lies
+# outside the quote): markers, not content, so they never reach a paper. Only what Markdown could read as a marker
+# (a single "~" never strikes through) and only where a cut leaves one: a closing marker anywhere (its opening lies
+# before the quote), an opening one where the quote, a cell or a line starts. An opening marker further on ("use
+# *args", "~5 %", "_x") is as likely to be content, and content is never dropped.
+_DELIMITER = r"(?:[*_]{1,3}|(?<!~)~~(?!~)|`+)"
+_STRAY_OPENING = re.compile(rf"(?<!\S){_DELIMITER}(?=\S)")
+_STRAY_CLOSING = re.compile(rf"(?<=\S){_DELIMITER}(?!\S)")
 # A source with none of these characters, and no start that can open a Markdown block, shows exactly as written: no
 # Markdown to read. Only the first line's start is looked at: any other line follows a line break, which is one of the
 # characters. The start is matched loosely (an indent, "1.5 litres", "-3 °C" go to the parser too, which shows them
@@ -354,7 +359,11 @@ def quote_runs(source: str) -> tuple[Run, ...]:
 
 
 def _markdown_quote_runs(source: str) -> tuple[Run, ...]:
-    runs = [piece for run in visible_runs(source) if run.text for piece in _without_strays(run)]
+    runs, starting = [], True  # at the quote's start, or a cell's or line's: an opening marker there is a stray
+    for run in visible_runs(source):
+        if run.text:
+            runs.extend(_without_strays(run, starting=starting))
+            starting = run.start is None or (starting and not run.text.strip())
     # Separators at the ends, and blanks, are trimmed after the strays go: a row "|**  |* |" was quoted as "| *".
     while runs and (runs[0].start is None or not runs[0].text.strip()):
         runs.pop(0)
@@ -366,12 +375,19 @@ def _markdown_quote_runs(source: str) -> tuple[Run, ...]:
     return tuple(run for run in runs if run.text)
 
 
-def _without_strays(run: Run) -> list[Run]:
-    """The run without emphasis markers Markdown left unpaired (a quote cut inside a styled passage)."""
-    if run.styles or run.start is None or not _STRAY.search(run.text):
+def _without_strays(run: Run, *, starting: bool) -> list[Run]:
+    """The run without the markers Markdown left unpaired because the quote was cut inside a styled passage."""
+    if run.styles or run.start is None:
+        return [run]
+    strays = list(_STRAY_CLOSING.finditer(run.text))
+    if starting and (opening := _STRAY_OPENING.match(run.text, len(run.text) - len(run.text.lstrip()))):
+        strays.insert(0, opening)
+    if not strays:
         return [run]
     pieces, last = [], 0
-    for match in _STRAY.finditer(run.text):
+    for match in strays:
+        if match.start() < last:
+            continue
         if match.start() > last:
             pieces.append(Run(run.text[last:match.start()], run.styles, run.start + last))
         last = match.end()

@@ -130,6 +130,23 @@ def test_a_quote_cut_inside_a_styled_passage_leaves_no_stray_markers():
     assert str(quote_text("3 * 4 and snake_case stay.")) == "3 * 4 and snake_case stay."
 
 
+@pytest.mark.parametrize("source", [
+    "Approximately ~5% of users.",  # a single "~" is never a marker
+    "Edit ~/.bashrc first.",
+    "Rate is 5 * 3 = 15 and _x.",  # an opening marker past the quote's start may be content
+    "Pass *args to the function.",
+    "Shown as ~~this. And",
+])
+def test_characters_markdown_would_not_read_as_a_cut_marker_are_kept(source):
+    assert str(quote_text(source)) == source
+
+
+def test_a_cut_leaves_opening_markers_at_a_line_or_cell_start_and_closing_ones_anywhere():
+    assert str(quote_text("Intro:\n- **Item one.")) == "Intro:\nItem one."
+    assert str(quote_text("It was done~~ then.")) == "It was done then."
+    assert str(quote_text("`code starts. here")) == "code starts. here"
+
+
 def test_table_rows_quote_as_cells():
     assert str(quote_text("| GPT-4o | 12 | *yes* |")) == "GPT-4o | 12 | yes"
     assert str(quote_text("| Model | Score |\n|---|---|\n| GPT-4o | **12** |")) == "Model | Score\nGPT-4o | 12"
