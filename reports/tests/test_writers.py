@@ -139,7 +139,8 @@ def test_markdown_keeps_text_literal():
     ("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"), ("_", r"\_"),
     ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
     ("“q”", "``q''"), ("‘q’", "`q'"), ("a–b", "a--b"), ("a—b", "a---b"), ("wait…", r"wait\ldots{}"),
-    ("a--b", "a-{}-b"), ("``x''", "`{}`x'{}'"), ("[...]", "{[}...{]}"), ("🏠", r"\rtachar{1F3E0}{🏠}"),
+    ("a--b", "a-{}-b"), ("``x''", r"\textasciigrave{}\textasciigrave{}x'{}'"),
+    ("a  b", r"a\ \ b"), ("\tx = 1", r"\ \ \ \ x = 1"), ("if x:\n  y", r"if x:\newline{}\ \ y"), ("a\tb", r"a\ \ \ b"), ("[...]", "{[}...{]}"), ("🏠", r"\rtachar{1F3E0}{🏠}"),
     ("é ß ł", "é ß ł"), ("a\nb", r"a\newline{}b"), ("<<", r"\textless{}\textless{}"),
 ])
 def test_latex_escapes_every_special_character(raw, tex):
@@ -172,6 +173,21 @@ def test_latex_compiles(rows, tmp_path):
     tex = render("tex", table(rows, row_count=len(rows))).decode("utf-8")
     _compile(tex, tmp_path)
     assert (tmp_path / "t.pdf").stat().st_size > 1000
+
+
+def test_latex_prints_code_with_its_indentation_and_backticks(tmp_path):
+    if not shutil.which("pdflatex") or not shutil.which("pdftotext"):
+        pytest.skip("no TeX engine or pdftotext installed (scripts/ensure-tex installs them); escaping is checked above")
+    code = "```python\ndef f(x):\n    if x > 3.5:\n\treturn x"
+    tex = render("tex", table([["t", "c", "m", code]], row_count=1)).decode("utf-8")
+    (tmp_path / "t.tex").write_text(tex, encoding="utf-8")
+    assert subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                          capture_output=True, timeout=120).returncode == 0
+    printed = subprocess.run(["pdftotext", "-layout", "t.pdf", "-"], cwd=tmp_path, capture_output=True, text=True).stdout
+    lines = [line.strip("\n") for line in printed.splitlines() if "def f" in line or "if x" in line or "return" in line]
+    indent = [len(line) - len(line.lstrip()) for line in lines]
+    assert indent[1] > indent[0] and indent[2] > indent[0], printed
+    assert "```python" in printed and "\u2018" not in printed
 
 
 def test_latex_parses_without_a_tex_engine():

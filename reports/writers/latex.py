@@ -10,7 +10,9 @@ booktabs, longtable, array and xcolor (for a quote's context, set in grey).
 
 Escaping keeps the exact text: the ten specials (\\ & % $ # _ { } ~ ^) become their
 text commands, typographic quotes and dashes become LaTeX's own spellings, ligatures
-that would change the text (-- `` '' << >> ,,) are broken with {}, and characters
+that would change the text (-- '' << >> ,,) are broken with {}, a backtick is \\textasciigrave
+(plain, TeX prints it as ‘), runs of spaces and a line's indentation are kept (a tab as
+TAB_WIDTH spaces), and characters
 pdfLaTeX cannot set (emoji, CJK...) go through \\rtachar, which prints the character
 under XeLaTeX/LuaLaTeX and its code point under pdfLaTeX instead of failing.
 """
@@ -65,8 +67,8 @@ _SPECIALS = {
     "\u2192": r"\textrightarrow{}",
     "\u20ac": r"\texteuro{}",
     "\u00b0": r"\textdegree{}",
-    "\t": " ",
     "\r": "",
+    "`": r"\textasciigrave{}",  # a plain ` would print as ‘
     "<": r"\textless{}",
     ">": r"\textgreater{}",
     "|": r"\textbar{}",
@@ -74,7 +76,7 @@ _SPECIALS = {
 }
 _TRANSLATE = str.maketrans(_SPECIALS)
 # Pairs that TeX fonts join into another character (-- `` '' ,, !` ?`); split with {}.
-_LIGATURE = re.compile(r"(?<=[-`',!?])(?=[-`',])")
+_LIGATURE = re.compile(r"(?<=[-',!?])(?=[-',])")
 _BREAK = "\x00"
 # Controls (except newline) have no place in a document.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
@@ -83,6 +85,9 @@ _WIDE = re.compile(r"[^\x00-\u017f]")
 _ALLOW_BREAK = "\x01"
 _LONG_RUN = re.compile(r"\S{%d,}" % LONG_WORD)
 _CHUNK = re.compile(r"(.{%d})(?=.)" % BREAK_EVERY, re.S)
+# TeX makes one space of several and none of those opening a line: code's indentation and aligned columns would go.
+_KEPT_SPACES = re.compile(r"(?:^|(?<=\n)) +| {2,}")
+TAB_WIDTH = 4
 
 PREAMBLE = r"""\documentclass[11pt]{article}
 \usepackage{iftex}
@@ -120,9 +125,11 @@ def latex_escape(value: Cell) -> str:
         return ""
     if isinstance(value, float):
         return _number(value)
-    text = _LONG_RUN.sub(lambda m: _CHUNK.sub(r"\1" + _ALLOW_BREAK, m.group()), _CONTROL.sub("", str(value)))
+    text = _CONTROL.sub("", "\n".join(line.expandtabs(TAB_WIDTH) for line in str(value).split("\n")))
+    text = _LONG_RUN.sub(lambda m: _CHUNK.sub(r"\1" + _ALLOW_BREAK, m.group()), text)
     text = _LIGATURE.sub(_BREAK, text)
     text = text.translate(_TRANSLATE).replace(_BREAK, "{}")
+    text = _KEPT_SPACES.sub(lambda m: "\\ " * len(m.group()), text)
     text = _WIDE.sub(lambda m: r"\rtachar{%04X}{%s}" % (ord(m.group()), m.group()), text)
     return text.replace("\n", r"\newline{}").replace(_ALLOW_BREAK, r"\allowbreak{}")
 
