@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.conf import settings
@@ -27,7 +28,26 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         exc = RequestBodyTooLarge(f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE / (1024 * 1024):g} MB.")
     if isinstance(exc, DjangoValidationError):
         exc = ValidationError({"detail": malformed_parameter_message(exc, _parameters(context.get("request")))})
-    return exception_handler(exc, context)
+    response = exception_handler(exc, context)
+    if response is not None:
+        response.data = _encodable(response.data)
+    return response
+
+
+_LONE_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def _encodable(value: Any) -> Any:
+    """An error that quotes the request ("“\\ud800” is not a valid choice.") with each lone surrogate written as its
+    code point: JSON's UTF-8 cannot carry one, and the answer would fail to encode (a 500) instead of saying what
+    was wrong."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(lambda m: f"U+{ord(m.group()):X}", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, dict):
+        return {_encodable(key): _encodable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encodable(item) for item in value]
+    return value
 
 
 def drf_error(exc: DjangoValidationError) -> ValidationError:

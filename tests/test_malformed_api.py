@@ -133,3 +133,33 @@ def test_a_json_body_over_the_size_limit_is_a_413(project, analyst, settings):
 def test_a_json_body_nested_within_the_limit_is_read(project, analyst):
     response = api(analyst).post(_themes(project), {"name": "Trust", "definition": "Earned."}, format="json")
     assert response.status_code == 201
+
+
+@pytest.mark.django_db
+def test_a_lone_surrogate_in_any_field_of_any_api_write_is_a_4xx_naming_it(project, analyst):
+    """DRF quotes an invalid choice back ("“\\ud800” is not a valid choice."): the answer must still encode."""
+    import json
+
+    interview = make_interview(project, make_participant(project), [("interviewer", "Hi?"), ("participant", "Hello.")])
+    theme = theme_create(project=project, actor=analyst, name="Honesty")
+    hostile = json.dumps({key: "\ud800" for key in ("name", "kind", "status", "role", "format", "depth", "interface",
+                                                     "action", "speaker", "label", "title", "body")})
+    failures, quoted = {}, 0
+    for route in _api_routes():
+        path = _fill(route, project, analyst, interview_uuid=str(interview.uuid), theme_uuid=str(theme.uuid))
+        for method in ("post", "put", "patch"):
+            response = getattr(api(analyst), method)(path, hostile, content_type="application/json")
+            if response.status_code >= 500:
+                failures[f"{method} {path}"] = response.status_code
+            elif "U+D800" in response.content.decode():
+                quoted += 1
+    assert not failures
+    assert quoted > 0  # some answers quote the value, written as its code point
+
+
+@pytest.mark.django_db
+def test_an_invalid_choice_holding_a_lone_surrogate_is_named_with_its_code_point(project, analyst):
+    response = api(analyst).post(f"/api/projects/{project.uuid}/codes/", '{"name": "Trust", "kind": "\\ud800"}',
+                                 content_type="application/json")
+    assert response.status_code == 400
+    assert response.json() == {"kind": ['"U+D800" is not a valid choice.']}
