@@ -58,14 +58,9 @@
 
   window.RTA = {
     flash: function (text, level) {
-      var list = document.querySelector("ul.messages");
-      if (!list) {
-        list = document.createElement("ul");
-        list.className = "messages";
-        list.setAttribute("role", "status");
-        var main = document.getElementById("main");
-        main.parentNode.insertBefore(list, main);
-      }
+      var region = document.querySelector("div.messages"), list = region && region.querySelector("ul");
+      if (!region) { return; }  // a page without the base template's message region
+      if (!list) { list = region.appendChild(document.createElement("ul")); }
       var item = document.createElement("li");
       item.className = "message " + (level || "info");
       item.textContent = text;
