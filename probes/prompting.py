@@ -16,6 +16,7 @@ import jsonschema
 
 from probes.models import ConditionVersion, Item, OutputFormat
 from projects import safejson
+from projects.text import shortened
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][\w -]*)\}")
 
@@ -119,8 +120,7 @@ def _json_fields(version: ConditionVersion, text: str) -> dict[str, Any]:
 
 
 def _preview(text: str, length: int = 80) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= length else text[: length - 1] + "…"
+    return shortened(" ".join(text.split()), length)
 
 
 def _strip_fence(text: str) -> str:

@@ -67,6 +67,7 @@ from interviews.models import Interview, Participant, Speaker, Turn, turn_number
 from interviews.provenance import CITED_LIVE_KEYS, REQUEST_PARAMS, turn_citation
 from interviews.rendering import MUTED, RichText, Run, quote_text
 from projects.models import Project
+from projects.text import cut_point
 from reports.query_params import choice, flag, last
 from themes.models import Exemplar, Theme, ThemeCode
 
@@ -779,7 +780,7 @@ def trim_quote(text: str, limit: int | None) -> str:
     """
     if not limit or len(text) <= limit:
         return text
-    head = text[:limit]
+    head = text[:cut_point(text, limit)]
     cut = _WORD_END.search(head)
     if cut and cut.start() > limit // 2:
         head = head[: cut.start()]

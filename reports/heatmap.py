@@ -12,6 +12,7 @@ from xml.sax.saxutils import escape, quoteattr
 
 from PIL import Image, ImageDraw, ImageFont
 
+from projects.text import shortened
 from reports.frequency import FrequencyTable
 
 CELL_W, CELL_H = 96, 30
@@ -52,7 +53,7 @@ def _label_width(table: FrequencyTable) -> int:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    return shortened(text, limit)
 
 
 # On screen the columns keep their width however long the labels are: a label that does not fit
