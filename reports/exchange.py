@@ -460,8 +460,9 @@ def _turns_from_labels(text: str) -> list[tuple[str, int, int]] | None:
     """Turns of a transcript with speaker labels ("Interviewer:", "GPT-4o:"), as exact spans of the text.
 
     Uses the plain-text importer's label rules; the labels themselves stay outside the
-    turns. None when there are fewer than two distinct speakers or text before the first
-    label, so an ordinary document is kept whole rather than cut at a chance "Note:".
+    turns. A short opening before the first label (a recording notice, a title) is a system
+    turn of its own. None when there are fewer than two distinct speakers, or a long text
+    before the first label, so an ordinary document is kept whole rather than cut at a chance "Note:".
     """
     lines = text.splitlines(keepends=True)
     labels = find_label_lines(lines)
@@ -471,20 +472,31 @@ def _turns_from_labels(text: str) -> list[tuple[str, int, int]] | None:
     for line in lines:
         starts.append(pos)
         pos += len(line)
-    if text[:starts[labels[0].index]].strip():
+    opening = _trimmed_span(text, 0, starts[labels[0].index])
+    if opening and (opening[1] - opening[0] > OPENING_MAX_CHARS or len(labels) < OPENING_NEEDS_TURNS):
         return None
     speakers = guess_labels([lab.label for lab in labels])
-    spans = []
+    spans = [(Speaker.SYSTEM, *opening)] if opening else []
     for n, lab in enumerate(labels):
-        start = starts[lab.index] + lab.rest
         end = starts[labels[n + 1].index] if n + 1 < len(labels) else len(text)
-        while start < end and text[start].isspace():
-            start += 1
-        while end > start and text[end - 1].isspace():
-            end -= 1
-        if start < end:
-            spans.append((speakers[lab.label], start, end))
+        if span := _trimmed_span(text, starts[lab.index] + lab.rest, end):
+            spans.append((speakers[lab.label], *span))
     return spans or None
+
+
+# What may come before a transcript's first speaker label and still be a transcript: a recording notice or a title
+# line ("Automation: This call is now being recorded."), in a transcript of a few turns at least.
+OPENING_MAX_CHARS = 300
+OPENING_NEEDS_TURNS = 4
+
+
+def _trimmed_span(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """[start, end) without the spaces at its ends; None when nothing else is left."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return (start, end) if start < end else None
 
 
 def _person_name(fu: refiqda.User) -> str:

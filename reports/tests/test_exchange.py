@@ -405,6 +405,41 @@ def test_a_transcript_with_speaker_labels_is_split_into_turns(owner):
     assert any("outside every turn" in w for w in result.warnings)  # the selection on the label "Interviewer"
 
 
+def test_a_short_opening_before_the_first_label_is_a_system_turn_of_its_own(owner):
+    """As in a real QualCoder project (qc-demo.qdpx): a recording notice, then the interview."""
+    text = ("Automation:         This call is now being recorded.\n\nMax Bigman:  Can I record this?\n\n"
+            "admin-1:     Sure.\n\nMax Bigman:  Thank you.\n\nadmin-1:     Go ahead.\n")
+    body = (f'<Sources><TextSource guid="{G(5)}" name="admin-1"><PlainTextContent>{text}</PlainTextContent>'
+            "</TextSource></Sources>")
+    result = project_import_qdpx(source=make_zip({"project.qde": project_xml(body)}), owner=owner)
+    interview = Interview.objects.get(project=result.project)
+    assert interview.metadata["qdpx"]["turns_from"] == "speaker labels"
+    turns = [(t.speaker, t.text) for t in interview.turns.order_by("position")]
+    assert turns[0] == ("system", "Automation:         This call is now being recorded.")
+    assert [text for _, text in turns[1:]] == ["Can I record this?", "Sure.", "Thank you.", "Go ahead."]
+    assert len({speaker for speaker, _ in turns[1:]}) == 2
+
+
+def test_the_real_qualcoder_sample_is_split_at_its_speakers(owner):
+    sample = Path("/work/shared/samples/qdpx/qc-demo.qdpx")
+    if not sample.exists():
+        pytest.skip("the shared samples are not on this machine")
+    result = project_import_qdpx(source=sample.read_bytes(), owner=owner)
+    interview = Interview.objects.get(project=result.project, title__startswith="admin-1")
+    turns = list(interview.turns.order_by("position"))
+    assert interview.metadata["qdpx"]["turns_from"] == "speaker labels" and len(turns) > 80
+    assert turns[0].speaker == "system" and turns[0].text.startswith("Automation:")
+    assert not any("Max Bigman:" in t.text for t in turns)  # the interviewer's label never inside a turn
+
+
+def test_a_long_text_before_the_labels_keeps_the_document_whole(owner):
+    text = "Background. " * 40 + "\nAlice: One.\nBob: Two.\nAlice: Three.\nBob: Four.\n"
+    body = (f'<Sources><TextSource guid="{G(5)}" name="Doc"><PlainTextContent>{text}</PlainTextContent>'
+            "</TextSource></Sources>")
+    result = project_import_qdpx(source=make_zip({"project.qde": project_xml(body)}), owner=owner)
+    assert Interview.objects.get(project=result.project).metadata["qdpx"]["turns_from"] == "whole text"
+
+
 def test_an_ordinary_document_is_kept_whole(owner):
     body = (f'<Sources><TextSource guid="{G(5)}" name="Doc"><PlainTextContent>A report.\nNote: one thing.\n'
             "Note: another.</PlainTextContent></TextSource></Sources>")
