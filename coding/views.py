@@ -57,7 +57,7 @@ from coding.services import (
 from interviews.models import Interview, Participant, Speaker, Turn, turn_number
 from interviews.rendering import render_turns
 from projects.columns import breakdown_shown
-from projects.forms import add_service_errors
+from projects.forms import add_service_errors, row_id
 from projects.middleware import is_query_cancelled
 from projects.models import Membership
 from projects.pagination import paginate
@@ -369,7 +369,7 @@ def excerpt_context(request: HttpRequest, project_uuid: UUID, interview_uuid: UU
     """The sentences around an excerpt (?from=&to= its first and last segment ids), by turn, for the excerpts page."""
     membership = member_or_404(request, project_uuid)
     interview = _interview(membership, interview_uuid)
-    first, last = _int(request.GET.get("from")), _int(request.GET.get("to"))
+    first, last = row_id(request.GET.get("from")), row_id(request.GET.get("to"))
     if first is None:
         return HttpResponseBadRequest("Say which excerpt: ?from=<first segment id>&to=<last segment id>.")
     segments = queries.excerpt_context(interview, first, last or first, around=CONTEXT_SEGMENTS)
@@ -486,21 +486,23 @@ def _coding_response(request: HttpRequest, result: CodingResult, *, action: str,
 
 
 def _segment_ids(request: HttpRequest) -> list[int]:
-    raw = request.POST.getlist("segment") or request.POST.get("segments", "").split(",")
-    try:
-        ids = [int(s) for s in raw if s.strip()]
-    except ValueError:
-        raise ValidationError("segment ids must be numbers") from None
+    """The segment ids a coding request names (at most 500); ValidationError names the first that is not an id."""
+    ids = []
+    for raw in request.POST.getlist("segment") or request.POST.get("segments", "").split(","):
+        if raw.strip():
+            if (segment_id := row_id(raw.strip())) is None:
+                raise ValidationError(f"Segment ids must be numbers; “{raw.strip()[:40]}” is not a segment id.")
+            ids.append(segment_id)
     return ids[:500]
 
 
 def _code_and_segments(request: HttpRequest) -> tuple[int, list[int]]:
     """The code and segment ids a coding request names; ValueError says what is missing or wrong."""
-    code_id = _int(request.POST.get("code"))
+    code_id = row_id(request.POST.get("code"))
     try:
         segments = _segment_ids(request)
-    except ValidationError:
-        raise ValueError("Segment ids must be numbers.") from None
+    except ValidationError as exc:
+        raise ValueError(exc.messages[0]) from None
     if code_id is None or not segments:
         raise ValueError("Choose a code and at least one segment.")
     return code_id, segments
@@ -508,15 +510,8 @@ def _code_and_segments(request: HttpRequest) -> tuple[int, list[int]]:
 
 def _poll_seconds(value: str | None) -> int:
     """How often the workspace asks for others' codings: ?poll= (tests use 1) within an hour, else 15 s."""
-    seconds = _int(value)
-    return seconds if seconds is not None and 1 <= seconds <= 3600 else 15
-
-
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:  # also a number too long for int() (4,300 digits)
-        return None
+    seconds = row_id(value)  # a positive whole number, else None
+    return seconds if seconds is not None and seconds <= 3600 else 15
 
 
 @login_required
@@ -553,7 +548,7 @@ def create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID
     membership = writer_or_403(request, project_uuid)
     _interview(membership, interview_uuid)
     kind = request.POST.get("kind") or Code.Kind.SEMANTIC
-    bring_back = _int(request.POST.get("bring_back"))
+    bring_back = row_id(request.POST.get("bring_back"))
     try:
         segments = _segment_ids(request)
         if bring_back is None:
@@ -624,7 +619,7 @@ def notes(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> Htt
     interview = _interview(membership, interview_uuid)
     turn = None
     if request.POST.get("turn"):
-        turn = get_object_or_404(Turn, interview=interview, pk=_int(request.POST.get("turn")) or 0)
+        turn = get_object_or_404(Turn, interview=interview, pk=row_id(request.POST.get("turn")) or 0)
     try:
         note_save(interview=interview, turn=turn, author=request.user, text=request.POST.get("text", ""))
     except ValidationError as exc:
@@ -654,8 +649,8 @@ def compare(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) -> H
     interview = _interview(membership, interview_uuid)
     coders = queries.coders_of(project)
     coded_by = [c for c in queries.interview_coders(interview) if c in coders]
-    a = _int(request.GET.get("a")) or (coded_by[0] if coded_by else None)
-    b = _int(request.GET.get("b")) or (coded_by[1] if len(coded_by) > 1 else None)
+    a = row_id(request.GET.get("a")) or (coded_by[0] if coded_by else None)
+    b = row_id(request.GET.get("b")) or (coded_by[1] if len(coded_by) > 1 else None)
     ctx = {"project": project, "membership": membership, "nav": "interviews", "interview": interview,
            "coders": [coders[c] for c in coders], "a": a, "b": b, "diffs": [], "summary": None, "agreement": None}
     if a and b and a != b and a in coders and b in coders:

@@ -7,6 +7,19 @@ from django.core.exceptions import ValidationError
 from accounts.services import API_TOKEN_LIFETIMES
 from projects.models import Membership, Project, Role
 
+# The largest id a bigint column holds: a larger number in a statement is a database error, not "no such row".
+MAX_ROW_ID = 2**63 - 1
+
+
+def row_id(value: str | None) -> int | None:
+    """A row id from a form or query string: a whole number from 1 to MAX_ROW_ID, else None (not an id)."""
+    value = value or ""
+    # isdigit() alone passes other scripts' digits, and the length check keeps int() off a 4,300-digit string.
+    if not (value.isascii() and value.isdigit() and len(value) <= len(str(MAX_ROW_ID))):
+        return None
+    number = int(value)
+    return number if 1 <= number <= MAX_ROW_ID else None
+
 
 class ProjectForm(forms.ModelForm):
     class Meta:

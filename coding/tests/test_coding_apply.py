@@ -133,3 +133,27 @@ def test_create_inline_creates_and_applies(client_for, analyst, project, intervi
     assert Coding.objects.get().code.name == "Slow belonging"
     r = client_for(analyst).post(_url("create_inline", project, interview), {"name": "slow belonging", "segments": ""})
     assert r.status_code == 400 and "already a code" in r.content.decode()
+
+
+NOT_IDS = [str(2**63), str(10**30), "-1", "0", "1.5", "٣"]
+
+
+@pytest.mark.parametrize("name", ["apply", "remove"])
+@pytest.mark.parametrize("value", NOT_IDS)
+def test_a_segment_number_that_is_no_id_is_refused_like_any_bad_id(client_for, analyst, project, interview,
+                                                                    participant_segments, make_code, name, value):
+    code = make_code("Trust")
+    r = client_for(analyst).post(_url(name, project, interview),
+                                 {"code": code.pk, "segments": f"{participant_segments[0].pk},{value}"})
+    assert r.status_code == 400
+    assert r.content.decode() == f"Segment ids must be numbers; “{value}” is not a segment id."
+    assert Coding.objects.count() == 0
+
+
+@pytest.mark.parametrize("name", ["apply", "remove"])
+@pytest.mark.parametrize("value", [*NOT_IDS, "abc"])
+def test_a_code_number_that_is_no_id_is_refused_like_a_missing_code(client_for, analyst, project, interview,
+                                                                     participant_segments, name, value):
+    r = client_for(analyst).post(_url(name, project, interview), {"code": value, "segments": str(participant_segments[0].pk)})
+    assert r.status_code == 400 and r.content.decode() == "Choose a code and at least one segment."
+    assert Coding.objects.count() == 0
