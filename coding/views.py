@@ -547,35 +547,54 @@ def create_inline(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID
     archived code back into use and apply it (the picker offers it when the name typed is an archived code's)."""
     membership = writer_or_403(request, project_uuid)
     _interview(membership, interview_uuid)
-    kind = request.POST.get("kind") or Code.Kind.SEMANTIC
-    bring_back = row_id(request.POST.get("bring_back"))
-    try:
-        segments = _segment_ids(request)
-        if bring_back is None:
-            code = code_create(project=membership.project, actor=request.user, name=request.POST.get("name", ""),
-                               kind=kind, reason="Created while coding")
-            audit_extra = {"created_code": True}
-        else:
-            code = get_object_or_404(Code.objects.for_project(membership.project).select_related("merged_into", "project"),
-                                     pk=bring_back)
-            audit_extra = code_bring_back(code=code, actor=request.user)
-    except ValidationError as exc:
-        return HttpResponseBadRequest(" ".join(exc.messages), content_type="text/plain; charset=utf-8")
-    # The page adds the code to its panel and picker from the event (before any swap), as for a colleague's new code.
-    new = {"id": code.pk, "name": code.name, "colour": code.colour, "kind": code.kind, "definition": code.definition[:200],
-           "archived": False, "mergedInto": None}
-    if not segments:
-        response = HttpResponse("")
-        response["HX-Trigger"] = json.dumps({"coding-changed": {"action": "create", "code": code.pk, "segments": [],
-                                                                "newCode": new}})
+    # All or nothing: a code created (or brought back) for an apply that is refused would stay behind, unused.
+    with transaction.atomic():
+        try:
+            segments = _segment_ids(request)
+            code, audit_extra = _inline_code(request, membership)
+        except ValidationError as exc:
+            return _inline_refused(exc)
+        # The page adds the code to its panel and picker from the event (before any swap), as for a colleague's new code.
+        new = _picker_code(code)
+        if not segments:
+            response = HttpResponse("")
+            response["HX-Trigger"] = json.dumps({"coding-changed": {"action": "create", "code": code.pk, "segments": [],
+                                                                    "newCode": new}})
+            return response
+        # Marked in the audit event, so that undoing this apply also takes the new code away again (or back to the archive).
+        result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
+                              code_id=code.pk, segment_ids=segments,
+                              any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))),
+                              audit_extra=audit_extra or None)
+        response = _coding_response(request, result, action="apply", code_id=code.pk, segments=segments,
+                                    extra_trigger={"newCode": new})
+        if response.status_code != 200:
+            transaction.set_rollback(True)
         return response
-    # Marked in the audit event, so that undoing this apply also takes the new code away again (or back to the archive).
-    result = coding_apply(project_uuid=project_uuid, interview_uuid=interview_uuid, user_id=request.user.pk,
-                          code_id=code.pk, segment_ids=segments,
-                          any_speaker=bool(request.session.get(_any_speaker_key(project_uuid))),
-                          audit_extra=audit_extra or None)
-    return _coding_response(request, result, action="apply", code_id=code.pk, segments=segments,
-                            extra_trigger={"newCode": new})
+
+
+def _inline_code(request: HttpRequest, membership: Membership) -> tuple[Code, dict]:
+    """The picker's code: created by the name typed, or the archived one (`bring_back`) back in use; and what the
+    apply's audit event carries for undoing it."""
+    bring_back = row_id(request.POST.get("bring_back"))
+    if bring_back is None:
+        code = code_create(project=membership.project, actor=request.user, name=request.POST.get("name", ""),
+                           kind=request.POST.get("kind") or Code.Kind.SEMANTIC, reason="Created while coding")
+        return code, {"created_code": True}
+    code = get_object_or_404(Code.objects.for_project(membership.project).select_related("merged_into", "project"),
+                             pk=bring_back)
+    return code, code_bring_back(code=code, actor=request.user)
+
+
+def _inline_refused(exc: ValidationError) -> HttpResponse:
+    """Why the picker's code was not created."""
+    return HttpResponseBadRequest(" ".join(exc.messages), content_type="text/plain; charset=utf-8")
+
+
+def _picker_code(code: Code) -> dict:
+    """A code as the workspace's picker knows it (the page's `coding-codes` entries)."""
+    return {"id": code.pk, "name": code.name, "colour": code.colour, "kind": code.kind, "definition": code.definition[:200],
+            "archived": code.archived, "mergedInto": code.merged_into_id}
 
 
 @login_required

@@ -157,3 +157,48 @@ def test_a_code_number_that_is_no_id_is_refused_like_a_missing_code(client_for, 
     r = client_for(analyst).post(_url(name, project, interview), {"code": value, "segments": str(participant_segments[0].pk)})
     assert r.status_code == 400 and r.content.decode() == "Choose a code and at least one segment."
     assert Coding.objects.count() == 0
+
+
+@pytest.fixture
+def uncodable_here(owner, make_interview) -> dict[str, str]:
+    """Segment numbers the apply refuses: another project's segment, one that does not exist, one that is no id."""
+    from projects.models import Project
+
+    other = make_interview(project=Project.objects.create(name="Other", created_by=owner))
+    return {"another project's": str(other.segments.filter(speaker=Speaker.PARTICIPANT).first().pk),
+            "no such": str(2**62), "not an id": str(2**63)}
+
+
+@pytest.mark.parametrize("which", ["another project's", "no such", "not an id"])
+def test_creating_a_code_for_a_refused_apply_leaves_no_code_behind(client_for, analyst, project, interview,
+                                                                   participant_segments, uncodable_here, which):
+    from coding.models import Code, CodeEvent
+    from projects.models import AuditEvent
+
+    segment = uncodable_here[which]
+    audited = AuditEvent.objects.filter(project=project).count()
+    r = client_for(analyst).post(_url("create_inline", project, interview),
+                                 {"name": "Slow belonging", "segments": f"{participant_segments[0].pk},{segment}"
+                                  if which == "not an id" else segment})
+    assert r.status_code == 400
+    assert r.content.decode() == (f"Segment ids must be numbers; “{segment}” is not a segment id." if which == "not an id"
+                                  else "None of the selected segments can be coded here.")
+    assert not Code.objects.filter(project=project).exists()
+    assert not CodeEvent.objects.filter(project=project).exists()
+    assert AuditEvent.objects.filter(project=project).count() == audited
+    assert not Coding.objects.exists()
+
+
+def test_bringing_a_code_back_for_a_refused_apply_leaves_it_archived(client_for, analyst, project, interview,
+                                                                     make_code, uncodable_here):
+    from coding.models import CodeEvent
+    from coding.services import code_archive
+
+    code = code_archive(code=make_code("Home as habit"), actor=analyst)
+    code.refresh_from_db()
+    version, events = code.version, CodeEvent.objects.count()
+    r = client_for(analyst).post(_url("create_inline", project, interview),
+                                 {"bring_back": code.pk, "segments": uncodable_here["another project's"]})
+    assert r.status_code == 400 and r.content.decode() == "None of the selected segments can be coded here."
+    code.refresh_from_db()
+    assert code.archived and code.version == version and CodeEvent.objects.count() == events
