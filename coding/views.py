@@ -587,8 +587,12 @@ def _inline_code(request: HttpRequest, membership: Membership) -> tuple[Code, di
 
 
 def _inline_refused(exc: ValidationError) -> HttpResponse:
-    """Why the picker's code was not created."""
-    return HttpResponseBadRequest(" ".join(exc.messages), content_type="text/plain; charset=utf-8")
+    """Why the picker's code was not created; a name taken by a code of the project comes with that code (the
+    `code-name-taken` event), which the page may not know by that name yet (a colleague renamed it), to offer it."""
+    response = HttpResponseBadRequest(" ".join(exc.messages), content_type="text/plain; charset=utf-8")
+    if isinstance(exc, NameTaken):
+        response["HX-Trigger"] = json.dumps({"code-name-taken": _picker_code(exc.taken)})
+    return response
 
 
 def _picker_code(code: Code) -> dict:

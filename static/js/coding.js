@@ -160,6 +160,46 @@
       else addPanelRow(code, uses || 0);
     }
 
+    // What the server says a code is now (polled, or named by a refused create): a code new to the page is added,
+    // a known one follows its colleague's rename, recolouring, archiving or bringing back. `uses`: as for addCode.
+    function learnCode(code, uses) {
+      var known = allCodes.filter(function (c) { return c.id === code.id; })[0];
+      if (!known) { addCode(code, uses); return; }
+      renameCode(known, code);
+      // A merged code's name leads to the code it went into.
+      known.mergedInto = code.mergedInto;
+      if (known.archived !== !!code.archived) {
+        if (code.archived) retireCode(code.id); else addCode({ id: known.id, kind: known.kind, archived: false });
+      }
+    }
+    // A known code's name, colour or kind changed: its chips, panel row, recent entry, filter option and the
+    // picker show it as it is now (the picker reads the same objects).
+    function renameCode(known, now) {
+      if (known.name === now.name && known.colour === now.colour && known.kind === now.kind) return;
+      known.name = now.name; known.colour = now.colour; known.kind = kindOf[known.id] = now.kind;
+      var selector = "[data-c='" + known.id + "']";
+      transcript.querySelectorAll(".chip" + selector).forEach(function (ch) {
+        ch.firstChild.textContent = now.name;  // a chip's text is the name, then the coder's initials (or AI)
+        ch.style.setProperty("--c", now.colour);
+        var x = ch.querySelector(".chip-x");
+        if (x) x.setAttribute("aria-label", "Remove " + now.name + " from this sentence");
+        if (ch.dataset.sugg) ch.setAttribute("aria-label", "AI suggests " + now.name + ". " + ch.title);
+        else ch.title = "";  // the hover writes it again
+      });
+      var row = document.querySelector("#code-list-panel .code-row[data-code='" + known.id + "']");
+      if (row) {
+        var swatch = row.querySelector(".sw");
+        swatch.style.setProperty("--c", now.colour);
+        swatch.nextSibling.textContent = now.name;
+        row.querySelector("small").textContent = now.kind;
+      }
+      var opt = document.querySelector("#filter-code option[value='" + known.id + "']");
+      if (opt) opt.textContent = now.name;
+      paintRecent();
+      if (picker.open) renderPicker();
+      if (filters.kind) applyFilters();
+    }
+
     // The codebook panel's row for a code created here or seen by polling.
     function addPanelRow(code, uses) {
       var li = document.createElement("li"), button = document.createElement("button");
@@ -190,6 +230,12 @@
         say((d.action === "apply" ? "Applied " : "Removed ") + (c ? "“" + c.name + "”" : "code") +
             (n ? " on " + n + " segment" + (n > 1 ? "s" : "") : " (nothing changed)") + ".");
       }
+    });
+    // Creating was refused as a code has the name (one a colleague renamed since the page loaded, perhaps): the
+    // page learns that code before the picker opens again with the name typed, so the picker offers to apply it.
+    document.body.addEventListener("code-name-taken", function (e) {
+      var code = e.detail;
+      learnCode(code, transcript.querySelectorAll(".chip[data-c='" + code.id + "']:not(.suggested)").length);
     });
     document.body.addEventListener("coding-undo", function (e) {
       undoPending = false;
@@ -669,17 +715,9 @@
           var byId = {};
           allCodes.forEach(function (c) { byId[c.id] = c; });
           Object.keys(data.codes).forEach(function (id) {
-            var archived = data.codes[id][3], mergedInto = data.codes[id][4], known = byId[id];
-            if (known) {
-              // Archived, merged or brought back by a colleague since: the picker offers it accordingly (a merged
-              // code's name leads to the code it went into).
-              known.mergedInto = mergedInto;
-              if (known.archived !== archived) { if (archived) retireCode(id); else addCode({ id: known.id, kind: known.kind, archived: false }); }
-              return;
-            }
-            var code = { id: Number(id), name: data.codes[id][0], colour: data.codes[id][1], kind: data.codes[id][2],
-                         archived: archived, mergedInto: mergedInto };
-            addCode(code, data.codings.filter(function (r) { return r[1] === code.id; }).length);
+            var row = data.codes[id], code = { id: Number(id), name: row[0], colour: row[1], kind: row[2],
+                                               archived: row[3], mergedInto: row[4] };
+            learnCode(code, byId[id] ? 0 : data.codings.filter(function (r) { return r[1] === code.id; }).length);
           });
           var want = {};
           data.codings.forEach(function (row) { (want[row[0]] = want[row[0]] || []).push(row); });
