@@ -424,6 +424,7 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
     return render(request, "coding/workspace.html", {
         "project": project, "membership": membership, "nav": "interviews", "interview": interview,
         "transcript": transcript, "codes": codes, "code_rows": render_code_rows(codes), "code_options": render_code_options(codes),
+        "any_code_in_use": any(not c["archived"] for c in codes),
         "picker": picker, "shortcuts": shortcuts.WORKSPACE, "name_max_length": NAME_MAX_LENGTH,
         "coders": [coders[c] for c in coders_here if c in coders], "coded": coded, "codable": codable,
         "project_coded": project_coded, "project_codable": project_codable, "any_speaker": any_speaker,

@@ -1,7 +1,8 @@
 """A colleague's codebook changes reach an open coding workspace, in a real browser.
 
 A walk-through found: a code a colleague renamed (or recoloured) kept its old name on the page's chips, panel row,
-Code filter and picker until a reload; typing the new name offered only "Create", which the server refused as taken.
+Code filter and picker until a reload; typing the new name offered only "Create", which the server refused as taken;
+and the panel said "No codes yet" after the first code was created, until a reload.
 """
 
 from __future__ import annotations
@@ -85,3 +86,23 @@ def test_creating_a_name_a_code_has_offers_that_code_to_apply(browser, login, li
         assert Code.objects.count() == 1
         assert list(Coding.objects.values_list("code_id", flat=True)) == [code.pk]
 
+
+def test_the_panels_no_codes_yet_goes_with_the_first_code_and_comes_back_without_one(
+        page, login, live_server, project, analyst, interview):
+    _open(page, login, live_server, analyst, project, interview)
+    empty = page.locator("#code-list-empty")
+    expect(empty).to_be_visible()
+    page.keyboard.press("j")
+    page.keyboard.press("c")
+    page.keyboard.type("First code")
+    page.keyboard.press("Enter")
+    expect(page.locator("#code-list-panel .code-row")).to_have_count(1)
+    expect(empty).to_be_hidden()
+    page.locator("#panel-filter").fill("nothing like it")  # a filter hiding every row is not "no codes"
+    expect(page.locator("#code-list-panel .code-row")).to_be_hidden()
+    expect(empty).to_be_hidden()
+    page.locator("#panel-filter").fill("")
+    page.locator("#transcript").focus()
+    page.keyboard.press("u")  # undoing the create archives the unused code: none is left in use
+    expect(page.locator("#ws-status")).to_contain_text("archived the new code “First code”")
+    expect(empty).to_be_visible()

@@ -139,6 +139,12 @@
       var row = document.querySelector("#code-list-panel .code-row[data-code='" + id + "']");
       if (row) row.parentElement.hidden = true;
       paintRecent();
+      paintPanelEmpty();
+    }
+    // "No codes yet" while no code is in use; the panel's filter hiding every row is not that.
+    function paintPanelEmpty() {
+      var empty = document.getElementById("code-list-empty");
+      if (empty) empty.hidden = codes.length > 0;
     }
 
     // A code created or brought back from the archive, here or by a colleague (seen by polling): usable at once
@@ -158,6 +164,7 @@
       var row = document.querySelector("#code-list-panel .code-row[data-code='" + code.id + "']");
       if (row) row.parentElement.hidden = false;
       else addPanelRow(code, uses || 0);
+      paintPanelEmpty();
     }
 
     // What the server says a code is now (polled, or named by a refused create): a code new to the page is added,
