@@ -25,6 +25,14 @@ class _CodeNames(forms.models.ModelChoiceIterator):
         yield from self.queryset.values_list("pk", "name")
 
 
+class _CodesInUse(_CodeNames):
+    """Only codes in use (not archived, not in the trash) as options, whatever else the field accepts."""
+
+    def __init__(self, field: forms.ModelChoiceField) -> None:
+        super().__init__(field)
+        self.queryset = self.queryset.alive().filter(archived=False)
+
+
 class CodeChoiceField(forms.ModelChoiceField):
     """A choice of one of the project's codes: listed by name, cleaned to the Code through the queryset."""
 
@@ -73,7 +81,11 @@ class MergeForm(forms.Form):
 
     def __init__(self, *args, code: Code, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["target"].queryset = Code.objects.for_project(code.project).filter(archived=False).exclude(pk=code.pk)
+        # Codes in use are offered, any of the project's accepted: one merged, archived or trashed since the page
+        # loaded is refused by code_merge saying so (and who merged it), not as "not one of the available choices".
+        target = self.fields["target"]
+        target.iterator = _CodesInUse
+        target.queryset = Code.objects.filter(project=code.project).exclude(pk=code.pk)
 
 
 class SplitForm(forms.Form):

@@ -294,15 +294,17 @@ def code_merge(*, source: Code, target: Code, actor: Any, reason: str = "") -> C
         raise ValidationError({"target": "Choose a different code to merge into."})
     if source.project_id != target.project_id:
         raise ValidationError({"target": "Both codes must belong to the same project."})
-    if target.archived or target.deleted_at:
-        raise ValidationError({"target": f"“{target.name}” is archived; bring it back before merging into it."})
+    # Both locked, in id order (merging A into B and B into A at once: one waits, no deadlock), then read again: a
+    # page loaded before a colleague merged, archived or trashed either code must not merge on what it showed.
+    list(Code.objects.select_for_update().filter(pk__in=[source.pk, target.pk]).order_by("pk").values_list("pk"))
+    for code in (source, target):
+        code.refresh_from_db(fields=["archived", "deleted_at", "merged_into", "parent"])
+    _check_mergeable(source, target)
     ancestor = target.parent
     while ancestor is not None:
         if ancestor.pk == source.pk:
             raise ValidationError({"target": f"“{target.name}” is inside “{source.name}”; merge it the other way round."})
         ancestor = ancestor.parent
-    # Lock the source first: a second merge or split of it waits instead of interleaving.
-    Code.objects.select_for_update().filter(pk=source.pk).exists()
     if connection.vendor != "postgresql":
         total, moved = _merge_codings_portable(source, target)
     else:
@@ -321,6 +323,34 @@ def code_merge(*, source: Code, target: Code, actor: Any, reason: str = "") -> C
                              reason=reason, data=data)
     target.refresh_from_db()
     return target
+
+
+def _check_mergeable(source: Code, target: Code) -> None:
+    """Refuse a merge of a code merged or trashed since, or into one merged, archived or trashed, saying so."""
+    if source.merged_into_id is not None:
+        raise ValidationError(f"“{source.name}” was merged into “{source.merged_into.name}”{_merged_by(source)}; "
+                              f"nothing to merge.")
+    if source.deleted_at is not None:
+        raise ValidationError(f"“{source.name}” is in the trash; nothing to merge.")
+    if target.merged_into_id is not None:
+        into = target.merged_into
+        then = "nothing to merge" if into.pk == source.pk else f"merge into “{into.name}” instead"
+        raise ValidationError({"target": f"“{target.name}” was merged into “{into.name}”{_merged_by(target)}; {then}."})
+    if target.deleted_at is not None:
+        raise ValidationError({"target": f"“{target.name}” is in the trash; restore it before merging into it."})
+    if target.archived:
+        raise ValidationError({"target": f"“{target.name}” is archived; bring it back before merging into it."})
+
+
+def _merged_by(code: Code) -> str:
+    """Who merged a merged code, and when: " (by rita at 20:29)", with the date when it was not today."""
+    event = (CodeEvent.objects.filter(code=code, action=CodeEvent.Action.MERGED, data__source_uuid=str(code.uuid))
+             .select_related("actor").first())
+    if event is None:
+        return ""
+    when = timezone.localtime(event.created_at)
+    at = f"at {when:%H:%M}" if when.date() == timezone.localdate() else f"on {when:%Y-%m-%d} at {when:%H:%M}"
+    return f" (by {event.actor.username} {at})" if event.actor else f" ({at})"
 
 
 def _merge_codings(source: Code, target: Code) -> tuple[int, int]:

@@ -99,7 +99,8 @@ def test_a_merged_code_stays_archived_so_merges_cannot_go_round(client_for, anal
     assert r.status_code == 400 and "a merged code stays archived" in str(r.json())
     r = client_for(analyst).post(f"{_codes(project)}{target.uuid}/merge/", {"target": str(source.uuid)},
                                  content_type="application/json")
-    assert r.status_code == 400 and "is archived" in str(r.json())
+    assert r.status_code == 400 and "“Advice list” was merged into “Deference” (by arjun at " in str(r.json())
+    assert "; nothing to merge." in str(r.json())
     source.refresh_from_db()
     target.refresh_from_db()
     assert source.archived and source.merged_into == target and target.merged_into is None
