@@ -49,6 +49,9 @@ def safe_row(row: Iterable[object]) -> list[Cell]:
 _TYPED_NUMBER = re.compile(r"^\s*(?:table|tab\.)\s*\d+\s*[:.\-–—]?\s*", re.IGNORECASE)
 
 
+NOTE_PREFIX = "Note: "
+
+
 def unnumbered_caption(caption: str) -> str:
     """The caption without a table number typed before it, for the writers that number tables (DOCX, LaTeX)."""
     return _TYPED_NUMBER.sub("", caption, count=1) or caption
@@ -73,6 +76,9 @@ class Table:
     # the page when the table has many columns.
     paper: str = "a4"
     landscape: bool | None = None
+    # What a reader must know to read the numbers, printed under the table in every format: a table note
+    # in LaTeX, DOCX and Markdown, "Note: …" rows after a blank row in CSV, a Notes sheet in XLSX.
+    notes: Sequence[str] = ()
 
     def iter_rows(self) -> Iterator[Sequence[Cell]]:
         for n, row in enumerate(self.rows, start=1):

@@ -6,7 +6,7 @@ import csv
 import io
 from collections.abc import Iterator
 
-from reports.writers import Table, safe_row
+from reports.writers import NOTE_PREFIX, Table, safe_row
 
 BOM = "\ufeff"
 FLUSH_ROWS = 500
@@ -25,4 +25,8 @@ def iter_csv(table: Table) -> Iterator[bytes]:
             yield buffer.getvalue().encode("utf-8")
             buffer.seek(0)
             buffer.truncate()
+    if table.notes:
+        writer.writerow([])
+        for note in table.notes:
+            writer.writerow(safe_row([NOTE_PREFIX + note]))
     yield buffer.getvalue().encode("utf-8")

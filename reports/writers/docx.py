@@ -60,7 +60,17 @@ def write_docx(table: Table, out: BinaryIO) -> None:
                         f.write("".join(buffer).encode("utf-8"))
                         buffer = []
                 f.write("".join(buffer).encode("utf-8"))
-                f.write(skeleton.after.encode("utf-8"))
+                f.write(_with_notes(skeleton.after, table.notes).encode("utf-8"))
+
+
+def _with_notes(after: str, notes) -> str:
+    """The document after the last row, with a table note paragraph ("Note. …") under the table per note."""
+    if not notes:
+        return after
+    paragraphs = "".join(f'<w:p><w:r><w:rPr><w:i/></w:rPr><w:t xml:space="preserve">Note. </w:t></w:r>'
+                         f"{_runs(_clean(note))}</w:p>" for note in notes)
+    end = after.index("</w:tbl>") + len("</w:tbl>")
+    return after[:end] + paragraphs + after[end:]
 
 
 @dataclass(frozen=True)

@@ -172,7 +172,9 @@ def iter_latex(table: Table, *, standalone: bool = True) -> Iterator[bytes]:
     out.append("\\toprule\n" + head + "\n\\midrule\n\\endfirsthead\n")
     out.append(r"\multicolumn{%d}{@{}l}{\emph{(continued)}}\\" % cols + "\n\\toprule\n" + head + "\n\\midrule\n\\endhead\n")
     out.append("\\midrule\n" + r"\multicolumn{%d}{r@{}}{\emph{continued on next page}}\\" % cols + "\n\\endfoot\n")
-    out.append("\\bottomrule\n\\endlastfoot\n")
+    out.append("\\bottomrule\n" + "".join(
+        r"\multicolumn{%d}{@{}p{\linewidth}@{}}{\footnotesize\emph{Note.} %s}\\" % (cols, latex_escape(note)) + "\n"
+        for note in table.notes) + "\\endlastfoot\n")
     for n, row in enumerate(table.iter_rows(), start=1):
         out.append(" & ".join(latex_escape(v) for v in row) + " \\\\\n")
         if n % FLUSH_ROWS == 0:

@@ -32,4 +32,6 @@ def iter_markdown(table: Table) -> Iterator[bytes]:
         if n % FLUSH_ROWS == 0:
             yield ("\n".join(lines) + "\n").encode("utf-8")
             lines = []
+    for note in table.notes:
+        lines += ["", f"*Note.* {md_escape(note)}"]
     yield ("\n".join(lines) + "\n").encode("utf-8")

@@ -25,6 +25,7 @@ from reports.writers import ZIP_LEVEL, Table, safe_cell
 
 MAX_CELL = 32767  # Excel's limit on the characters in one cell
 SHEET_TITLE = "Table"
+NOTES_SHEET_TITLE = "Notes"
 SHEET = "xl/worksheets/sheet1.xml"
 MARKER = "RTA-ROWS-GO-HERE"
 FLUSH_ROWS = 500
@@ -71,6 +72,11 @@ def _skeleton(table: Table) -> bytes:
         marker.alignment = wrap
         ws.column_dimensions[get_column_letter(i)].width = max(10, min(90, round(width * 160)))
     ws.freeze_panes = "A2"
+    if table.notes:
+        sheet = wb.create_sheet(NOTES_SHEET_TITLE)
+        sheet.column_dimensions["A"].width = 120
+        for row, note in enumerate(table.notes, start=1):
+            sheet.cell(row=row, column=1, value=_text(note)).alignment = wrap
     buffer = io.BytesIO()
     wb.save(buffer)
     return buffer.getvalue()
