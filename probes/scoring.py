@@ -38,6 +38,7 @@ class Rate:
 class GroupRow:
     group: str  # a ground-truth value
     n: int
+    items: int  # distinct items among the n answers (fewer than n when items were asked more than once)
     predicted: dict[str, Rate]  # label → rate of predicting it
     accuracy: Rate
 
@@ -45,6 +46,7 @@ class GroupRow:
 @dataclass
 class Cell:
     condition: str
+    version: int  # the condition version the answers were asked with: versions are different prompts, never pooled
     model: str
     subset: str
     labels: list[str]
@@ -52,6 +54,7 @@ class Cell:
     accuracy: Rate
     confusion: list[list[int]]  # rows: groups in order; columns: labels in order
     test: TestResult | None
+    items: int = 0
     unparsed: int = 0
     failed: int = 0
 
@@ -72,10 +75,29 @@ class Scores:
     novel: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # condition → [(category, count)]
     # Ground-truth values no condition's label matches: every answer about them counts as wrong.
     unmatched_truths: list[str] = field(default_factory=list)
+    versions: dict[str, list[int]] = field(default_factory=dict)  # condition → the versions its answers were asked with
+    repetitions: int = 1
+
+    def notes(self) -> list[str]:
+        """What a reader of the table must know to read N, said on the page and under every download."""
+        notes = []
+        if self.repetitions > 1:
+            notes.append(
+                f"Each item was asked {self.repetitions} times per condition and model, and N counts every answer "
+                "(Items counts the distinct items). Repetitions of one item are not independent observations: the "
+                "intervals and tests treat them as if they were, so they are narrower than the items alone support.")
+        for condition, numbers in self.versions.items():
+            if len(numbers) > 1:
+                listed = ", ".join(f"v{n}" for n in numbers[:-1]) + f" and v{numbers[-1]}"
+                notes.append(
+                    f"The answers of “{condition}” were asked with {listed} of its prompt: each version is scored "
+                    "on rows of its own (Version), never pooled with another.")
+        return notes
 
 
 @dataclass
 class _Row:
+    item: int
     truth: str
     label: str
     categories: list[str]
@@ -83,22 +105,30 @@ class _Row:
 
 
 def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | None = None) -> Scores:
-    """Table 1 for the probe: one Cell per condition × model × subset (only "all" when nothing is chosen)."""
+    """Table 1 for the probe: one Cell per condition × version × model × subset (only "all" when nothing is chosen).
+
+    Answers asked with different versions of a condition answered different prompts: each version gets cells of
+    its own, and Scores.notes() says so.
+    """
     truth_column = truth_column or probe.truth_column
     chosen_set = {c.lower() for c in chosen or []}
-    rows: dict[tuple[str, str], list[_Row]] = defaultdict(list)
+    rows: dict[tuple[str, int, str], list[_Row]] = defaultdict(list)
     labels = latest_labels(probe)
     offered: dict[str, set[str]] = {}
-    answers = Answer.objects.filter(item__probe=probe).order_by("condition__name", "participant__label").values_list(
-        "condition__name", "participant__label", "item__labels", "label", "categories", "status",
-        "condition_version__categories",
+    answers = Answer.objects.filter(item__probe=probe).order_by(
+        "condition__name", "condition_version__number", "participant__label").values_list(
+        "condition__name", "condition_version__number", "participant__label", "item_id", "item__labels", "label",
+        "categories", "status", "condition_version__categories",
     )
     spellings: dict[str, str] = {}
-    for condition, model, item_labels, label, categories, status, version_categories in answers.iterator():
+    versions: dict[str, list[int]] = {}
+    for condition, version, model, item, item_labels, label, categories, status, version_categories in answers.iterator():
         truth = str(item_labels.get(truth_column, "")).strip()
         # One group per value whatever its case, named as its first spelling (a label's, below, when one matches).
         truth = spellings.setdefault(truth_key(truth), truth)
-        rows[(condition, model)].append(_Row(truth, label, categories or [], status))
+        rows[(condition, version, model)].append(_Row(item, truth, label, categories or [], status))
+        if version not in versions.setdefault(condition, []):
+            versions[condition].append(version)
         columns = labels.setdefault(condition, [])
         if status == Answer.Status.DONE and label not in columns:
             columns.append(label)  # parsed with an older version's labels: still a column, so every answer counts
@@ -108,14 +138,14 @@ def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | No
         for row in cell_rows:
             row.truth = named.get(row.truth, row.truth)
     cells = []
-    for (condition, model), cell_rows in rows.items():
+    for (condition, version, model), cell_rows in rows.items():
         subsets = [ALL, CITES, NONE] if chosen_set else [ALL]
         for subset in subsets:
-            cells.append(_cell(condition, model, subset, labels[condition], cell_rows, chosen_set))
+            cells.append(_cell(condition, version, model, subset, labels[condition], cell_rows, chosen_set))
     novel = {condition: _novel(cell_rows_of(rows, condition), offered[condition]) for condition in offered}
     unmatched = sorted((t for t in spellings.values() if t and t not in named), key=str.lower)
     return Scores(truth_column=truth_column, chosen=list(chosen or []), cells=cells, novel=novel,
-                  unmatched_truths=unmatched)
+                  unmatched_truths=unmatched, versions=versions, repetitions=probe.repetitions)
 
 
 def _named_as_labels(spellings: dict[str, str], labels: dict[str, list[str]]) -> dict[str, str]:
@@ -133,8 +163,8 @@ def latest_labels(probe: Probe) -> dict[str, list[str]]:
     return labels
 
 
-def cell_rows_of(rows: dict[tuple[str, str], list[_Row]], condition: str) -> list[_Row]:
-    return [row for (c, _), members in rows.items() if c == condition for row in members]
+def cell_rows_of(rows: dict[tuple[str, int, str], list[_Row]], condition: str) -> list[_Row]:
+    return [row for (c, _, _), members in rows.items() if c == condition for row in members]
 
 
 def _in_subset(row: _Row, subset: str, chosen: set[str]) -> bool:
@@ -146,7 +176,8 @@ def _in_subset(row: _Row, subset: str, chosen: set[str]) -> bool:
     return cites if subset == CITES else not cites
 
 
-def _cell(condition: str, model: str, subset: str, labels: list[str], rows: list[_Row], chosen: set[str]) -> Cell:
+def _cell(condition: str, version: int, model: str, subset: str, labels: list[str], rows: list[_Row],
+          chosen: set[str]) -> Cell:
     status_counts = Counter(row.status for row in rows if _in_subset(row, subset, chosen))
     parsed = [row for row in rows if row.status == Answer.Status.DONE and _in_subset(row, subset, chosen)]
     groups = sorted({row.truth for row in parsed})
@@ -156,12 +187,13 @@ def _cell(condition: str, model: str, subset: str, labels: list[str], rows: list
         n = sum(counts)
         predicted = {label: Rate(count, n) for label, count in zip(labels, counts, strict=True)}
         correct = sum(count for label, count in zip(labels, counts, strict=True) if _same(label, g))
-        group_rows.append(GroupRow(group=g, n=n, predicted=predicted, accuracy=Rate(correct, n)))
+        items = len({r.item for r in parsed if r.truth == g})
+        group_rows.append(GroupRow(group=g, n=n, items=items, predicted=predicted, accuracy=Rate(correct, n)))
     correct = sum(1 for r in parsed if _same(r.label, r.truth))
     return Cell(
-        condition=condition, model=model, subset=subset, labels=labels, groups=group_rows,
+        condition=condition, version=version, model=model, subset=subset, labels=labels, groups=group_rows,
         accuracy=Rate(correct, len(parsed)), confusion=confusion, test=difference_test(confusion),
-        unparsed=status_counts[Answer.Status.UNPARSED], failed=status_counts[Answer.Status.FAILED],
+        items=len({r.item for r in parsed}), unparsed=status_counts[Answer.Status.UNPARSED], failed=status_counts[Answer.Status.FAILED],
     )
 
 
@@ -185,7 +217,7 @@ def categories_cited(probe: Probe) -> list[str]:
 
 
 SUMMARY_HEADERS = [
-    "Condition", "Model", "Subset", "Ground truth", "N", "Predicted label", "Count", "Rate", "Rate 95% CI low",
+    "Condition", "Version", "Model", "Subset", "Ground truth", "N", "Items", "Predicted label", "Count", "Rate", "Rate 95% CI low",
     "Rate 95% CI high", "Group accuracy", "Accuracy (all groups)", "Accuracy 95% CI low", "Accuracy 95% CI high",
     "Test", "P-value", "Unparsed", "Failed",
 ]
@@ -200,13 +232,14 @@ def summary_rows(scores: Scores) -> list[list[Any]]:
     for cell in scores.cells:
         low, high = cell.accuracy.interval or (None, None)
         if not cell.groups:
-            out.append([cell.condition, cell.model, cell.subset_name, "", 0, "", None, None, None, None, None, None,
-                        None, None, "", None, cell.unparsed, cell.failed])
+            out.append([cell.condition, cell.version, cell.model, cell.subset_name, "", 0, 0, "", None, None, None, None,
+                        None, None, None, None, "", None, cell.unparsed, cell.failed])
         for group in cell.groups:
             for label, rate in group.predicted.items():
                 r_low, r_high = rate.interval or (None, None)
                 out.append([
-                    cell.condition, cell.model, cell.subset_name, group.group, group.n, label, rate.count,
+                    cell.condition, cell.version, cell.model, cell.subset_name, group.group, group.n, group.items, label,
+                    rate.count,
                     _round(rate.value), _round(r_low), _round(r_high), _round(group.accuracy.value),
                     _round(cell.accuracy.value), _round(low), _round(high), cell.test.test if cell.test else "",
                     PValue(cell.test.p_value) if cell.test else None, cell.unparsed, cell.failed,

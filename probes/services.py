@@ -266,10 +266,12 @@ class RunStarted:
 
 @transaction.atomic
 def run_start(*, probe: Probe, retry_failed: bool = False) -> RunStarted:
-    """Create the missing answers (latest condition versions) and start or resume the run.
+    """Create the missing answers and start or resume the run.
 
     Answers already done are never asked again; answers a lost worker held are asked again, and
     failed ones too when `retry_failed` (their last failure stays in the provenance until then).
+    One rule for versions: every answer this run asks (new, pending, lost or retried) is asked with
+    its condition's latest version, so an edit made before "Run the rest" is never silently ignored.
     """
     probe = Probe.objects.select_for_update().get(pk=probe.pk)
     participants = list(probe.participants.filter(is_live=True))
@@ -289,15 +291,15 @@ def run_start(*, probe: Probe, retry_failed: bool = False) -> RunStarted:
     Answer.objects.bulk_create(rows, batch_size=2000, ignore_conflicts=True)
     created = answers.count() - before
     if retry_failed:
-        # Asked again, so asked with the condition as it is now (a fix to its labels is why one retries).
-        for c in conditions:
-            answers.filter(status=Answer.Status.FAILED, condition=c).update(
-                status=Answer.Status.PENDING, reason="", condition_version=latest[c.pk], parsed_with_version=None)
-    probe.run_state, probe.run_started_at = Probe.RunState.RUNNING, timezone.now()
-    probe.save(update_fields=["run_state", "run_started_at"])
+        answers.filter(status=Answer.Status.FAILED).update(status=Answer.Status.PENDING, reason="", parsed_with_version=None)
     from probes.running import answers_requeue_lost, probe_pump  # running.py imports this module
 
     answers_requeue_lost(probe=probe)
+    for c in conditions:
+        answers.filter(status=Answer.Status.PENDING, condition=c).exclude(condition_version=latest[c.pk]).update(
+            condition_version=latest[c.pk], parsed_with_version=None)
+    probe.run_state, probe.run_started_at = Probe.RunState.RUNNING, timezone.now()
+    probe.save(update_fields=["run_state", "run_started_at"])
     transaction.on_commit(lambda: probe_pump(probe.pk))
     to_ask = answers.exclude(status__in=Answer.FINISHED).count()
     return RunStarted(created=created, to_ask=to_ask)

@@ -67,4 +67,5 @@ def summary_table(probe: Probe, scores: Scores) -> Table:
     numeric = frozenset(i for i, h in enumerate(SUMMARY_HEADERS) if h not in {"Condition", "Model", "Subset", "Ground truth",
                                                                             "Predicted label", "Test"})
     return Table(caption=f"Scores of the probe “{probe.name}” by ground truth ({scores.truth_column})",
-                 headers=SUMMARY_HEADERS, rows=rows, row_count=len(rows), numeric=numeric, label="tab:probe-summary")
+                 headers=SUMMARY_HEADERS, rows=rows, row_count=len(rows), numeric=numeric, label="tab:probe-summary",
+                 notes=scores.notes())

@@ -148,7 +148,7 @@ def test_the_answers_and_scores_download(answered, project, viewer, client_for):
     assert xlsx.status_code == 200 and b"".join(xlsx.streaming_content)[:2] == b"PK"
     scores = client.get(reverse("reports:probe_summary", args=[project.uuid, answered.uuid, "csv"]) + "?cites=Declaration")
     text = b"".join(scores.streaming_content).decode("utf-8-sig")
-    assert "Control,Model A,All answers,man,4,man,4,1.0," in text
+    assert "Control,1,Model A,All answers,man,4,4,man,4,1.0," in text
     assert "Cites the chosen categories" in text
     assert client.get(reverse("reports:probe_summary", args=[project.uuid, answered.uuid, "pdf"])).status_code == 404
 
@@ -299,9 +299,9 @@ def test_the_summary_download_keeps_cells_without_parsed_answers(answered, proje
         status=Answer.Status.UNPARSED)
     scores = client_for(viewer).get(reverse("reports:probe_summary", args=[project.uuid, answered.uuid, "csv"]))
     lines = b"".join(scores.streaming_content).decode("utf-8-sig").splitlines()
-    assert [line for line in lines if line.startswith("Primed,Model B,")] == [
-        "Primed,Model B,All answers,,0,,,,,,,,,,,,1,7"]
-    assert sum(1 for line in lines if line.startswith("Primed,Model A,All answers,")) == 4  # 2 groups × 2 labels
+    assert [line for line in lines if line.startswith("Primed,1,Model B,")] == [
+        "Primed,1,Model B,All answers,,0,0,,,,,,,,,,,,1,7"]
+    assert sum(1 for line in lines if line.startswith("Primed,1,Model A,All answers,")) == 4  # 2 groups × 2 labels
 
 
 def test_a_condition_whose_keys_clash_is_refused_with_a_form_error(answered, project, analyst, client_for):
