@@ -109,13 +109,28 @@ def _json_fields(version: ConditionVersion, text: str) -> dict[str, Any]:
             # A refusal or an explanation instead of JSON: the parser's "Expecting value" would hide which.
             raise ParseError(f"Not JSON: the answer is plain text (“{_preview(body)}”).") from None
         raise ParseError(f"Not valid JSON: {exc}.") from None
+    if not isinstance(value, dict):
+        raise ParseError("Expected a JSON object.")
+    value = _leniently_read(version, value)
     try:
         jsonschema.validate(value, schema_for(version))
     except jsonschema.ValidationError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "the answer"
         raise ParseError(f"Does not match the JSON schema at {where}: {exc.message}")
-    if not isinstance(value, dict):
-        raise ParseError("Expected a JSON object.")
+    return value
+
+
+def _leniently_read(version: ConditionVersion, value: dict[str, Any]) -> dict[str, Any]:
+    """The label and categories read as labelled lines read them, before the schema checks the answer.
+
+    "Woman" for "woman" and "Declaration; Other" for a list are the same answer in either output format.
+    """
+    value = dict(value)
+    label = value.get(version.label_key)
+    if isinstance(label, str):
+        value[version.label_key] = _matching_label(version, label) or label
+    if version.categories_key and isinstance(value.get(version.categories_key), str):
+        value[version.categories_key] = _categories(value[version.categories_key])
     return value
 
 
@@ -150,13 +165,22 @@ def _line_fields(version: ConditionVersion, text: str) -> dict[str, str]:
     return {key: "\n".join(lines).strip() for key, lines in fields.items()}
 
 
+def _matching_label(version: ConditionVersion, value: Any) -> str | None:
+    """The allowed label the model said, whatever its case, spacing or surrounding punctuation."""
+    said = _label_key(_str(value))
+    return next((label for label in version.labels if _label_key(label) == said), None) if said else None
+
+
+def _label_key(text: str) -> str:
+    return " ".join(text.strip().strip(".*_\"'` ").lower().split())
+
+
 def _allowed_label(version: ConditionVersion, value: Any) -> str:
-    said = _str(value).strip().strip(".*_\"'` ").lower()
-    if not said:
+    if not _label_key(_str(value)):
         raise ParseError(f"The “{version.label_key}” is empty.")
-    for label in version.labels:
-        if said == label.lower():
-            return label
+    label = _matching_label(version, value)
+    if label is not None:
+        return label
     allowed = ", ".join(version.labels)
     raise ParseError(f"“{version.label_key}” is “{_str(value).strip()[:80]}”, which is not one of: {allowed}.")
 

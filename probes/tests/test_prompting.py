@@ -69,3 +69,26 @@ def test_labelled_lines_without_the_label_or_with_another_label_are_unparsed():
         parse(lines_version(), "I cannot tell.")
     with pytest.raises(ParseError, match="“Gender” is “unknown”, which is not one of: woman, man"):
         parse(lines_version(), "Gender: unknown")
+
+
+def test_json_answers_are_read_as_leniently_as_labelled_lines():
+    control = version(label_key="gender", categories_key="codes_applied")
+    as_json = parse(control, json.dumps({"gender": " Woman.", "codes_applied": "Declaration; Other", "rationale": "r"}))
+    as_lines = parse(lines_version(), "Gender: Woman.\nCodes Applied: Declaration; Other\nRationale: r")
+    assert (as_json.label, as_json.categories) == (as_lines.label, as_lines.categories) == ("woman", ["Declaration", "Other"])
+    with pytest.raises(ParseError, match="Does not match the JSON schema at gender: 'Other' is not one of"):
+        parse(control, json.dumps({"gender": "Other", "codes_applied": [], "rationale": ""}))
+
+
+@pytest.mark.django_db
+def test_re_parsing_rescues_json_answers_the_strict_schema_refused(answered):
+    from probes.models import Answer
+    from probes.services import answers_reparse
+
+    control = Condition.objects.get(probe=answered, name="Control")
+    text = json.dumps({"gender": "Woman", "codes_applied": "Declaration; Other", "rationale": "Warm."})
+    Answer.objects.filter(condition=control).update(status=Answer.Status.UNPARSED, text=text, label="", categories=[])
+    assert answers_reparse(condition=control) == {"done": 16, "unparsed": 0, "stopped": 0}
+    assert {(label, tuple(categories)) for label, categories in
+            Answer.objects.filter(condition=control).values_list("label", "categories")} == {
+        ("woman", ("Declaration", "Other"))}
