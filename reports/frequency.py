@@ -3,7 +3,8 @@
 **Columns** are the values of one attribute, chosen by the user: the participant (model,
 the default), its provider or interface, any of its case variables, or an attribute of the
 interview itself (depth, origin, or any scalar value of its metadata, e.g. a ground truth
-from a Markdown front matter or an attribute sheet). Every interview falls in exactly one
+from a Markdown front matter or an attribute sheet, or of metadata["attributes"], where
+interviews made from probe rationales keep theirs). Every interview falls in exactly one
 column; interviews without a value fall in "(not set)".
 
 **Denominators** (stated in the table's note):
@@ -328,7 +329,8 @@ class Population:
         found = [Attribute(k, v) for k, v in PARTICIPANT_FIELDS.items()]
         found += [Attribute(CASE_PREFIX + k, f"Case variable: {k}") for k in sorted(_keys(p.attributes for p in self.participants))]
         found += [Attribute(k, v) for k, v in INTERVIEW_FIELDS.items()]
-        found += [Attribute(INTERVIEW_PREFIX + k, f"Interview: {k}") for k in sorted(_keys(i.metadata for i in self.interviews))]
+        found += [Attribute(INTERVIEW_PREFIX + k, f"Interview: {k}")
+                  for k in sorted(_keys(interview_values(i.metadata) for i in self.interviews))]
         return found
 
     def attribute(self, key: str) -> Attribute:
@@ -369,8 +371,20 @@ def _value(key: str, interview: Interview, participant: Participant) -> str:
     elif key.startswith(CASE_PREFIX):
         raw = (participant.attributes or {}).get(key[len(CASE_PREFIX):]) if isinstance(participant.attributes, dict) else None
     else:
-        raw = (interview.metadata or {}).get(key[len(INTERVIEW_PREFIX):]) if isinstance(interview.metadata, dict) else None
+        raw = interview_values(interview.metadata).get(key[len(INTERVIEW_PREFIX):])
     return str(raw).strip() if _scalar(raw) else NOT_SET
+
+
+def interview_values(metadata: Any) -> dict[str, Any]:
+    """An interview's attributes to group by: its metadata's keys, and those nested under "attributes".
+
+    Interviews made from probe rationales keep the item's ground truth, the condition and the predicted label
+    under metadata["attributes"]; a top-level key of the same name wins.
+    """
+    if not isinstance(metadata, dict):
+        return {}
+    nested = metadata.get("attributes")
+    return {**(nested if isinstance(nested, dict) else {}), **metadata}
 
 
 # --- choices ---------------------------------------------------------------------------

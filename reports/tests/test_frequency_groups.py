@@ -18,6 +18,7 @@ from django.urls import reverse
 
 from coding.models import Code
 from interviews.models import Interview, Participant
+from probes.tests.conftest import answered, conditions, probe, probe_with_items  # noqa: F401 - fixtures
 from reports.frequency import FrequencySpecError, Population, format_interval, frequency_table, spec_from_query
 from reports.tests.tables_world import _interview, code, seg, world  # noqa: F401 - fixture
 from reports.tests.test_views import compiles
@@ -204,3 +205,23 @@ def test_page_groups_by_an_interview_attribute(reviews, client_for, owner):
                      headers={"HX-Request": "true"})
     assert response.status_code == 200 and 'id="frequency-error"' not in response.content.decode()
     assert response.content.decode().lstrip().startswith('<div id="frequency-page"')
+
+
+def test_interviews_made_from_probe_rationales_group_by_their_ground_truth(answered, project, owner):
+    """Table 2 of the probe study: rationales made interviews, coded, counted by the review author's gender."""
+    from probes.models import Condition
+    from probes.services import condition_to_interviews
+
+    condition_to_interviews(condition=Condition.objects.get(probe=answered, name="Primed"), user=owner)
+    emotion = Code.objects.create(project=project, name="Emotional expression", position=0)
+    # Every rationale has two sentences; code the first of each woman's review by Model A and of item 5 by both models.
+    for interview in Interview.objects.filter(project=project).select_related("participant"):
+        truth, position = interview.metadata["attributes"]["gender"], interview.metadata["probe"]["item"]
+        if (truth == "woman" and interview.participant.label == "Model A") or position == 5:
+            code(emotion, seg(interview, "The author writes"), owner)
+    population = Population.of(project)
+    assert "interview:gender" in {a.key for a in population.attributes()}
+    assert "interview:predicted" in {a.key for a in population.attributes()}
+    t = frequency_table(project, spec_from_query(population, QueryDict("by=interview:gender&a=woman&b=man")), population)
+    assert [c.label for c in t.columns] == ["man", "woman"]
+    assert by_label(t)["Emotional expression"].counts == [2, 4]
