@@ -140,6 +140,10 @@ SELECT id FROM down
 
 
 class Interview(models.Model):
+    # The source_format of interviews made from probe rationales (probes.services.condition_to_interviews): a
+    # classifier's answers, not conversations, so the interview statistics leave them out unless asked.
+    PROBE_SOURCE_FORMAT = "probe"
+
     class Origin(models.TextChoices):
         IMPORTED = "imported", "Imported"
         LIVE = "live", "Live"

@@ -4,7 +4,9 @@ Definitions, so a reader of the paper can reproduce every number:
 
 - **Interviews**: the participant's interviews in the project (trash excluded), optionally one depth.
   Only **finished** interviews (status "ready") count unless unfinished ones are asked for: a live
-  interview still running would pull every mean down.
+  interview still running would pull every mean down. Interviews made from probe rationales (a
+  classifier's one-turn answers, source format "probe") are left out unless asked for: they would
+  show the classifier as a model interviewed and shift every minimum and mean.
 - **Questions**: interviewer turns. **Responses** (answers): participant turns.
 - **Words**: runs of letters/digits, inner apostrophes and hyphens kept
   ("don't", "well-being" are one word); a URL counts as one word; Markdown
@@ -235,6 +237,7 @@ class ParticipantStatistics:
 class ProjectStatistics:
     rows: list[ParticipantStatistics]
     unfinished_left_out: int  # in-progress interviews not counted (0 when they are included)
+    probe_left_out: int = 0  # interviews made from probe rationales not counted (0 when they are included)
 
     def __iter__(self):
         return iter(self.rows)
@@ -253,7 +256,8 @@ CACHE_SECONDS = 30 * 24 * 3600
 PROJECT_CACHE_KEY = "interview-stats:project:v1:{uuid}:{digest}"
 
 
-def project_statistics(project, *, depth: str | None = None, unfinished: bool = False) -> ProjectStatistics:
+def project_statistics(project, *, depth: str | None = None, unfinished: bool = False,
+                       probes: bool = False) -> ProjectStatistics:
     """One row per participant with counted interviews in the project (2 queries, a third for changed interviews).
 
     The rows are cached whole, keyed by every counted interview's own key (its turns' fingerprint) and
@@ -264,23 +268,26 @@ def project_statistics(project, *, depth: str | None = None, unfinished: bool = 
     interviews = Interview.objects.alive().filter(project=project)
     if depth:
         interviews = interviews.filter(depth=depth)
-    listed = list(interviews.order_by("pk").values_list("pk", "uuid", "status", "participant_id", "participant__label",
-                                                        "participant__provider", "participant__model_id"))
-    counted = [iv for iv in listed if unfinished or iv[2] == Interview.Status.READY]
+    listed = list(interviews.order_by("pk").values_list("pk", "uuid", "status", "source_format", "participant_id",
+                                                        "participant__label", "participant__provider",
+                                                        "participant__model_id"))
+    kept = [iv for iv in listed if probes or iv[3] != Interview.PROBE_SOURCE_FORMAT]
+    counted = [iv for iv in kept if unfinished or iv[2] == Interview.Status.READY]
     keys = _interview_keys(interviews, [(pk, uuid) for pk, uuid, *_ in counted])
-    digest = hashlib.sha256(repr([(keys[pk], *participant) for pk, _, _, *participant in counted]).encode()).hexdigest()
+    digest = hashlib.sha256(repr([(keys[pk], *participant) for pk, _, _, _, *participant in counted]).encode()).hexdigest()
     project_key = PROJECT_CACHE_KEY.format(uuid=project.uuid, digest=digest[:32])
     rows = cache.get(project_key)
     if rows is None:
         by_participant: dict[int, ParticipantStatistics] = {}
         ids = [pk for pk, *_ in counted]
-        for (_, _, _, participant, label, provider, model_id), counts in zip(counted, _interview_counts(ids, keys),
+        for (_, _, _, _, participant, label, provider, model_id), counts in zip(counted, _interview_counts(ids, keys),
                                                                              strict=True):
             row = by_participant.setdefault(participant, ParticipantStatistics(label, provider, model_id))
             _add_interview(row, counts)
         rows = sorted(by_participant.values(), key=lambda r: r.label.lower())
         cache.set(project_key, rows, CACHE_SECONDS)
-    return ProjectStatistics(rows=rows, unfinished_left_out=len(listed) - len(counted))
+    return ProjectStatistics(rows=rows, unfinished_left_out=len(kept) - len(counted),
+                             probe_left_out=len(listed) - len(kept))
 
 
 def _add_interview(row: ParticipantStatistics, counts: dict) -> None:

@@ -238,22 +238,25 @@ def turn_metadata(request: HttpRequest, project_uuid, interview_uuid, turn_uuid)
 
 @login_required
 def statistics(request: HttpRequest, project_uuid) -> HttpResponse:
-    """Descriptive statistics per participant with the across-model summary; ?depth= and ?unfinished=1 filter.
+    """Descriptive statistics per participant with the across-model summary; ?depth=, ?unfinished=1 and ?probes=1
+    (interviews made from probe rationales) filter.
     Downloads are the reports app's, whose spreadsheet writer neutralises formulas in every cell."""
     membership = member_or_404(request, project_uuid)
     depth = request.GET.get("depth", "")
     depth = depth if depth in dict(DEPTH_CHOICES) else ""
     unfinished = request.GET.get("unfinished") == "1"
-    filters = urlencode({k: v for k, v in (("depth", depth), ("unfinished", "1" if unfinished else "")) if v})
+    probes = request.GET.get("probes") == "1"
+    filters = urlencode({k: v for k, v in (("depth", depth), ("unfinished", "1" if unfinished else ""),
+                                           ("probes", "1" if probes else "")) if v})
     fmt = request.GET.get("format", "")
     if fmt in ("csv", "xlsx"):  # links from before the downloads moved
         url = reverse("reports:statistics_download", args=[membership.project.uuid, fmt])
         return redirect(url + (f"?{filters}" if filters else ""))
-    rows = project_statistics(membership.project, depth=depth or None, unfinished=unfinished)
+    rows = project_statistics(membership.project, depth=depth or None, unfinished=unfinished, probes=probes)
     table = as_table(rows)
     context = {
         "project": membership.project, "membership": membership, "nav": "interviews",
-        "rows": rows, "depth": depth, "depth_choices": DEPTH_CHOICES, "unfinished": unfinished,
+        "rows": rows, "depth": depth, "depth_choices": DEPTH_CHOICES, "unfinished": unfinished, "probes": probes,
         "columns": STAT_COLUMNS, "table": table, "summary": across_models(table),
         "filters": filters,
     }

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from interviews.models import Participant
+from interviews.models import Interview, Participant
 from probes import items as item_files
 from probes.models import Answer, Condition, ConditionVersion, Item, OutputFormat, Probe
 from probes.prompting import ParseError, agent_steps, item_fields, parse, placeholders
@@ -367,7 +367,7 @@ def parsed_fields(version: ConditionVersion, text: str, *, step: str = "") -> di
 
 # -- rationales as interviews -----------------------------------------------------
 
-PROBE_SOURCE_FORMAT = "probe"
+PROBE_SOURCE_FORMAT = Interview.PROBE_SOURCE_FORMAT
 
 
 @transaction.atomic
@@ -378,7 +378,7 @@ def condition_to_interviews(*, condition: Condition, user: Any) -> int:
     interview's attributes (metadata["attributes"]), so tables can group by them. Answers made
     into interviews before are skipped; returns the number of interviews created.
     """
-    from interviews.models import Interview, Segment, Speaker, Turn
+    from interviews.models import Segment, Speaker, Turn
     from interviews.segment_store import segments_for_turns
     from probes.prompting import messages_for
 

@@ -336,9 +336,13 @@ def statistics_download(request: HttpRequest, project_uuid, fmt: str) -> HttpRes
     depth = request.GET.get("depth", "")
     depth = depth if depth in dict(DEPTH_CHOICES) else ""
     unfinished = request.GET.get("unfinished") == "1"
-    statistics = project_statistics(membership.project, depth=depth or None, unfinished=unfinished)
+    probes = request.GET.get("probes") == "1"
+    statistics = project_statistics(membership.project, depth=depth or None, unfinished=unfinished, probes=probes)
     project = membership.project
-    which = ", ".join(w for w in (f"{depth} interviews" if depth else "", "" if unfinished else "finished interviews only") if w)
+    which = ", ".join(w for w in (f"{depth} interviews" if depth else "", "" if unfinished else "finished interviews only",
+                                  "with interviews made from probe rationales" if probes else
+                                  "interviews made from probe rationales left out" if statistics.probe_left_out else "")
+                      if w)
     caption = f"Descriptive statistics of the interviews per model: {project.name} ({which}). "
     if fmt == "tex":
         headers, rows = transposed(statistics)

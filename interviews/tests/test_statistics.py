@@ -292,3 +292,19 @@ def test_transposed_is_appendix_c_shape(fixture_project) -> None:
     assert by["Participant words"] == [16, 3, 3, 16, 9.5]
     # "(mean)" is named in full; the mean across models, 1.25, rounds half up as by hand.
     assert by["Questions per interview (mean)"] == [1.5, 1.0, 1.0, 1.5, 1.3]
+
+
+def test_interviews_made_from_probe_rationales_are_left_out_unless_asked_for(client_for, viewer, fixture_project) -> None:
+    # Bot B's only interview is a probe answer's rationale made an interview: a classifier, not an interviewee.
+    Interview.objects.filter(title="B1").update(source_format=Interview.PROBE_SOURCE_FORMAT)
+    statistics = project_statistics(fixture_project)
+    assert [r.label for r in statistics] == ["Assistant A"] and statistics.probe_left_out == 1
+    assert [r.label for r in project_statistics(fixture_project, probes=True)] == ["Assistant A", "Bot B"]
+    client = client_for(viewer)
+    html = client.get(stats_url(fixture_project)).content.decode()
+    assert 'id="id_probes"' in html and "1 made from probe rationales left out" in html and "Bot B" not in html
+    html = client.get(stats_url(fixture_project, probes=1)).content.decode()
+    assert "Bot B" in html and "statistics.csv?probes=1" in html
+    for fmt in ("csv", "tex"):
+        assert b"Bot B" not in download(client, fixture_project, fmt)[1]
+        assert b"Bot B" in download(client, fixture_project, fmt, probes=1)[1]
