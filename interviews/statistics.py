@@ -378,11 +378,13 @@ def _measure_interviews(interview_ids: list[int]) -> dict[int, dict]:
     return counts
 
 
+# Every name whole and unique: a download read by pandas or R keys its columns by these headers.
 STAT_COLUMNS = [
     "Participant", "Provider", "Model id", "Interviews", "Questions", "Interviewer words", "Participant words",
-    "Avg words per response", "Participant words per interview (min)", "(mean)", "(max)",
+    "Avg words per response", *(f"Participant words per interview ({s})" for s in ("min", "mean", "max")),
     "Flesch–Kincaid grade (pooled)", "Gunning fog (pooled)", "Coleman–Liau (pooled)",
-    "Questions per interview (min)", "(mean)", "(max)", "Interviewer words per interview (min)", "(mean)", "(max)",
+    *(f"Questions per interview ({s})" for s in ("min", "mean", "max")),
+    *(f"Interviewer words per interview ({s})" for s in ("min", "mean", "max")),
     "Sentences", "Sentences per answer",
     "Flesch–Kincaid grade (mean per answer)", "Gunning fog (mean per answer)", "Coleman–Liau (mean per answer)",
 ]
@@ -429,15 +431,8 @@ def across_models(table: list[list[object]]) -> list[list[object]]:
 
 
 def metric_names() -> list[str]:
-    """STAT_COLUMNS' numeric columns with their full names ("(mean)" after "... per interview (min)" is "... per interview (mean)")."""
-    names, base = [], ""
-    for name in STAT_COLUMNS[FIRST_NUMBER_COLUMN:]:
-        if name.startswith("("):
-            names.append(f"{base} {name}")
-        else:
-            base = name.rsplit(" (", 1)[0] if name.endswith("(min)") else name
-            names.append(name)
-    return names
+    """STAT_COLUMNS' numeric columns: the metrics of Appendix C's rows."""
+    return STAT_COLUMNS[FIRST_NUMBER_COLUMN:]
 
 
 def transposed(rows: list[ParticipantStatistics] | ProjectStatistics) -> tuple[list[str], list[list[object]]]:

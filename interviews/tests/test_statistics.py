@@ -308,3 +308,15 @@ def test_interviews_made_from_probe_rationales_are_left_out_unless_asked_for(cli
     for fmt in ("csv", "tex"):
         assert b"Bot B" not in download(client, fixture_project, fmt)[1]
         assert b"Bot B" in download(client, fixture_project, fmt, probes=1)[1]
+
+
+def test_every_download_has_unique_whole_column_names(client_for, analyst, fixture_project) -> None:
+    from openpyxl import load_workbook
+
+    client = client_for(analyst)
+    header = next(csv.reader(io.StringIO(download(client, fixture_project, "csv")[1].decode("utf-8-sig"))))
+    sheet = load_workbook(io.BytesIO(download(client, fixture_project, "xlsx")[1])).active
+    for names in (header, [c.value for c in sheet[1]]):
+        assert len(names) == len(set(names)) == len(STAT_COLUMNS)
+        assert not any(name.startswith("(") for name in names)
+        assert "Questions per interview (mean)" in names and "Interviewer words per interview (max)" in names
