@@ -263,3 +263,14 @@ def test_tables_of_one_shape_share_a_skeleton_but_keep_their_own_caption():
                for c in captions]
     assert [d.paragraphs[0].text for d in written] == ["Table 1: First <one> & only", "Table 1", "Table 1: Second"]
     assert all([[c.text for c in r.cells] for r in d.tables[0].rows[1:]] == ROWS for d in written)
+
+
+def test_an_xlsx_cell_cut_at_excels_limit_says_so():
+    from reports.writers.xlsx import CUT_MARKER, MAX_CELL
+
+    long_answer, short = "word " * 10_000, "x" * MAX_CELL  # 50,000 characters; exactly the limit
+    book = openpyxl.load_workbook(io.BytesIO(render("xlsx", Table(caption="", headers=["A", "B"],
+                                                                  rows=[[long_answer, short]]))))
+    cut, whole = book.active["A2"].value, book.active["B2"].value
+    assert len(cut) == MAX_CELL and cut.endswith(CUT_MARKER) and cut.startswith("word word")
+    assert "32,767-character cell limit" in CUT_MARKER and whole == short

@@ -24,6 +24,8 @@ from openpyxl.utils import get_column_letter
 from reports.writers import ZIP_LEVEL, Table, safe_cell
 
 MAX_CELL = 32767  # Excel's limit on the characters in one cell
+# Ends a cell cut to that limit, so nobody quotes a cut answer as whole.
+CUT_MARKER = "… [cut at Excel's 32,767-character cell limit; the CSV download has the full text]"
 SHEET_TITLE = "Table"
 NOTES_SHEET_TITLE = "Notes"
 SHEET = "xl/worksheets/sheet1.xml"
@@ -83,8 +85,10 @@ def _skeleton(table: Table) -> bytes:
 
 
 def _text(value: object) -> str:
-    """A text cell's content: characters XML forbids removed first, so none can hide a formula start."""
-    return str(safe_cell(_INVALID_XML.sub("", str(value))))[:MAX_CELL]
+    """A text cell's content: characters XML forbids removed first, so none can hide a formula start; a text
+    longer than Excel allows is cut and ends with CUT_MARKER."""
+    text = str(safe_cell(_INVALID_XML.sub("", str(value))))
+    return text if len(text) <= MAX_CELL else text[: MAX_CELL - len(CUT_MARKER)] + CUT_MARKER
 
 
 class _CellWriter:
