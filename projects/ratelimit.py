@@ -18,6 +18,7 @@ import logging
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import get_user_model
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.forms import AuthenticationForm, PasswordChangeForm
 from django.core.cache import cache
@@ -160,6 +161,10 @@ class RateLimitedAdminAuthenticationForm(LoginLockoutMixin, AdminAuthenticationF
 
 class RateLimitedLoginView(auth_views.LoginView):
     authentication_form = RateLimitedAuthenticationForm
+
+    def get_context_data(self, **kwargs) -> dict:
+        # A new team server has nobody to send an invitation: the page says how its first account is made.
+        return {**super().get_context_data(**kwargs), "no_accounts_yet": not get_user_model().objects.exists()}
 
     def form_invalid(self, form) -> HttpResponse:
         response = super().form_invalid(form)

@@ -243,6 +243,10 @@ def test_the_sign_up_form_gives_the_password_rules_but_not_what_only_a_password_
     assert "API token" not in page  # a new account has none to revoke
 
 
-def test_the_login_page_says_how_a_newcomer_gets_an_account(client):
+def test_the_login_page_says_how_a_newcomer_gets_an_account(client, make_user):
+    first = client.get(reverse("login")).content.decode()
+    assert "This server has no accounts yet" in first and "manage.py createsuperuser" in first
+    make_user("first")
     page = client.get(reverse("login")).content.decode()
     assert 'id="no-account"' in page and "ask a project owner for an invitation link" in page
+    assert "createsuperuser" not in page
