@@ -177,3 +177,10 @@ def test_the_project_home_shows_the_description_and_links_every_phase_and_the_ne
         assert f'<a href="{reverse(name, args=[project.uuid])}">' in page
     assert "0 interviews" in page and "1 theme<" in page and "1 themes" not in page
     assert f'<strong>Next:</strong> <a href="{reverse("interviews:list", args=[project.uuid])}">Import or conduct' in page
+
+
+def test_a_viewers_project_home_says_where_the_team_is_not_what_to_do(client_for, viewer, project):
+    page = client_for(viewer).get(reverse("project_home", args=[project.uuid])).content.decode()
+    assert "<strong>Next:</strong>" not in page
+    assert (f'<strong>Where the team is:</strong> phase 1, <a href="{reverse("interviews:list", args=[project.uuid])}">'
+            "familiarisation</a> (0 interviews). As a viewer you can read everything here") in page
