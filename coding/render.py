@@ -7,6 +7,7 @@ goes through html.escape, and identical chips (same code, same coder) are render
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from html import escape
@@ -16,6 +17,9 @@ from django.utils.safestring import SafeString, mark_safe
 
 from interviews.models import turn_number
 from interviews.rendering import quote_html
+
+# An ordered list item shows its own number (interviews.rendering), so it gets no bullet.
+_NUMBERED = re.compile(r"\s*\d{1,9}[.)]\s")
 
 
 def initials(username: str, first_name: str = "", last_name: str = "") -> str:
@@ -146,7 +150,7 @@ def render_transcript(*, turns: Sequence[tuple[int, int, str]], segments: Sequen
             if seg_speaker != "participant":
                 cls += " other"
             if kind != "sentence":
-                cls += " k-" + kind
+                cls += " k-" + kind + (" numbered" if kind == "list_item" and _NUMBERED.match(text) else "")
             if pairs:
                 cls += " coded"
             suggested = suggestions.get(seg_id)

@@ -246,6 +246,7 @@ def visible_runs(source: str) -> tuple[Run, ...]:
     pending_break = False
     in_cell = False
     row_cursor = 0  # where the previous cell of a table row ended
+    after_marker = 0
     for token in _md.parse(source):
         kind = token.type
         if kind in ("td_open", "th_open"):
@@ -256,11 +257,22 @@ def visible_runs(source: str) -> tuple[Run, ...]:
         if kind == "tr_open":
             in_cell = False
             row_cursor = 0
+        if kind == "list_item_open" and token.info and token.map is not None:
+            # An ordered list's number is content ("2. Cook together" ranks or orders it); a bullet is only a mark.
+            if pending_break and out:
+                out.append(Run(BLOCK_BREAK))
+            pending_break = False
+            marker = token.info + token.markup
+            at = source.find(marker, lines[token.map[0]])
+            out.append(Run(marker, frozenset(), at if at >= 0 else None))
+            out.append(Run(" "))
+            after_marker = at + len(marker) if at >= 0 else 0  # the item's text is looked for after its number
+            continue
         if kind in ("fence", "code_block", "inline") and token.map is not None:
             if pending_break and out:
                 out.append(Run(BLOCK_BREAK))
             pending_break = False
-            start = lines[token.map[0]]
+            start, after_marker = max(lines[token.map[0]], after_marker), 0
             if kind == "inline" and in_cell:
                 # Every cell of a row is mapped to the row's line: from the line's start, "| a | a |" found both
                 # cells' text in the first.
@@ -341,6 +353,8 @@ _STRAY_CLOSING = re.compile(rf"(?<=\S){_DELIMITER}(?!\S)")
 # characters. The start is matched loosely (an indent, "1.5 litres", "-3 °C" go to the parser too, which shows them
 # as they are) because "#", ">text", "---" and a tab-indented line are blocks.
 # (One regex with a ^ alternative tried at every position took 3-4 times as long, for every quote and segment shown.)
+# An ordered list item's number, which a quote shows before the item's text.
+_ORDINAL = re.compile(r"\d{1,9}[.)]")
 _MARKDOWN_CHARS = re.compile(r"[*_`\[\]~<|!\n\r\0]")
 _MARKDOWN_OPENING = re.compile(r"\s|[#>+-]|\d+[.)]")
 
@@ -363,7 +377,7 @@ def _markdown_quote_runs(source: str) -> tuple[Run, ...]:
     for run in visible_runs(source):
         if run.text:
             runs.extend(_without_strays(run, starting=starting))
-            starting = run.start is None or (starting and not run.text.strip())
+            starting = run.start is None or (starting and (not run.text.strip() or bool(_ORDINAL.fullmatch(run.text))))
     # Separators at the ends, and blanks, are trimmed after the strays go: a row "|**  |* |" was quoted as "| *".
     while runs and (runs[0].start is None or not runs[0].text.strip()):
         runs.pop(0)
