@@ -35,13 +35,22 @@
         } else if (response.ok && !replacePieces(holder)) {
           return refresh().then(function () { announce(message); return true; });
         }
-        if (!response.ok && !fresh) { window.RTA.flash("The change was not saved (" + response.status + ").", "error"); }
-        else if (response.ok) { announce(message); }
+        if (!response.ok) { refused(fresh, response.status); }
+        else { announce(message); }
         return response.ok;
       });
     }).catch(function () {
       window.RTA.flash("The server could not be reached; the change was not saved.", "error");
     }).finally(ownDone);
+  }
+
+  // A refused change (a colleague moved the code first) comes back as the whole board with the reason inside; the
+  // reason is also said where a colleague's change, refreshing the board a moment later, does not wipe it.
+  function refused(fresh, status) {
+    var reason = fresh && fresh.querySelector(".form-errors");
+    var text = reason ? reason.textContent.trim() : "The change was not saved (" + status + ").";
+    window.RTA.flash(text, "error");
+    announce(text);
   }
 
   function replace(old, fresh) {
@@ -63,6 +72,8 @@
   // The board again from the server, keeping what the person has under way in it: text typed and not yet sent,
   // an open "Add sub-theme", where each list is scrolled to, and the focus. `onlyIfQuiet`: a colleague's change,
   // whose answer is dropped (and fetched again later) if a drag or a move of one's own started meanwhile.
+  // A refresh that fails (a proxy's 502, a moment offline) leaves the board marked out of date and is tried again,
+  // later each time, until one succeeds: the news that asked for it is not sent twice.
   function refresh(onlyIfQuiet) {
     return fetch(window.location.pathname, { credentials: "same-origin", headers: { "X-Fragment": "1" } })
       .then(function (response) { return response.ok ? response.text() : ""; })
@@ -70,12 +81,38 @@
         var holder = document.createElement("div");
         holder.innerHTML = html;
         var fresh = holder.querySelector("#board");
-        if (!fresh || !board()) { return; }
+        if (!board()) { return; }
+        if (!fresh) { refreshFailed(); return; }
         if (onlyIfQuiet && !quiet()) { markStale(); return; }
         var kept = keep(board());
         replace(board(), fresh);
         restore(board(), kept);
-      });
+        upToDate();
+      }, refreshFailed);
+  }
+
+  var retryDelay = 0;
+  var retryTimer = null;
+
+  function refreshFailed() {
+    markStale();
+    var note = document.getElementById("board-out-of-date");
+    if (note) { note.hidden = false; }
+    if (retryTimer) { return; }
+    retryDelay = Math.min(retryDelay ? retryDelay * 2 : 1000, 30000);
+    retryTimer = setTimeout(retryNow, retryDelay);
+  }
+
+  function retryNow() {
+    clearTimeout(retryTimer);
+    retryTimer = null;
+    if (stale) { colleagueChanged(); }
+  }
+
+  function upToDate() {
+    retryDelay = 0;
+    var note = document.getElementById("board-out-of-date");
+    if (note) { note.hidden = true; }
   }
 
   function keep(root) {
@@ -177,8 +214,13 @@
   ["pointerup", "pointercancel"].forEach(function (type) {
     document.addEventListener(type, function () { if (pressed) { pressed = false; settle(); } });
   });
-  // Without the stream (a proxy refusing it, too many open pages) the board still catches up now and then.
-  setInterval(function () { if (!(window.rtaLive && window.rtaLive.connected)) { colleagueChanged(); } }, 20000);
+  // Without the stream (a proxy refusing it, too many open pages) the board still catches up now and then; with it,
+  // at a quarter of the rate, for changes that announce nothing (an import, a restore) or news lost on the way.
+  var quietPolls = 0;
+  setInterval(function () {
+    if (!(window.rtaLive && window.rtaLive.connected) || ++quietPolls % 4 === 0) { colleagueChanged(); }
+  }, 20000);
+  window.addEventListener("online", retryNow);
 
   // The board's own htmx forms (new theme, status, ← →) count as moves of one's own while they are on their way.
   // Told apart by their request: the answer replaces the form, so htmx announces the end from an element outside it.

@@ -277,3 +277,69 @@ def test_the_agenda_follows_a_rename_and_keeps_an_open_decision_form(page, login
     expect(other.locator("#live-agenda")).to_contain_text("Candour about limits", timeout=LIVE_MS)
     expect(other.locator("#live-decisions")).to_contain_text("“Honesty” → “Candour about limits”", timeout=LIVE_MS)
     expect(other.get_by_label("Why (note)").last).to_have_value("half-written")
+
+
+@pytest.fixture
+def page_with_refusals(browser, live_server, login) -> Iterator[Callable]:
+    """A browser whose requests may be refused with `statuses` (the console reports each): any other error fails the test."""
+    contexts: list = []
+    errors: list[str] = []
+
+    def open_as(user, *, statuses: tuple[int, ...]):
+        context = browser.new_context(viewport={"width": 1280, "height": 800}, base_url=live_server.url)
+        contexts.append(context)
+        page = context.new_page()
+        refused = "|".join(map(str, statuses))
+        expected = re.compile(rf"^Failed to load resource: the server responded with a status of ({refused}) ")
+        page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" and not expected.match(msg.text) else None)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        login(page, user)
+        return page
+
+    yield open_as
+    for context in contexts:
+        context.close()
+    assert not errors, f"The browser reported errors: {errors}"
+
+
+def test_a_failed_refresh_marks_the_board_out_of_date_and_is_tried_again(page_with_refusals, project, owner, analyst, board):
+    page = page_with_refusals(analyst, statuses=(502,))
+    page.goto(f"/p/{project.uuid}/themes/")
+    listening(page)
+    failed = []
+
+    def bad_gateway_once(route, request):
+        if request.headers.get("x-fragment") == "1" and not failed:
+            failed.append(request.url)
+            route.fulfill(status=502, body="Bad gateway")
+        else:
+            route.continue_()
+
+    page.route("**/themes/", bad_gateway_once)
+    services.theme_create(project=project, actor=owner, name="Shared meals")
+    expect(page.locator("#board")).to_have_attribute("data-waiting", "1", timeout=LIVE_MS)
+    expect(page.locator("#board-out-of-date")).to_be_visible()
+    expect(page.locator("#board-out-of-date")).to_have_text("Board out of date — refreshing…")
+    # Tried again a second later, with the stream still connected and no further news.
+    expect(page.locator('[data-theme-name="Shared meals"]')).to_be_visible(timeout=LIVE_MS)
+    expect(page.locator("#board-out-of-date")).to_be_hidden()
+    assert len(failed) == 1
+
+
+def test_a_refused_move_says_why_after_the_colleagues_change_refreshes_the_board(page_with_refusals, project, owner, analyst, board):
+    services.theme_create(project=project, actor=owner, name="Shared meals")
+    page = page_with_refusals(analyst, statuses=(400,))
+    page.goto(f"/p/{project.uuid}/themes/")
+    listening(page)
+    page.locator(f'.move-btn[data-code="{board["keeps a routine"].uuid}"][data-source="{board["home"].uuid}"]').click()
+    # The colleague takes the code out while the Move… dialog is open: the board waits for the dialog.
+    services.theme_remove_code(theme=board["home"], actor=owner, code=board["keeps a routine"])
+    expect(page.locator("#board")).to_have_attribute("data-waiting", "1", timeout=LIVE_MS)
+    page.get_by_role("button", name="Move to Shared meals").click()
+    refusal = "“keeps a routine” is not in theme “Home as practice” (any more); nothing to move."
+    # The board the colleague's news brings (no error paragraph in it) replaces the refused move's answer.
+    expect(page.locator("#board")).not_to_have_attribute("data-waiting", "1", timeout=LIVE_MS)
+    expect(page.locator("#board .form-errors")).to_have_count(0, timeout=LIVE_MS)
+    expect(chip_in(page, "Home as practice", "keeps a routine")).to_have_count(0)
+    expect(page.locator("ul.messages .message.error")).to_contain_text(refusal)
+    expect(page.locator("#board-status")).to_have_text(refusal)
