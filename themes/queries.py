@@ -291,3 +291,31 @@ def theme_last_edit(theme: Theme) -> AuditEvent | None:
     return (AuditEvent.objects.filter(project_id=theme.project_id, target_type="theme", target_id=str(theme.uuid),
                                       action=AuditEvent.Action.CHANGED, data__version=theme.version)
             .select_related("actor").order_by("-created_at", "-id").first())
+
+
+@dataclass
+class ThemeNotice:
+    """What became of a theme a page shows, for the people still looking at it: "trashed", "merged", "renamed" or
+    "gone" (purged), with the theme as it is now, the theme it went into, and the audit event saying who and when."""
+
+    what: str
+    theme: Theme | None = None
+    into: Theme | None = None
+    event: AuditEvent | None = None
+
+
+def theme_notice(project, theme_uuid, *, shown_name: str | None = None) -> ThemeNotice | None:
+    """Whether the theme is still on the board as a page showed it (`shown_name`: the name it showed); None if so."""
+    theme = Theme.objects.filter(project=project, uuid=theme_uuid).first()
+    if theme is None:
+        return ThemeNotice("gone")
+    events = AuditEvent.objects.filter(project_id=project.pk, target_type="theme").select_related("actor").order_by("-created_at", "-id")
+    if theme.merged_into_id:
+        return ThemeNotice("merged", theme, Theme.objects.merge_destination(project, theme.uuid),
+                           events.filter(data__source=str(theme.uuid)).first())
+    if theme.deleted_at:
+        # A sub-theme trashed with its parent has no event of its own: then only when is known.
+        return ThemeNotice("trashed", theme, event=events.filter(target_id=str(theme.uuid), action=AuditEvent.Action.DELETED).first())
+    if shown_name is not None and shown_name != theme.name:
+        return ThemeNotice("renamed", theme, event=theme_last_edit(theme))
+    return None

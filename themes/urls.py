@@ -16,6 +16,7 @@ urlpatterns = [
     path("t/<uuid:theme_uuid>/", views.theme_detail, name="detail"),
     path("t/<uuid:theme_uuid>/excerpt-counts/", views.theme_excerpt_counts, name="excerpt_counts"),
     path("t/<uuid:theme_uuid>/edit/", views.theme_edit, name="edit"),
+    path("t/<uuid:theme_uuid>/notice/", views.theme_notice, name="notice"),
     path("t/<uuid:theme_uuid>/status/", views.theme_status, name="status"),
     path("t/<uuid:theme_uuid>/reorder/", views.theme_reorder, name="reorder"),
     path("t/<uuid:theme_uuid>/delete/", views.theme_delete, name="delete"),

@@ -9,7 +9,9 @@ from django.db import transaction
 from django.db.models import Count, Q, Window
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.html import strip_tags
 from django.views.decorators.http import require_GET, require_POST
 
 from coding.models import Code
@@ -27,6 +29,18 @@ def _theme(membership: Membership, theme_uuid) -> Theme:
     theme = get_object_or_404(Theme.objects.for_project(membership.project).select_related("parent"), uuid=theme_uuid)
     theme.project = membership.project  # already loaded with the membership; saves a query per use
     return theme
+
+
+def _theme_gone(request: HttpRequest, membership: Membership, theme_uuid, *, kept: dict[str, str], to_do: str) -> HttpResponse:
+    """The answer to a change sent to a theme a colleague has since trashed or merged away: what became of it, and the
+    text that was sent, to copy. 404 only for a theme that never was in the project."""
+    notice = queries.theme_notice(membership.project, theme_uuid)
+    if notice is None or notice.what == "gone":
+        raise Http404("No such theme.")
+    return render(request, "themes/theme_gone.html", {"project": membership.project, "membership": membership, "nav": "themes",
+                                                      "notice": notice, "theme_uuid": theme_uuid, "to_do": to_do,
+                                                      "kept": {label: text for label, text in kept.items() if text.strip()}},
+                  status=409)
 
 
 def _code(membership: Membership, code_uuid) -> Code:
@@ -151,7 +165,11 @@ def theme_status(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
 def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     """Edit from a known version; if a colleague saved since, show their text next to yours and keep yours in the form."""
     membership = writer_or_403(request, project_uuid)
-    theme = _theme(membership, theme_uuid)
+    try:
+        theme = _theme(membership, theme_uuid)
+    except Http404:
+        kept = {"Name": request.POST.get("name", ""), "Definition": request.POST.get("definition", "")}
+        return _theme_gone(request, membership, theme_uuid, kept=kept, to_do="save this")
     form = {"name": theme.name, "definition": theme.definition, "colour": theme.colour,
             "parent": str(theme.parent.uuid) if theme.parent else "", "version": theme.version}
     error, name_error, conflict = "", "", None
@@ -414,7 +432,12 @@ def _comment_id(value: str | None) -> int | None:
 def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     """GET: the thread fragment (polled; 204 when nothing changed). POST: a new comment or reply."""
     membership = member_or_404(request, project_uuid)
-    theme = _theme(membership, theme_uuid)
+    try:
+        theme = _theme(membership, theme_uuid)
+    except Http404:
+        if request.method != "POST":
+            raise
+        return _comment_refused(request, writer_or_403(request, project_uuid), theme_uuid)
     token = request.GET.get("token")
     if request.method == "GET" and token and token == queries.thread_token(theme):
         return HttpResponse(status=204)  # the poll found nothing new: no rendering at all
@@ -437,6 +460,29 @@ def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     _mark_shown_read(request, theme, context)
     # htmx swaps only 2xx answers, so an htmx post shows its error inside the fragment with 200.
     return render(request, "themes/_thread.html", context, status=400 if error and not request.htmx else 200)
+
+
+def _comment_refused(request: HttpRequest, membership: Membership, theme_uuid) -> HttpResponse:
+    """A comment posted to a theme no longer on the board. From the page's form (htmx) the comment stays in the form and
+    the message is flashed; without scripts, a page says what happened and shows the comment to copy."""
+    if not request.htmx:
+        return _theme_gone(request, membership, theme_uuid, kept={"Your comment": request.POST.get("body", "")}, to_do="post this")
+    notice = queries.theme_notice(membership.project, theme_uuid)
+    if notice is None or notice.what == "gone":
+        raise Http404("No such theme.")
+    message = render_to_string("themes/_theme_notice.html#sentence", {"project": membership.project, "membership": membership,
+                                                                     "notice": notice, "to_do": "post this"}, request=request)
+    return HttpResponse(" ".join(strip_tags(message).split()), status=409, content_type="text/plain; charset=utf-8")
+
+
+@login_required
+@require_GET
+def theme_notice(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
+    """What became of the theme an open page shows (trashed, merged, renamed since), asked on every "board" event."""
+    membership = member_or_404(request, project_uuid)
+    notice = queries.theme_notice(membership.project, theme_uuid, shown_name=request.GET.get("name", ""))
+    return render(request, "themes/_theme_notice.html", {"project": membership.project, "membership": membership, "notice": notice,
+                                                         "theme_uuid": theme_uuid, "shown_name": request.GET.get("name", "")})
 
 
 @login_required

@@ -36,6 +36,16 @@
     }
   });
 
+  // A comment refused because a colleague trashed or merged the theme meanwhile (409): the comment stays in the form
+  // and the server's sentence says what happened, instead of the generic "Something went wrong".
+  document.addEventListener("htmx:responseError", function (event) {
+    var xhr = event.detail.xhr;
+    if (event.detail.elt && event.detail.elt.id === "composer" && xhr.status === 409 && xhr.responseText) {
+      event.stopPropagation();
+      window.RTA.flash(xhr.responseText, "error");
+    }
+  }, true);
+
   // Ctrl/Cmd+Enter posts, as in the live interview; "@" offers the project's members.
   document.addEventListener("keydown", function (event) {
     var box = event.target;

@@ -290,7 +290,8 @@ def page_with_refusals(browser, live_server, login) -> Iterator[Callable]:
         contexts.append(context)
         page = context.new_page()
         refused = "|".join(map(str, statuses))
-        expected = re.compile(rf"^Failed to load resource: the server responded with a status of ({refused}) ")
+        # The browser's report of the refused request, and htmx's of the same answer.
+        expected = re.compile(rf"^(Failed to load resource: the server responded with a status of|Response Status Error Code) ({refused}) ")
         page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" and not expected.match(msg.text) else None)
         page.on("pageerror", lambda exc: errors.append(str(exc)))
         login(page, user)
@@ -343,3 +344,18 @@ def test_a_refused_move_says_why_after_the_colleagues_change_refreshes_the_board
     expect(chip_in(page, "Home as practice", "keeps a routine")).to_have_count(0)
     expect(page.locator("ul.messages .message.error")).to_contain_text(refusal)
     expect(page.locator("#board-status")).to_have_text(refusal)
+
+
+def test_the_open_theme_page_says_when_a_colleague_renames_or_trashes_the_theme(page_with_refusals, project, owner, analyst, meeting):
+    theme = meeting["honesty"]
+    page = page_with_refusals(analyst, statuses=(409,))
+    page.goto(f"/p/{project.uuid}/themes/t/{theme.uuid}/")
+    listening(page)
+    page.fill("#comment-body", "A comment typed while the theme goes")
+    services.theme_update(theme=theme, actor=owner, base_version=None, name="Candour")
+    expect(page.locator("#theme-notice")).to_contain_text("This theme was renamed to “Candour” by olivia", timeout=LIVE_MS)
+    services.theme_delete(theme=theme, actor=owner)
+    expect(page.locator("#theme-notice")).to_contain_text("“Candour” was moved to the trash by olivia", timeout=LIVE_MS)
+    page.get_by_role("button", name="Post").click()
+    expect(page.locator("ul.messages .message.error")).to_contain_text("an owner can restore it from the trash to post this.")
+    expect(page.locator("#comment-body")).to_have_value("A comment typed while the theme goes")
