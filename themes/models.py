@@ -118,6 +118,11 @@ class Exemplar(models.Model):
 
     class Meta:
         ordering = ["position", "id"]
+        constraints = [
+            # A quote is its turn and spans; pinned once per theme, however often it is clicked.
+            models.UniqueConstraint(fields=["theme", "turn", "spans"], name="unique_exemplar_quote",
+                                    violation_error_message="This quote is already pinned to this theme."),
+        ]
 
     def verify(self) -> bool:
         """True when the stored quote still matches the source turn text at its spans."""

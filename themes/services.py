@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, models, transaction
-from django.db.models import F, Max
+from django.db.models import Exists, F, Max, OuterRef
 from django.utils import timezone
 
 from coding.models import Code
@@ -354,6 +354,9 @@ def theme_merge(*, source: Theme, target: Theme, actor, review: Review | None = 
     ThemeCode.objects.filter(theme=source).delete()
     Theme.objects.filter(parent=source, deleted_at__isnull=True).update(parent=target)
     last_exemplar = Exemplar.objects.filter(theme=target).aggregate(m=Max("position"))["m"] or 0
+    # A quote pinned to both themes stays once, where the target has it.
+    Exemplar.objects.filter(theme=source).filter(
+        Exists(Exemplar.objects.filter(theme=target, turn=OuterRef("turn"), spans=OuterRef("spans")))).delete()
     Exemplar.objects.filter(theme=source).update(theme=target, position=F("position") + last_exemplar + 1)
     Memo.objects.filter(theme=source).update(theme=target)
     Comment.objects.filter(theme=source).update(theme=target)
@@ -413,10 +416,17 @@ def exemplar_pin(*, theme: Theme, actor, segment: Segment, end_segment: Segment 
     start, end = segment.start, max(segment.end, last.end)
     source = turn.text[start:end]
     spans = quote_spans(source, start, quote) if quote.strip() else [[start, end]]
+    already = ValidationError({"quote": f"This quote is already pinned to “{theme.name}”."})
+    if Exemplar.objects.filter(theme=theme, turn=turn, spans=spans).exists():
+        raise already
     position = (Exemplar.objects.filter(theme=theme).aggregate(m=Max("position"))["m"] or 0) + 1
     exemplar = Exemplar(theme=theme, turn=turn, segment=segment, spans=spans, position=position, created_by=actor,
                         quote=" [...] ".join(turn.text[a:b] for a, b in spans))
-    exemplar.save()
+    try:
+        with transaction.atomic():
+            exemplar.save()
+    except IntegrityError:  # the same pin at the same moment (a double click) got there first
+        raise already from None
     audit_record(project=theme.project, actor=actor, action=AuditEvent.Action.CREATED, target=exemplar,
                  summary=f"Exemplar pinned to “{theme.name}”")
     return exemplar
@@ -434,6 +444,8 @@ def exemplar_trim(*, exemplar: Exemplar, actor, quote: str, note: str | None = N
     exemplar.quote = " [...] ".join(exemplar.turn.text[a:b] for a, b in exemplar.spans)
     if note is not None:
         exemplar.note = note
+    if Exemplar.objects.filter(theme_id=exemplar.theme_id, turn_id=exemplar.turn_id, spans=exemplar.spans).exclude(pk=exemplar.pk).exists():
+        raise ValidationError({"quote": "This trimmed quote is already pinned to this theme."})
     exemplar.save(update_fields=["spans", "quote", "note"])
     audit_record(project=exemplar.theme.project, actor=actor, action=AuditEvent.Action.CHANGED, target=exemplar,
                  summary=f"Exemplar of “{exemplar.theme.name}” trimmed")
