@@ -510,7 +510,7 @@ class ReviewCreateSerializer(serializers.Serializer):
     agenda = serializers.ListField(child=serializers.UUIDField(), required=False, default=list,
                                    help_text="Uuids of this project's themes, in agenda order.")
     attendees = serializers.ListField(child=serializers.CharField(max_length=150), required=False, default=list,
-                                      help_text="Members' usernames (names of non-members are left out).")
+                                      help_text="Members' usernames; a name that is no member's is refused (400).")
 
 
 class ReviewNotesSerializer(serializers.Serializer):
@@ -586,7 +586,11 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
             raise ValidationError({"agenda": "Every agenda item must be a theme of this project."})
         from projects.models import Membership
 
-        attendees = [m.user for m in Membership.objects.filter(project=self.project, user__username__in=data.validated_data["attendees"]).select_related("user")]
+        usernames = data.validated_data["attendees"]
+        members = {m.user.username: m.user for m in Membership.objects.filter(project=self.project, user__username__in=usernames).select_related("user")}
+        if strangers := [name for name in dict.fromkeys(usernames) if name not in members]:
+            raise ValidationError({"attendees": [f"“{name}” is not a member of this project." for name in strangers]})
+        attendees = [members[name] for name in dict.fromkeys(usernames)]
         review = services.review_create(project=self.project, actor=request.user, title=data.validated_data["title"], date=data.validated_data["date"],
                                         attendees=attendees, themes=[themes[u] for u in uuids])
         return Response(ReviewSerializer(self.get_queryset().get(pk=review.pk)).data, status=status.HTTP_201_CREATED)

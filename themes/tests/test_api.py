@@ -153,6 +153,16 @@ def test_api_review_meeting_flow(project, theme, owner, analyst):
     assert [t["name"] for t in diff["removed"]] == ["Honesty"]
 
 
+def test_a_meeting_with_an_attendee_who_is_no_member_is_refused_not_created_without_them(project, theme, analyst, outsider):
+    from themes.models import Review
+
+    response = api(analyst).post(base(project) + "/reviews/", {"title": "R1", "date": "2026-11-22",
+                                                                "attendees": ["arjun", "oscar", "nobody", "oscar"]}, format="json")
+    assert response.status_code == 400
+    assert response.json() == {"attendees": ["“oscar” is not a member of this project.", "“nobody” is not a member of this project."]}
+    assert not Review.objects.exists()
+
+
 # --- exemplars ----------------------------------------------------------------------------
 
 
