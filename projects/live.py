@@ -35,7 +35,8 @@ from django.db import transaction
 log = logging.getLogger(__name__)
 
 # "board": themes created, renamed, reordered, deleted, or codes placed in them (the board, the meeting agenda).
-KINDS = frozenset({"comment", "decision", "coding", "codebook", "board", "present", "presence"})
+# "notes": a meeting's notes saved (the meeting page shows them).
+KINDS = frozenset({"comment", "decision", "coding", "codebook", "board", "present", "presence", "notes"})
 ID_KEYS = frozenset({"theme", "review", "interview", "index", "by"})
 _WHERE = re.compile(r"^(theme|interview|review|board):[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _CLIENT = re.compile(r"^[A-Za-z0-9-]{1,64}$")

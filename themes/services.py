@@ -655,6 +655,7 @@ def review_save_notes(*, review: Review, actor, notes: str, base_version: int) -
     review.notes, review.notes_version = notes, current.notes_version + 1
     review.notes_saved_at, review.notes_saved_by = timezone.now(), actor
     review.save(update_fields=["notes", "notes_version", "notes_saved_at", "notes_saved_by"])
+    live.publish(review.project.uuid, "notes", review=review.uuid, by=actor.pk)
     return review
 
 

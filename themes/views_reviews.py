@@ -35,7 +35,7 @@ class ReviewCloseForm(forms.Form):
 
 
 def _review(membership: Membership, review_uuid) -> Review:
-    review = get_object_or_404(Review.objects.filter(project=membership.project), uuid=review_uuid)
+    review = get_object_or_404(Review.objects.filter(project=membership.project).select_related("notes_saved_by"), uuid=review_uuid)
     review.project = membership.project  # already loaded with the membership
     return review
 

@@ -45,6 +45,23 @@
   document.addEventListener("htmx:afterSettle", agendaSwapped);
   document.addEventListener("htmx:load", agendaSwapped);
 
+  // The notes, saved by a colleague: shown at once, unless this person has unsaved text in the box. That text stays;
+  // a note says whose notes changed, and saving shows both versions (the conflict page).
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail && event.detail.target;
+    var box = document.getElementById("notes");
+    if (!target || target.id !== "live-notes" || !box || !target.contains(box)) { return; }
+    if (box.value === box.defaultValue && !box.hasAttribute("data-unsaved")) { return; }
+    event.detail.shouldSwap = false;
+    var holder = document.createElement("div");
+    holder.innerHTML = event.detail.serverResponse;
+    var saved = holder.querySelector("#notes-saved");
+    var note = document.getElementById("notes-changed");
+    note.textContent = "Notes changed by " + (saved ? saved.getAttribute("data-by") : "a colleague") +
+      " while you were writing: yours are kept here; saving shows both versions to combine.";
+    note.hidden = false;
+  });
+
   // Presenter mode only (the page with the keyboard list, themes/shortcuts.py PRESENTER).
   function follow(id) {
     var link = document.getElementById(id);

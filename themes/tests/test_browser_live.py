@@ -359,3 +359,27 @@ def test_the_open_theme_page_says_when_a_colleague_renames_or_trashes_the_theme(
     page.get_by_role("button", name="Post").click()
     expect(page.locator("ul.messages .message.error")).to_contain_text("an owner can restore it from the trash to post this.")
     expect(page.locator("#comment-body")).to_have_value("A comment typed while the theme goes")
+
+
+def test_saved_meeting_notes_appear_for_others_and_never_replace_unsaved_text(page, login, second_page, project, owner, analyst,
+                                                                              viewer, meeting):
+    review = meeting["review"]
+    url = f"/p/{project.uuid}/themes/reviews/{review.uuid}/"
+    login(page, viewer)
+    page.goto(url)
+    editor = second_page(analyst)
+    editor.goto(url)
+    listening(page)
+    listening(editor)
+    services.review_save_notes(review=review, actor=owner, notes="We agreed to split Honesty.", base_version=review.notes_version)
+    expect(page.locator("#live-notes")).to_contain_text("We agreed to split Honesty.", timeout=LIVE_MS)
+    expect(editor.locator("#notes")).to_have_value("We agreed to split Honesty.", timeout=LIVE_MS)  # nothing typed: shown at once
+
+    editor.fill("#notes", "My own minutes, not saved yet")
+    review.refresh_from_db()
+    services.review_save_notes(review=review, actor=owner, notes="Olivia's second take.", base_version=review.notes_version)
+    expect(page.locator("#live-notes")).to_contain_text("Olivia's second take.", timeout=LIVE_MS)
+    expect(editor.locator("#notes-changed")).to_contain_text("Notes changed by olivia", timeout=LIVE_MS)
+    expect(editor.locator("#notes")).to_have_value("My own minutes, not saved yet")
+    editor.get_by_role("button", name="Save notes").click()
+    expect(editor.locator(".conflict")).to_contain_text("Someone saved these notes while you were writing")
