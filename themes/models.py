@@ -366,3 +366,15 @@ class Decision(ThemeOnRecord, models.Model):
 
     class Meta:
         ordering = ["created_at", "id"]
+
+    @property
+    def cannot_apply(self) -> str:
+        """Why a pending decision can no longer be applied (its theme merged away, trashed, deleted), or ""."""
+        theme = self.theme
+        if theme is None:
+            return "theme deleted for good"
+        if theme.merged_into_id:
+            return f"theme merged into “{theme.merged_into.name}”"
+        if theme.deleted_at is not None:
+            return "theme in the trash"
+        return ""

@@ -663,6 +663,7 @@ def review_save_notes(*, review: Review, actor, notes: str, base_version: int) -
 def review_close(*, review: Review, actor) -> Snapshot:
     """Close the meeting and snapshot the structure it leaves behind; ReviewClosed if it already was."""
     _open_review(review, "closing it again changes nothing")
+    _set_aside_unappliable(review, actor)
     review.status, review.closed_at = Review.Status.CLOSED, timezone.now()
     review.save(update_fields=["status", "closed_at"])
     audit_record(project=review.project, actor=actor, action=AuditEvent.Action.CHANGED, target=review, summary=f"Review meeting “{review.title}” closed")
@@ -857,12 +858,18 @@ class DecisionOutcome:
 
 
 def _pending_decision(decision: Decision) -> Decision:
-    """The decision locked, if it can still be acted on; otherwise a clear refusal."""
-    decision = Decision.objects.select_for_update(of=("self",)).select_related("review__project", "theme").get(pk=decision.pk)
+    """The decision locked, if it is still pending; otherwise a clear refusal."""
+    decision = Decision.objects.select_for_update(of=("self",)).select_related("review__project", "theme__merged_into").get(pk=decision.pk)
     if decision.applied_at is not None:
         raise ValidationError({"decision": "This decision has already been applied."})
     if decision.declined_at is not None:
         raise ValidationError({"decision": f"This decision was not applied: {decision.declined_reason}"})
+    return decision
+
+
+def _applicable_decision(decision: Decision) -> Decision:
+    """The decision locked, if it can still be applied; otherwise a clear refusal."""
+    decision = _pending_decision(decision)
     theme = decision.theme
     if theme is None:
         raise ValidationError({"decision": f"Theme “{decision.theme_label}” was deleted for good; this decision can no longer be applied."})
@@ -893,7 +900,7 @@ def decision_apply(*, decision: Decision, actor, confirmed_version: int | None =
     Raises ReviewClosed once the meeting is closed: the snapshot taken then is what the meeting left behind.
     """
     _open_review(decision.review, CLOSED_DECISIONS)
-    decision = _pending_decision(decision)
+    decision = _applicable_decision(decision)
     review, project = decision.review, decision.review.project
     theme = Theme.objects.select_for_update().get(pk=decision.theme_id)  # edits queue behind the check, not after it
     message = _already_done(decision, theme)
@@ -963,15 +970,29 @@ def _move_decided_codes(decision: Decision, theme: Theme, actor) -> str:
 
 @transaction.atomic
 def decision_decline(*, decision: Decision, actor, reason: str = "") -> Decision:
-    """Keep the theme as it is now: the decision stays on the meeting's record, marked not applied, with why."""
+    """Keep the theme as it is now (or set aside a decision that can no longer be applied): the decision stays on
+    the meeting's record, marked not applied, with why."""
     _open_review(decision.review, CLOSED_DECISIONS)
     decision = _pending_decision(decision)
     theme = decision.theme
-    decision.declined_reason = (reason or "").strip() or f"Kept the theme's current text (version {theme.version}) instead."
+    default = f"Cannot be applied: {decision.cannot_apply}." if decision.cannot_apply else \
+        f"Kept the theme's current text (version {theme.version}) instead."
+    decision.declined_reason = (reason or "").strip() or default
     decision.declined_at, decision.declined_by = timezone.now(), actor
     decision.save(update_fields=["declined_at", "declined_by", "declined_reason"])
-    audit_record(project=decision.review.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme,
-                 summary=f"Decision on “{theme.name}” not applied ({decision.get_kind_display().lower()}): {decision.declined_reason}",
+    audit_record(project=decision.review.project, actor=actor, action=AuditEvent.Action.CHANGED, target=theme or decision.review,
+                 summary=f"Decision on “{decision.theme_label}” not applied ({decision.get_kind_display().lower()}): {decision.declined_reason}",
                  data={"review": str(decision.review.uuid), "decision": str(decision.uuid)})
-    live.publish(decision.review.project.uuid, "decision", review=decision.review.uuid, theme=theme.uuid)
+    live.publish(decision.review.project.uuid, "decision", review=decision.review.uuid, **({"theme": theme.uuid} if theme else {}))
     return decision
+
+
+def _set_aside_unappliable(review: Review, actor) -> None:
+    """At closing, a pending decision that can no longer be applied goes on the record as set aside, with why, rather
+    than as one the meeting left undone."""
+    now = timezone.now()
+    pending = Decision.objects.filter(review=review, applied_at__isnull=True, declined_at__isnull=True).select_related("theme__merged_into")
+    for decision in pending:
+        if reason := decision.cannot_apply:
+            decision.declined_at, decision.declined_by, decision.declined_reason = now, actor, f"Cannot be applied: {reason}."
+            decision.save(update_fields=["declined_at", "declined_by", "declined_reason"])

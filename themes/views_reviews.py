@@ -118,7 +118,7 @@ def _review_context(review: Review, *, errors: dict | None = None, conflict: dic
         codes_by_theme.setdefault(tc.theme_id, []).append(tc.code)
     for item in agenda:
         item.codes = codes_by_theme.get(item.theme_id, [])
-    decisions = list(Decision.objects.filter(review=review).select_related("theme", "applied_by", "created_by", "declined_by"))
+    decisions = list(Decision.objects.filter(review=review).select_related("theme__merged_into", "applied_by", "created_by", "declined_by"))
     attendees = list(review.attendees.all())
     return {
         "review": review, "agenda": agenda, "decisions": decisions, "errors": errors or {},
@@ -269,13 +269,16 @@ def decision_decline(request: HttpRequest, project_uuid, decision_uuid) -> HttpR
     membership = writer_or_403(request, project_uuid)
     decision = _decision(membership, decision_uuid)
     try:
-        services.decision_decline(decision=decision, actor=request.user, reason=request.POST.get("reason", ""))
+        declined = services.decision_decline(decision=decision, actor=request.user, reason=request.POST.get("reason", ""))
     except services.ReviewClosed as exc:
         return _refused_as_closed(request, membership, decision.review, exc)
     except ValidationError as exc:
         messages.error(request, f"Not changed: {' '.join(exc.messages)}")
     else:
-        messages.success(request, f"Decision on “{decision.theme_label}” marked as not applied; the theme keeps its current text.")
+        if declined.cannot_apply:
+            messages.success(request, f"Decision on “{declined.theme_label}” set aside: {declined.declined_reason}")
+        else:
+            messages.success(request, f"Decision on “{declined.theme_label}” marked as not applied; the theme keeps its current text.")
     return redirect(_next(request, reverse("themes:review", args=[membership.project.uuid, decision.review.uuid])))
 
 
@@ -322,7 +325,7 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
         membership, review=review, theme=theme, index=index, count=len(agenda), codes=codes, groups=theme_excerpt_sample(theme),
         threads=threads, themes=Theme.objects.for_project(membership.project).exclude(pk=theme.pk), statuses=Theme.Status.choices,
         kinds=Decision.Kind.choices,
-        decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("theme", "applied_by", "declined_by")),
+        decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("theme__merged_into", "applied_by", "declined_by")),
         prev_index=index - 1 if index > 0 else None, next_index=index + 1 if index + 1 < len(agenda) else None,
         shortcuts=shortcuts.PRESENTER,
         lead=presenting.present_position(review),
