@@ -680,7 +680,8 @@ def test_second_notes_save_from_the_same_page_load_is_told_and_keeps_its_text(wo
     assert '<p class="text old-text"><del>Owner: merge Friendship.</del></p>' in body
     assert '<p class="text new-text"><ins>Analyst: keep Friendship apart.</ins></p>' in body
     assert not any(jargon in body for jargon in ("--- their notes", "+++ your notes", "@@ -"))
-    assert '<textarea id="notes" name="notes" rows="8">Analyst: keep Friendship apart.</textarea>' in body  # yours, kept
+    # Yours, kept, and marked unsaved: a colleague's next save, arriving live, does not replace it.
+    assert '<textarea id="notes" name="notes" rows="8" data-unsaved="1">Analyst: keep Friendship apart.</textarea>' in body
     assert 'name="notes_version" value="2"' in body  # saving again means "I have seen theirs"
     review.refresh_from_db()
     assert review.notes == "Owner: merge Friendship." and review.notes_version == 2
