@@ -23,6 +23,7 @@ from interviews.services import check_storable_text
 from projects import live
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
+from projects.names import normalised_name
 from themes import snapshots
 from themes.models import (
     AgendaItem,
@@ -56,10 +57,10 @@ def _board_changed(project: Project, actor) -> None:
 
 
 def theme_name_checked(project: Project, name: str, *, exclude: Theme | None = None, field: str = "name") -> str:
-    """The name trimmed (inner runs of spaces made one), refused if empty or if another live theme of the project has it,
+    """The name normalised (projects/names.py), refused if empty or if another live theme of the project has it,
     whatever its case: two themes of one name cannot be told apart on the board, in Move… or on an agenda.
     The database holds the same rule (unique_live_theme_name) against two people saving at once."""
-    name = " ".join((name or "").split())
+    name = normalised_name(name)
     if not name:
         raise ValidationError({field: "Give the theme a name."})
     taken = Theme.objects.for_project(project).filter(name__iexact=name)
@@ -122,7 +123,7 @@ def theme_update(*, theme: Theme, actor, base_version: int | None, name: str | N
     # Compare with what is saved now, not with the caller's copy, which may be older.
     theme.name, theme.definition, theme.colour, theme.version = current.name, current.definition, current.colour, current.version
     changed = []
-    if name is not None and name.strip() and " ".join(name.split()) != theme.name:
+    if name is not None and normalised_name(name) and normalised_name(name) != theme.name:
         name = theme_name_checked(theme.project, name, exclude=theme)
         changed.append(f"renamed from “{theme.name}” to “{name}”")
         theme.name = name
@@ -759,11 +760,11 @@ def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict)
 def _decided_name(review: Review, name: str, *, exclude: Theme | None = None) -> str:
     """A name for a rename or a split, checked as any theme name, except that it may be one a theme holds now if this
     meeting has decided that theme gives it up (merge "A" into "B", then rename "C" to "A"): applying waits for that."""
-    holder = Theme.objects.for_project(review.project).filter(name__iexact=" ".join(name.split()))
+    holder = Theme.objects.for_project(review.project).filter(name__iexact=normalised_name(name))
     if exclude is not None:
         holder = holder.exclude(pk=exclude.pk)
     if (theme := holder.first()) is not None and _decision_freeing_name(review, theme) is not None:
-        return " ".join(name.split())
+        return normalised_name(name)
     return theme_name_checked(review.project, name, exclude=exclude)
 
 
