@@ -20,6 +20,7 @@ from coding.models import Code, CodeEvent
 from coding.services import COLOUR_RE, code_archive, code_create
 from interviews.parsers.base import human_size
 from projects.models import Project
+from projects.names import name_key, normalised_name
 from refiqda.conventions import parse_code_description, unique_name
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -154,7 +155,7 @@ def rows_from_qdc(data: bytes, *, filename: str = "codebook.qdc") -> list[Row]:
         names[id(code)] = name
         rows.append(Row(where=f"{filename}, code “{code.name}” ({code.guid})", name=name,
                         parent=names[id(parent)] if parent else "", values={k: str(v) for k, v in values.items()},
-                        archived=archived, renamed_from=code.name if name != code.name.strip() else ""))
+                        archived=archived, renamed_from=code.name if name != normalised_name(code.name) else ""))
     if not rows:
         raise CodebookImportError([f"{filename}: the codebook has no codes."])
     return rows
@@ -162,9 +163,10 @@ def rows_from_qdc(data: bytes, *, filename: str = "codebook.qdc") -> list[Row]:
 
 def _unique_in_file(name: str, taken: set[str], *, hint: str) -> str:
     """The project import's renaming of a repeated name; names that are empty or too long stay, for _validate to report."""
-    if not name.strip() or len(name.strip()) > 200:
+    name = normalised_name(name)
+    if not name or len(name) > 200:
         return name
-    return unique_name(name, taken, 200, hint)
+    return unique_name(name, taken, 200, normalised_name(hint))
 
 
 def renamed_codes(rows: list[Row]) -> list[tuple[str, str]]:
@@ -179,16 +181,16 @@ def _six_digit(colour: str) -> str:
 
 def _validate(project: Project, rows: list[Row]) -> list[str]:
     errors = []
-    existing = {n.lower() for n in Code.objects.for_project(project).values_list("name", flat=True)}
+    existing = {name_key(n) for n in Code.objects.for_project(project).values_list("name", flat=True)}
     seen: dict[str, str] = {}
     for row in rows:
-        name = " ".join(row.name.split())
+        name = normalised_name(row.name)
         if not name:
             errors.append(f"{row.where}: the name is empty.")
             continue
         if len(name) > 200:
             errors.append(f"{row.where}: the name is longer than 200 characters.")
-        key = name.lower()
+        key = name_key(name)
         if key in existing:
             errors.append(f"{row.where}: a code named “{name}” already exists in this project.")
         if key in seen:
@@ -201,7 +203,7 @@ def _validate(project: Project, rows: list[Row]) -> list[str]:
         if colour and not COLOUR_RE.match(colour):
             errors.append(f"{row.where}, colour: “{colour}” is not a colour like #4c78a8.")
     for row in rows:
-        if row.parent and row.parent.lower() not in seen and row.parent.lower() not in existing:
+        if row.parent and name_key(row.parent) not in seen and name_key(row.parent) not in existing:
             errors.append(f"{row.where}, parent: no code named “{row.parent}” in the file or the codebook.")
     return errors
 
@@ -213,7 +215,7 @@ def codebook_import(*, project: Project, actor: Any, rows: list[Row], source: st
     if errors:
         raise CodebookImportError(errors)
     existing = list(Code.objects.for_project(project))
-    by_name = {c.name.lower(): c for c in existing}
+    by_name = {name_key(c.name): c for c in existing}
     first_position = max((c.position for c in existing), default=-1) + 1
     order = {id(row): i for i, row in enumerate(rows)}
     created: list[Code] = []
@@ -222,7 +224,7 @@ def codebook_import(*, project: Project, actor: Any, rows: list[Row], source: st
     while pending:
         progress = False
         for row in list(pending):
-            parent = by_name.get(row.parent.lower()) if row.parent else None
+            parent = by_name.get(name_key(row.parent)) if row.parent else None
             if row.parent and parent is None:
                 continue
             try:
@@ -233,7 +235,7 @@ def codebook_import(*, project: Project, actor: Any, rows: list[Row], source: st
             code.position = first_position + order[id(row)]
             if row.archived:
                 code_archive(code=code, actor=actor, reason=f"Archived in {source}")
-            by_name[code.name.lower()] = code
+            by_name[name_key(code.name)] = code
             created.append(code)
             pending.remove(row)
             progress = True

@@ -4,6 +4,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Lower
 
 from interviews.models import Interview, Segment
 from projects.models import Project
@@ -49,8 +50,10 @@ class Code(models.Model):
     class Meta:
         ordering = ["position", "name"]
         constraints = [
+            # One live code per name, whatever its case (names are stored normalised: projects/names.py).
             models.UniqueConstraint(
-                fields=["project", "name"], condition=models.Q(deleted_at__isnull=True), name="unique_live_code_name"
+                Lower("name"), "project", condition=models.Q(deleted_at__isnull=True), name="unique_live_code_name",
+                violation_error_message="There is already a code with this name in this project.",
             )
         ]
 

@@ -23,6 +23,7 @@ from interviews.models import Interview, Turn
 from projects import live
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
+from projects.names import normalised_name
 from projects.prepared import PreparedStatement
 
 COLOUR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
@@ -57,7 +58,7 @@ NAME_MAX_LENGTH = Code._meta.get_field("name").max_length
 
 
 def _clean_name(name: str) -> str:
-    name = " ".join((name or "").split())
+    name = normalised_name(name)
     if not name:
         raise ValidationError({"name": "A code needs a name."})
     if len(name) > NAME_MAX_LENGTH:
@@ -94,6 +95,17 @@ def _check_unique_name(project: Project, name: str, *, exclude: int | None = Non
     taken = qs.first()
     if taken is not None:
         raise NameTaken(taken)
+
+
+def _name_taken_meanwhile(exc: IntegrityError, project: Project, name: str, *, exclude: int | None = None) -> ValidationError:
+    """A colleague took the name between the check and the save: the same refusal, naming their code."""
+    if "unique_live_code_name" not in str(exc):
+        raise exc
+    try:
+        _check_unique_name(project, name, exclude=exclude)
+    except NameTaken as taken:
+        return taken
+    return ValidationError({"name": f"There is already a code named “{name}” in this project."})
 
 
 def next_colour(project: Project) -> str:
@@ -146,8 +158,8 @@ def code_create(*, project: Project, actor: Any, name: str, kind: str = Code.Kin
     try:
         with transaction.atomic():
             code.save()
-    except IntegrityError as exc:  # a concurrent create with the same name
-        raise ValidationError({"name": f"There is already a code named “{name}” in this project."}) from exc
+    except IntegrityError as exc:
+        raise _name_taken_meanwhile(exc, project, name) from None
     _event(code, project=project, actor=actor, action=action, reason=reason, data={"name": name, "kind": code.kind},
            summary=f"Code “{name}” {'imported' if action == CodeEvent.Action.IMPORTED else 'created'}",
            audit_action=AuditEvent.Action.CREATED)
@@ -183,8 +195,8 @@ def code_update(*, code: Code, actor: Any, version: int, reason: str = "", **cha
             updated = Code.objects.filter(pk=code.pk, version=version).update(
                 version=F("version") + 1, updated_at=timezone.now(), **changed
             )
-    except IntegrityError as exc:  # another code took the name a moment ago
-        raise ValidationError({"name": f"There is already a code named “{changed.get('name', code.name)}” in this project."}) from exc
+    except IntegrityError as exc:
+        raise _name_taken_meanwhile(exc, project, changed.get("name", code.name), exclude=code.pk) from None
     if not updated:
         raise CodeConflict(Code.objects.get(pk=code.pk))
     code.refresh_from_db()
