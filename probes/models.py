@@ -12,6 +12,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from interviews.models import Participant
@@ -62,8 +63,9 @@ class Probe(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        # One live probe per name, whatever its case (names are stored normalised, projects/names.py).
         constraints = [models.UniqueConstraint(
-            fields=["project", "name"], condition=models.Q(deleted_at__isnull=True), name="unique_live_probe_name",
+            Lower("name"), "project", condition=models.Q(deleted_at__isnull=True), name="unique_live_probe_name",
             violation_error_message="There is already a probe with this name in this project.")]
 
     def __str__(self) -> str:

@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import jsonschema
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from interviews.models import Interview, Participant
@@ -19,6 +19,7 @@ from probes.models import Answer, Condition, ConditionVersion, Item, OutputForma
 from probes.prompting import ParseError, agent_steps, item_fields, parse, placeholders
 from projects.audit import audit_record, audit_record_many
 from projects.models import AuditEvent, Project
+from projects.names import normalised_name
 from projects.trash import trash_move
 
 # -- the probe ----------------------------------------------------------------
@@ -27,25 +28,39 @@ from projects.trash import trash_move
 @transaction.atomic
 def probe_create(*, project: Project, user: Any, name: str, description: str = "") -> Probe:
     """A new, empty probe."""
-    probe = Probe(project=project, name=name.strip(), description=description.strip(), created_by=user)
+    probe = Probe(project=project, name=normalised_name(name), description=description.strip(), created_by=user)
     _check_probe(probe)
-    probe.save()
+    _save_probe(probe)
     return probe
 
 
 def _check_probe(probe: Probe) -> None:
+    """Field checks, and the name free among the project's live probes whatever its case (unique_live_probe_name)."""
     probe.full_clean(validate_constraints=False)
-    if Probe.objects.live().filter(project_id=probe.project_id, name=probe.name).exclude(pk=probe.pk).exists():
-        raise ValidationError({"name": f"There is already a probe named “{probe.name}” in this project."})
+    taken = Probe.objects.live().filter(project_id=probe.project_id, name__iexact=probe.name).exclude(pk=probe.pk).first()
+    if taken is not None:
+        raise ValidationError({"name": f"There is already a probe named “{taken.name}” in this project."})
+
+
+def _save_probe(probe: Probe, **kwargs: Any) -> None:
+    """Save; a colleague (or a double click) that took the name between the check and the save gets the same refusal."""
+    try:
+        with transaction.atomic():
+            probe.save(**kwargs)
+    except IntegrityError as exc:
+        if "unique_live_probe_name" not in str(exc):
+            raise
+        _check_probe(probe)
+        raise ValidationError({"name": f"There is already a probe named “{probe.name}” in this project."}) from None
 
 
 @transaction.atomic
 def probe_edit(*, probe: Probe, user: Any, name: str, description: str = "") -> Probe:
     """Rename the probe or change its description."""
     old_name = probe.name
-    probe.name, probe.description = name.strip(), description.strip()
+    probe.name, probe.description = normalised_name(name), description.strip()
     _check_probe(probe)
-    probe.save(update_fields=["name", "description"])
+    _save_probe(probe, update_fields=["name", "description"])
     renamed = f" (was “{old_name}”)" if old_name != probe.name else ""
     audit_record(project=probe.project, actor=user, action=AuditEvent.Action.CHANGED, target=probe, target_type="probe",
                  summary=f"Probe “{probe.name}” edited{renamed}")
