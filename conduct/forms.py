@@ -9,9 +9,12 @@ from django.core.exceptions import ValidationError
 
 from conduct.answering import deployment_base_url
 from conduct.models import EndpointKey, LiveEndpoint
+from conduct.services import guide_name_checked
 from conduct.throttle import DEFAULT_MAX_IN_FLIGHT
 from interviews.models import Guide, GuideVersion, Participant
+from interviews.services import participant_label_taken
 from projects.models import Project
+from projects.names import normalised_name
 
 PLANNED_HELP = (
     "One question per line. Probes go on the lines below their question, each starting with “-” "
@@ -67,13 +70,10 @@ class GuideForm(forms.Form):
         self.project, self.guide = project, guide
 
     def clean_name(self) -> str:
-        name = self.cleaned_data["name"].strip()
-        clash = Guide.objects.filter(project=self.project, name__iexact=name)
-        if self.guide:
-            clash = clash.exclude(pk=self.guide.pk)
-        if clash.exists():
-            raise ValidationError("This project already has a guide with that name.")
-        return name
+        try:
+            return guide_name_checked(self.project, self.cleaned_data["name"], exclude=self.guide)
+        except ValidationError as exc:
+            raise ValidationError(exc.message_dict["name"]) from None
 
     def clean_planned_questions(self) -> list[dict[str, Any]]:
         return parse_planned_questions(self.cleaned_data.get("planned_questions", ""))
@@ -141,12 +141,9 @@ class LiveParticipantForm(forms.Form):
         return self.cleaned_data.get("max_in_flight") or DEFAULT_MAX_IN_FLIGHT
 
     def clean_label(self) -> str:
-        label = self.cleaned_data["label"].strip()
-        clash = Participant.objects.filter(project=self.project, label=label)
-        if self.participant:
-            clash = clash.exclude(pk=self.participant.pk)
-        if clash.exists():
-            raise ValidationError("Another participant in this project already has this label.")
+        label = normalised_name(self.cleaned_data["label"])
+        if taken := participant_label_taken(self.project.pk, label, exclude=self.participant.pk if self.participant else None):
+            raise ValidationError(taken)
         return label
 
 

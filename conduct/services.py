@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -17,13 +17,42 @@ from conduct.models import AnswerJob, ConductSession, EndpointKey, LiveEndpoint,
 from conduct.throttle import DEFAULT_MAX_IN_FLIGHT
 from interviews.models import Guide, GuideVersion, Interview, Participant, Speaker, Turn
 from interviews.segment_store import interview_segment
+from interviews.services import participant_label_taken, participant_save
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
+from projects.names import normalised_name
 
 ACTIVE = (Turn.Status.PENDING, Turn.Status.STREAMING)
 
 
 # -- guides -------------------------------------------------------------------
+
+
+def guide_name_checked(project: Project, name: str, *, exclude: Guide | None = None) -> str:
+    """The name normalised (projects/names.py), refused if empty or if another guide of the project has it, whatever
+    its case. The database holds the same rule (unique_guide_name) against two people saving at once."""
+    name = normalised_name(name)
+    if not name:
+        raise ValidationError({"name": "Give the guide a name."})
+    taken = Guide.objects.filter(project=project, name__iexact=name)
+    if exclude is not None:
+        taken = taken.exclude(pk=exclude.pk)
+    if other := taken.first():
+        raise ValidationError({"name": f"There is already a guide named “{other.name}” in this project; choose another name."})
+    return name
+
+
+def _save_guide(guide: Guide, **kwargs: Any) -> None:
+    """Save; a colleague who took the name between the check and the save gets the same refusal, not an error page."""
+    try:
+        with transaction.atomic():
+            guide.save(**kwargs)
+    except IntegrityError as exc:
+        if "unique_guide_name" not in str(exc):
+            raise
+        guide_name_checked(guide.project, guide.name, exclude=guide if guide.pk else None)
+        raise ValidationError({"name": f"There is already a guide named “{guide.name}” in this project; "
+                                       "choose another name."}) from None
 
 
 def _version_fields(
@@ -49,9 +78,9 @@ def guide_create(
     notes: str = "",
 ) -> Guide:
     """A new guide with its first version."""
-    guide = Guide(project=project, name=name.strip(), created_by=user)
-    guide.full_clean()
-    guide.save()
+    guide = Guide(project=project, name=guide_name_checked(project, name), created_by=user)
+    guide.full_clean(validate_constraints=False)  # the name was checked above, with a clearer message
+    _save_guide(guide)
     fields = _version_fields(
         opening_prompt=opening_prompt,
         system_prompt=system_prompt,
@@ -75,10 +104,10 @@ def guide_revise(
 ) -> GuideVersion:
     """Save an edit as a new version (interviews keep the one they used); unchanged content adds none."""
     guide = Guide.objects.select_for_update().get(pk=guide.pk)
-    if guide.name != name.strip():
-        guide.name = name.strip()
-        guide.full_clean()
-        guide.save(update_fields=["name"])
+    if guide.name != normalised_name(name):
+        guide.name = guide_name_checked(guide.project, name, exclude=guide)
+        guide.full_clean(validate_constraints=False)
+        _save_guide(guide, update_fields=["name"])
     latest = guide.versions.order_by("-number").first()
     fields = _version_fields(
         opening_prompt=opening_prompt,
@@ -197,7 +226,7 @@ def live_participant_save(
     participant = participant or Participant(project=project)
     same_endpoint = (participant.base_url, participant.model_id) == (base_url, model_id.strip())
     for field, value in {
-        "label": label.strip(),
+        "label": normalised_name(label),
         "provider": provider.strip(),
         "model_id": model_id.strip(),
         "base_url": base_url,
@@ -209,8 +238,10 @@ def live_participant_save(
         setattr(participant, field, value)
     participant.is_live = True
     participant.interface = Participant.Interface.API
-    participant.full_clean()
-    participant.save()
+    if taken := participant_label_taken(project.pk, participant.label, exclude=participant.pk):
+        raise ValidationError({"label": taken})
+    participant.full_clean(validate_constraints=False)  # the label was checked above, with a clearer message
+    participant_save(participant)
     endpoint_fields = {"key_source": key_source, "api_key": api_key, "timeout_seconds": timeout_seconds,
                        "stream_answers": stream_answers, "max_in_flight": max_in_flight}
     if not same_endpoint:

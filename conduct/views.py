@@ -93,9 +93,13 @@ def guide_create(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     form = GuideForm(request.POST or None, project=membership.project)
     if request.method == "POST" and form.is_valid():
-        guide = services.guide_create(project=membership.project, user=request.user, **form.cleaned_data)
-        messages.success(request, f"Guide “{guide.name}” saved as version 1.")
-        return redirect("conduct:guide", project_uuid=project_uuid, guide_uuid=guide.uuid)
+        try:
+            guide = services.guide_create(project=membership.project, user=request.user, **form.cleaned_data)
+        except ValidationError as exc:  # the name, taken by a colleague since the form was checked
+            add_service_errors(form, exc)
+        else:
+            messages.success(request, f"Guide “{guide.name}” saved as version 1.")
+            return redirect("conduct:guide", project_uuid=project_uuid, guide_uuid=guide.uuid)
     context = {"project": membership.project, "membership": membership, "form": form, "nav": "interviews"}
     return render(request, "conduct/guide_form.html", context, status=400 if form.errors else 200)
 
@@ -110,12 +114,16 @@ def guide_detail(request: HttpRequest, project_uuid: UUID, guide_uuid: UUID) -> 
         writer_or_403(request, project_uuid)
         form = GuideForm(request.POST, project=membership.project, guide=guide)
         if form.is_valid():
-            version = services.guide_revise(guide=guide, user=request.user, **form.cleaned_data)
-            if version.number == versions[0].number:
-                messages.info(request, "Nothing changed; the guide stays at its current version.")
+            try:
+                version = services.guide_revise(guide=guide, user=request.user, **form.cleaned_data)
+            except ValidationError as exc:  # the name, taken by a colleague since the form was checked
+                add_service_errors(form, exc)
             else:
-                messages.success(request, f"Saved as version {version.number}. Earlier interviews keep the version they used.")
-            return redirect("conduct:guide", project_uuid=project_uuid, guide_uuid=guide.uuid)
+                if version.number == versions[0].number:
+                    messages.info(request, "Nothing changed; the guide stays at its current version.")
+                else:
+                    messages.success(request, f"Saved as version {version.number}. Earlier interviews keep the version they used.")
+                return redirect("conduct:guide", project_uuid=project_uuid, guide_uuid=guide.uuid)
     context = {
         "project": membership.project,
         "membership": membership,

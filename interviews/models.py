@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.db.models.expressions import RawSQL
-from django.db.models.functions import Coalesce
+from django.db.models.functions import Coalesce, Lower
 from django.utils import timezone
 
 from projects.jobs import waiting_long
@@ -53,7 +53,11 @@ class Participant(models.Model):
 
     class Meta:
         ordering = ["label"]
-        constraints = [models.UniqueConstraint(fields=["project", "label"], name="unique_participant_label")]
+        # One participant per label, whatever its case: imports match labels so (labels are stored normalised,
+        # projects/names.py), and a paper's tables could not tell two "GPT-4o" apart.
+        constraints = [models.UniqueConstraint(
+            Lower("label"), "project", name="unique_participant_label",
+            violation_error_message="Another participant in this project already has this label.")]
 
     def __str__(self) -> str:
         return self.label
@@ -70,6 +74,10 @@ class Guide(models.Model):
 
     class Meta:
         ordering = ["name"]
+        # One guide per name, whatever its case (names are stored normalised, projects/names.py).
+        constraints = [models.UniqueConstraint(
+            Lower("name"), "project", name="unique_guide_name",
+            violation_error_message="There is already a guide with this name in this project.")]
 
     def __str__(self) -> str:
         return self.name

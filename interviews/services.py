@@ -19,6 +19,7 @@ from interviews.parsers.base import ParsedConversation, ParsedTurn
 from interviews.segment_store import segments_for_turns
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
+from projects.names import normalised_name
 
 LABEL_TAKEN = "Another participant in this project is already called “{label}”; participant labels must be unique."
 
@@ -124,12 +125,12 @@ def _printable(text: str) -> str:
 
 def _participant_checked(*, project_id: int, exclude: int | None, label: str, interface: str, attributes: Any) -> str:
     """The label as it will be saved; raises ValidationError naming each field that cannot be (create and edit alike)."""
-    label = (label or "").strip()
+    label = normalised_name(label)
     errors = {}
     if not label:
         errors["label"] = "Give the participant a label."
-    elif Participant.objects.filter(project_id=project_id, label=label).exclude(pk=exclude).exists():
-        errors["label"] = LABEL_TAKEN.format(label=label)
+    elif taken := participant_label_taken(project_id, label, exclude=exclude):
+        errors["label"] = taken
     if interface not in Participant.Interface.values:
         errors["interface"] = f"“{interface}” is not an interface; choose one of {', '.join(Participant.Interface.values)}."
     if problem := _attributes_problem(attributes):
@@ -139,13 +140,22 @@ def _participant_checked(*, project_id: int, exclude: int | None, label: str, in
     return label
 
 
-def _save_participant(participant: Participant, **kwargs: Any) -> None:
+def participant_label_taken(project_id: int, label: str, *, exclude: int | None = None) -> str:
+    """Why a (normalised) label cannot be used, naming the participant that has it whatever its case; "" if free."""
+    other = Participant.objects.filter(project_id=project_id, label__iexact=label).exclude(pk=exclude).first()
+    return LABEL_TAKEN.format(label=other.label) if other else ""
+
+
+def participant_save(participant: Participant, **kwargs: Any) -> None:
     """Save, turning a label taken meanwhile (between the check and the save) into the same refusal."""
     try:
         with transaction.atomic():
             participant.save(**kwargs)
-    except IntegrityError:
-        raise ValidationError({"label": LABEL_TAKEN.format(label=participant.label)}) from None
+    except IntegrityError as exc:
+        if "unique_participant_label" not in str(exc):
+            raise
+        taken = participant_label_taken(participant.project_id, participant.label, exclude=participant.pk)
+        raise ValidationError({"label": taken or LABEL_TAKEN.format(label=participant.label)}) from None
 
 
 @transaction.atomic
@@ -158,7 +168,7 @@ def participant_create(*, project: Project, actor: Any, label: str, provider: st
     participant = Participant(project=project, label=label, provider=(provider or "").strip(), model_id=(model_id or "").strip(),
                               interface=interface, snapshot_date=snapshot_date, attributes=attributes)
     participant.full_clean(exclude=["project"], validate_constraints=False)
-    _save_participant(participant)
+    participant_save(participant)
     audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=participant,
                  summary=f"Participant “{participant.label}” added",
                  data={"fields": {field: _recorded(getattr(participant, field)) for field in PARTICIPANT_FIELDS}})
@@ -176,7 +186,7 @@ def participant_update(*, participant: Participant, actor: Any, label: str, prov
     if not changes:
         return participant
     participant.full_clean(exclude=["project"], validate_constraints=False)
-    _save_participant(participant, update_fields=[*changes, "updated_at"])
+    participant_save(participant, update_fields=[*changes, "updated_at"])
     said = [_attributes_said(old, new) if field == "attributes" else
             f"{field.replace('_', ' ')} {_shown(old)} → {_shown(new)}" for field, (old, new) in changes.items()]
     audit_record(project=participant.project, actor=actor, action=AuditEvent.Action.CHANGED, target=participant,

@@ -22,7 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.core.cache import cache
 from django.core.files.uploadedfile import UploadedFile
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -47,6 +47,7 @@ from projects.audit import audit_record_many
 from projects.blobs import BlobMissing, blob_create, blob_open, blobs_delete
 from projects.jobs import enqueue
 from projects.models import AuditEvent, Project
+from projects.names import name_key, normalised_name
 
 # Turns per bulk insert: large enough for few round trips, small enough to keep memory
 # flat on a 1,000-conversation export and the progress bar moving.
@@ -378,7 +379,7 @@ def _wanted(key: str, duplicate_of: Any, options: ImportOptions) -> bool:
 def _check_participant_choice(project: Project, choice: str) -> None:
     if choice == "auto" or choice.startswith("new:"):
         label_max = Participant._meta.get_field("label").max_length
-        if choice.startswith("new:") and not 0 < len(choice[4:].strip()) <= label_max:
+        if choice.startswith("new:") and not 0 < len(normalised_name(choice[4:])) <= label_max:
             raise ImportOptionsError(f"Give the new participant a label of 1 to {label_max} characters.")
         return
     if not Participant.objects.filter(project=project, uuid=_uuid_or_none(choice)).exists():
@@ -720,10 +721,11 @@ class _ParticipantPicker:
         self.choice = choice
         self.summary = summary
         self.by_key: dict[str, Participant] = {}
+        # Labels as the participant pages compare them (projects/names.py), so "GPT-4o" and "gpt-4o" are one.
         for p in Participant.objects.filter(project=project):
-            self.by_key.setdefault(p.label.lower(), p)
+            self.by_key.setdefault(name_key(p.label), p)
             if p.model_id:
-                self.by_key.setdefault(p.model_id.lower(), p)
+                self.by_key.setdefault(name_key(p.model_id), p)
         self.fixed: Participant | None = None
         if choice != "auto" and not choice.startswith("new:"):
             self.fixed = Participant.objects.get(project=project, uuid=_uuid_or_none(choice))
@@ -733,7 +735,7 @@ class _ParticipantPicker:
             return self.fixed
         if self.choice.startswith("new:"):
             # Created with the first conversation, so a chatgpt.com or claude.ai export names a web app.
-            self.fixed = self._get_or_create(self.choice[4:].strip(), model_id="", fmt=conv.source_format)
+            self.fixed = self._get_or_create(self.choice[4:], model_id="", fmt=conv.source_format)
             return self.fixed
         slug = main_model(conv)
         if slug:
@@ -742,18 +744,26 @@ class _ParticipantPicker:
                                    model_id="", fmt=conv.source_format)
 
     def _get_or_create(self, label: str, *, model_id: str, fmt: str) -> Participant:
-        label = label[:100]
-        found = self.by_key.get(label.lower()) or (self.by_key.get(model_id.lower()) if model_id else None)
+        label = normalised_name(label)[:100].rstrip()
+        found = self.by_key.get(name_key(label)) or (self.by_key.get(name_key(model_id)) if model_id else None)
         if found:
             return found
         p = Participant(project=self.project, label=label, model_id=model_id[:200], provider=provider_for(label),
                         interface=Participant.Interface.WEB if fmt in WEB_FORMATS else Participant.Interface.API)
-        p.full_clean(validate_unique=False)
-        p.save()
-        self.summary.participants_created.append(label)
-        self.by_key[label.lower()] = p
+        p.full_clean(validate_unique=False, validate_constraints=False)
+        try:
+            with transaction.atomic():
+                p.save()
+        except IntegrityError as exc:
+            # Added a moment ago by another import or on the participants page: this import uses it too.
+            p = Participant.objects.filter(project=self.project, label__iexact=label).first()
+            if "unique_participant_label" not in str(exc) or p is None:
+                raise
+        else:
+            self.summary.participants_created.append(label)
+        self.by_key[name_key(label)] = p
         if model_id:
-            self.by_key.setdefault(model_id.lower(), p)
+            self.by_key.setdefault(name_key(model_id), p)
         return p
 
 
