@@ -74,6 +74,7 @@ from interviews.segmentation import segment_text
 from projects import safejson
 from projects.audit import audit_record
 from projects.models import AuditEvent, Membership, Project, Role
+from projects.names import normalised_name
 from projects.services import project_create
 from refiqda.conventions import (
     FAMILIARISATION_NOTE,
@@ -417,6 +418,11 @@ class ImportResult:
 _unique = unique_name  # shared with the .qdc codebook import, so both name repeated codes alike
 
 
+def _unique_name(name: str, taken: set[str], limit: int, hint: str = "") -> str:
+    """A code's, theme's or participant's name as every name is stored (projects/names.py), made unique as _unique."""
+    return _unique(normalised_name(name), taken, limit, normalised_name(hint))
+
+
 def _turns_from_map(src: refiqda.TextSource, variables: dict[str, str]) -> list[tuple[str, int, int]] | None:
     """(speaker, start, end) per turn from our own export's turn map, or None."""
     var_guid = variables.get(TURNS_VARIABLE.lower())
@@ -569,8 +575,8 @@ class _Importer:
         events = []
         for fcode, parent, _ in self.qp.iter_codes():
             fields = parse_code_description(fcode.description)
-            name = _unique(fcode.name, taken, 200, parent.name if parent else "")
-            if name != fcode.name.strip()[:200]:
+            name = _unique_name(fcode.name, taken, 200, parent.name if parent else "")
+            if name != normalised_name(fcode.name)[:200]:
                 self.warn(f"Code {fcode.name!r} appears more than once; imported as {name!r}.")
             code = Code.objects.create(
                 project=self.project, name=name, colour=_colour(fcode.color) or PALETTE[len(self.codes) % len(PALETTE)],
@@ -594,7 +600,7 @@ class _Importer:
                      for k, v in values.items() if k and k not in CASE_VARIABLES}
             interface = str(values.get("interface") or "web").lower()
             p = Participant.objects.create(
-                project=self.project, label=_unique(case.name or "Case", taken, 100),
+                project=self.project, label=_unique_name(case.name or "Case", taken, 100),
                 provider=str(values.get("provider") or "")[:100], model_id=str(values.get("model") or "")[:200],
                 interface=interface if interface in Participant.Interface.values else Participant.Interface.WEB,
                 attributes=attrs)
@@ -606,7 +612,7 @@ class _Importer:
     def default_participant(self) -> Participant:
         if not hasattr(self, "_default"):
             self._default = Participant.objects.create(
-                project=self.project, label=_unique("Imported source", self._taken_labels, 100))
+                project=self.project, label=_unique_name("Imported source", self._taken_labels, 100))
         return self._default
 
     def import_sources(self) -> None:
@@ -762,8 +768,8 @@ class _Importer:
             if fset.member_codes and not codes or not fset.member_codes and (fset.member_sources or fset.member_notes):
                 self.warn(f"Set {fset.name!r} groups no codes; not imported as a theme.")
                 continue
-            name = _unique(fset.name, taken, 200)  # live theme names are unique, whatever their case
-            if name != fset.name.strip()[:200]:
+            name = _unique_name(fset.name, taken, 200)  # live theme names are unique, whatever their case
+            if name != normalised_name(fset.name)[:200]:
                 self.warn(f"Two sets are called {fset.name!r}; the second is imported as the theme {name!r}.")
             fields = parse_theme_description(fset.description)
             theme = Theme.objects.create(project=self.project, name=name, definition=fields["definition"],
