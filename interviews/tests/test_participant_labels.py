@@ -67,15 +67,15 @@ def test_the_database_refuses_a_label_differing_only_in_case(project):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("choice", ["auto", "new:gpt-4O"])
+@pytest.mark.parametrize("choice", ["auto", "new:claude  3.5\u00a0sonnet"])
 def test_an_import_uses_the_participant_whose_label_it_names_in_another_spelling(project, owner, tmp_path, choice):
-    gpt = make_participant(project, label="GPT-4o")
+    claude = make_participant(project, label="Claude 3.5 Sonnet")
     path = tmp_path / "chat.jsonl"
-    path.write_text(json.dumps({"model": "gpt-4o",
+    path.write_text(json.dumps({"model": "CLAUDE\u00a03.5 Sonnet",
                                 "messages": [{"role": "user", "content": "Hi?"}, {"role": "assistant", "content": "Hello."}]}))
     summary = import_paths(project=project, user=owner, paths=[str(path)], options=ImportOptions(participant=choice))
     assert summary.participants_created == []
-    assert Interview.objects.get().participant == gpt and Participant.objects.filter(project=project).count() == 1
+    assert Interview.objects.get().participant == claude and Participant.objects.filter(project=project).count() == 1
 
 
 @pytest.mark.django_db(transaction=True)
