@@ -34,7 +34,7 @@ def test_a_theme_name_is_stored_as_it_looks(project, owner):
 
 
 def test_the_migration_normalises_names_and_numbers_those_then_taken(project):
-    migration = importlib.import_module("themes.migrations.0009_theme_names_normalised")
+    migration = importlib.import_module("themes.migrations.0010_theme_names_normalised")
     constraint = next(c for c in Theme._meta.constraints if c.name == "unique_live_theme_name")
     with connection.schema_editor() as editor:  # as before the migration (rolled back with the test)
         editor.remove_constraint(Theme, constraint)

@@ -12,7 +12,7 @@ def normalise_names(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('themes', '0008_review_notes_saved'),
+        ('themes', '0009_unique_exemplar_quote'),
     ]
 
     operations = [
