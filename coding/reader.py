@@ -25,7 +25,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connections, transaction
+from django.db import connection, connections, transaction
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
@@ -588,13 +588,19 @@ def _keep(run: SuggestionRun, window: int, segments: Sequence[Segment], proposal
         coded = set(Coding.objects.filter(segment__in=segments, code_id=run.focus_code_id).values_list("segment_id", flat=True))
         dropped["sentence already coded with the code"] += sum(1 for p in proposals if p["segment_id"] in coded)
         proposals = [p if p["segment_id"] not in coded else None for p in proposals]
+    suggested_as = _suggested_codes(run.project_id)
     for index, proposal in enumerate(proposals):
         if proposal is None:
             continue
         verdict = verdicts.get(index)
         code_id, proposed = proposal["code_id"], None
         if verdict and verdict["verdict"] == "change":
-            code_id, proposed = verdict["code_id"], proposal["code_id"]
+            # The coder's own code, as it proposed it (gone if purged: proposed_code is then empty).
+            code_id, proposed = verdict["code_id"], proposal["code_id"] if proposal["code_id"] in suggested_as else None
+        if code_id not in suggested_as:
+            dropped["code deleted since the run started"] += 1
+            continue
+        code_id = suggested_as[code_id]
         rows.append(Suggestion(
             run=run, segment_id=proposal["segment_id"], interview_id=interview_of[proposal["segment_id"]], code_id=code_id, proposed_code_id=proposed,
             rationale=proposal["rationale"], evidence=proposal["evidence"],
@@ -609,6 +615,27 @@ def _keep(run: SuggestionRun, window: int, segments: Sequence[Segment], proposal
     coder = ReaderStep.objects.get(run=run, window=window, agent=ReaderStep.Agent.CODER)
     coder.provenance = {**coder.provenance, "dropped": dict(dropped)}
     coder.save(update_fields=["provenance"])
+
+
+def _suggested_codes(project_id: int) -> dict[int, int]:
+    """Each code of the project to the code its suggestions go to: itself, or the code it was merged into (to the
+    end of a chain of merges). A code purged from the trash since the run started is not there.
+
+    On PostgreSQL the codes stay locked against purging until the window is kept: a code purged between this look
+    and the insert would fail the suggestions' foreign key, and the window with it.
+    """
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT id, merged_into_id FROM coding_code WHERE project_id = %s{lock}", [project_id])
+        merged_into = dict(cursor.fetchall())
+    suggested_as = {}
+    for code_id in merged_into:
+        target, seen = code_id, {code_id}
+        while merged_into.get(target) and merged_into[target] not in seen:
+            target = merged_into[target]
+            seen.add(target)
+        suggested_as[code_id] = target
+    return suggested_as
 
 
 def kept_windows(run: SuggestionRun) -> set[int]:

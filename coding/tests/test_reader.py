@@ -630,3 +630,51 @@ def test_a_finished_runs_failed_windows_are_asked_again_in_the_same_run_without_
     with pytest.raises(ValidationError, match="No window of this run failed"):
         reader.run_retry_failed(run=run, user=analyst)
     assert AuditEvent.objects.filter(target_id=str(run.uuid), summary="AI suggestion run: 1 failed window asked again").exists()
+
+
+# -- the codebook changing under a run --------------------------------------------------------------------------------
+
+
+def coder_answered(run: SuggestionRun) -> None:
+    """The coder's answer for window 0 is kept, as a worker has it while the codebook changes under the run."""
+    segments = reader._window_segments(run, 0)
+    reader._step(run, 0, ReaderStep.Agent.CODER, lambda: reader._coder_messages(run, segments), reader.CODER_SCHEMA)
+
+
+def test_a_code_purged_from_the_trash_mid_run_drops_its_proposals_and_the_run_finishes(
+        project, owner, analyst, interview, participant_segments, codes, reading, django_capture_on_commit_callbacks):
+    from projects.trash import trash_move, trash_purge
+
+    with django_capture_on_commit_callbacks(execute=False):
+        run = reader.run_start(project=project, user=analyst, interviews=[interview])
+    coder_answered(run)
+    food = Code.objects.get(pk=codes["Food"])
+    trash_move(obj=food, actor=owner)
+    trash_purge(project=project, actor=owner, kind="code", uuid=food.uuid)
+
+    assert reader.window_run(run.pk, 0) == "done"
+    run.refresh_from_db()
+    assert run.status == SuggestionRun.Status.DONE
+    s = participant_segments
+    assert set(run.suggestions.values_list("segment_id", "code_id")) == {
+        (s[0].pk, codes["Belonging"]), (s[1].pk, codes["Belonging"]), (s[3].pk, codes["Migration"]),
+        (s[4].pk, codes["Migration"])}
+    assert reader.dropped_counts(run)["code deleted since the run started"] == 1
+
+
+def test_proposals_of_a_code_merged_mid_run_go_to_the_code_it_was_merged_into(
+        project, owner, analyst, interview, participant_segments, codes, reading, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=False):
+        run = reader.run_start(project=project, user=analyst, interviews=[interview])
+    coder_answered(run)
+    services.code_merge(source=Code.objects.get(pk=codes["Belonging"]), target=Code.objects.get(pk=codes["Migration"]),
+                        actor=owner)
+
+    reader.window_run(run.pk, 0)
+    s = participant_segments
+    made = {(x.segment_id, x.code_id): x for x in run.suggestions.all()}
+    assert set(made) == {(s[0].pk, codes["Migration"]), (s[1].pk, codes["Migration"]), (s[3].pk, codes["Migration"]),
+                         (s[4].pk, codes["Migration"]), (s[5].pk, codes["Food"])}
+    # The critic's change is still told: the coder proposed Belonging, now part of Migration.
+    assert made[(s[4].pk, codes["Migration"])].proposed_code_id == codes["Belonging"]
+    assert decide(project, made[(s[0].pk, codes["Migration"])], analyst).decided
