@@ -442,6 +442,9 @@ def _step(run: SuggestionRun, window: int, agent: str, messages_for, response_fo
         result_text, provenance = result.text, result.provenance
         ok = result.failure is None
         error = result.failure.message if result.failure else ""
+        if ok and not _in_schema(agent, result_text):
+            # Read as failed, not as an answer proposing nothing: its sentences were not read, and it can be asked again.
+            ok, error = False, f"The {agent}'s answer was not JSON in the schema it was asked for."
     step, _ = ReaderStep.objects.get_or_create(
         run=run, window=window, agent=agent,
         defaults={"ok": ok, "request": {"messages": messages, "response_format": response_format},
@@ -509,6 +512,18 @@ def _critic_messages(run: SuggestionRun, segments: Sequence[Segment], proposals:
     user = (f"Codebook (JSON):\n{json.dumps(run.codebook, ensure_ascii=False)}\n\n"
             f"Proposals (JSON):\n{json.dumps(listed, ensure_ascii=False)}")
     return [{"role": "system", "content": CRITIC_SYSTEM}, {"role": "user", "content": user}]
+
+
+ANSWER_LISTS = {ReaderStep.Agent.CODER: "proposals", ReaderStep.Agent.CRITIC: "verdicts"}
+
+
+def _in_schema(agent: str, text: str) -> bool:
+    """Whether an answer is a JSON object with the agent's list; its items are checked one by one when it is read."""
+    try:
+        data = safejson.loads(text)
+    except safejson.JSONInputError:
+        return False
+    return isinstance(data, dict) and isinstance(data.get(ANSWER_LISTS[agent]), list)
 
 
 def _loads(step: ReaderStep) -> Any:
@@ -647,6 +662,16 @@ def kept_windows(run: SuggestionRun) -> set[int]:
     return set(kept.values_list("window", flat=True))
 
 
+def read_windows(run: SuggestionRun) -> set[int]:
+    """Windows the coder read: kept with an answer in the schema (a failed request or an unreadable answer read nothing).
+
+    Steps kept before unreadable answers were marked failed count them among the dropped instead.
+    """
+    kept = run.steps.filter(agent=ReaderStep.Agent.CODER, ok=True, provenance__has_key="dropped")
+    return {window for window, provenance in kept.values_list("window", "provenance")
+            if "answer not in the schema" not in provenance["dropped"]}
+
+
 def _finish_if_complete(run: SuggestionRun) -> None:
     if len(kept_windows(run)) >= len(run.windows):
         SuggestionRun.objects.filter(pk=run.pk, status=SuggestionRun.Status.RUNNING).update(
@@ -666,7 +691,8 @@ def dropped_counts(run: SuggestionRun) -> dict[str, int]:
 def differences(run: SuggestionRun) -> dict[str, Any]:
     """Per code and researcher: κ, AC1, span IoU and the chance check on the segments both read.
 
-    The AI read every segment of the run; a researcher read the run's interviews they coded
+    The AI read the segments of the windows its coder answered (a window whose request failed, or not asked yet,
+    is left out: its sentences are not the AI deciding "no code"); a researcher read the run's interviews they coded
     anything in. Only their own (human-origin) codings count, so accepted suggestions do not
     make the AI agree with itself. Figures for reflexive discussion, not a score of truth.
     """
@@ -674,7 +700,9 @@ def differences(run: SuggestionRun) -> dict[str, Any]:
     segments = {pk: (interview_id, end - start, text) for pk, interview_id, start, end, text in
                 Segment.objects.filter(pk__in=units, interview__project=run.project_id)
                 .values_list("pk", "interview_id", "start", "end", "text")}
-    units = [pk for pk in units if pk in segments]
+    read = {pk for window in read_windows(run) for pk in run.windows[window]}
+    unread = sum(1 for pk in units if pk in segments and pk not in read)
+    units = [pk for pk in units if pk in segments and pk in read]
     ai: dict[int, set[int]] = {}
     rationale: dict[tuple[int, int], str] = {}
     for segment_id, code_id, why in (run.suggestions.exclude(critic_verdict=Suggestion.Verdict.REJECTED)
@@ -719,5 +747,5 @@ def differences(run: SuggestionRun) -> dict[str, Any]:
     judged = run.suggestions.exclude(critic_verdict=Suggestion.Verdict.NONE)
     overturned = judged.exclude(critic_verdict=Suggestion.Verdict.KEPT).count()
     total = judged.count()
-    return {"rows": rows, "disagreements": disagreements, "critic_judged": total,
+    return {"rows": rows, "disagreements": disagreements, "unread": unread, "critic_judged": total,
             "critic_overturned": overturned, "critic_share": overturned / total if total else None}

@@ -678,3 +678,35 @@ def test_proposals_of_a_code_merged_mid_run_go_to_the_code_it_was_merged_into(
     # The critic's change is still told: the coder proposed Belonging, now part of Migration.
     assert made[(s[4].pk, codes["Migration"])].proposed_code_id == codes["Belonging"]
     assert decide(project, made[(s[0].pk, codes["Migration"])], analyst).decided
+
+
+# -- requests that fail ----------------------------------------------------------------------------------------------
+
+
+def test_a_coder_answer_not_in_the_schema_fails_its_window_which_is_asked_again_and_left_out_of_the_differences(
+        project, analyst, make_interview, codes, reading, endpoint_server, django_capture_on_commit_callbacks,
+        client_for):
+    first, second = make_interview(title="one", label="A"), make_interview(title="two", label="B")
+    answers = iter(["Sorry, I cannot help with that.", json.dumps({"codes": []})])
+    good = endpoint_server.scripts["coder-critic"].answer
+    endpoint_server.script("coder-critic", answer=lambda body: next(answers, None) or good(body))
+    run = start(project, analyst, [first, second], django_capture_on_commit_callbacks, with_critic=False)
+
+    assert run.status == SuggestionRun.Status.DONE
+    progress = reader.progress(run)
+    assert (progress["failed"], progress["failed_windows"]) == (2, 2)
+    assert progress["errors"] == ["The coder's answer was not JSON in the schema it was asked for."]
+    assert not run.suggestions.exists() and reader.read_windows(run) == set()
+    segment = first.segments.filter(speaker="participant").first()
+    Coding.objects.create(segment=segment, code_id=codes["Belonging"], coder=analyst, interview=first)
+    figures = reader.differences(run)
+    assert figures["rows"] == [] and figures["unread"] == 14  # not 7 sentences the AI "decided" had no code
+    page = client_for(analyst).get(reverse("coding:reader_differ", args=[project.uuid, run.uuid])).content.decode()
+    assert "The AI did not read 14 sentences of this run" in page
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert reader.run_retry_failed(run=run, user=analyst) == [0, 1]
+    run.refresh_from_db()
+    assert run.status == SuggestionRun.Status.DONE and reader.read_windows(run) == {0, 1}
+    assert run.suggestions.exists() and reader.differences(run)["unread"] == 0
+    assert reader.differences(run)["rows"][0]["units"] == 7  # the sentences of the interview the researcher coded
