@@ -345,20 +345,31 @@ def run_cancel(*, run: SuggestionRun, user: Any) -> None:
 
 @transaction.atomic
 def run_retry_failed(*, run: SuggestionRun, user: Any) -> list[int]:
-    """Ask again the windows of a finished run whose coder request failed; returns them.
+    """Ask again the windows of a finished run whose coder or critic request failed; returns them.
 
-    Their sentences got no suggestions, which is not the model finding none. Asked again within the same run (its
-    codebook, its endpoint), nothing already suggested or accepted is proposed twice, as a new run would.
+    A failed coder's sentences got no suggestions, which is not the model finding none: the window is asked again.
+    A failed critic's suggestions were kept unchecked: the critic is asked again (the coder's answer is kept), and
+    the window's unchecked suggestions nobody decided yet are made again with its verdicts. Asked again within the
+    same run (its codebook, its endpoint), nothing already suggested or decided is proposed twice, as a new run would.
     """
     run = SuggestionRun.objects.select_for_update().get(pk=run.pk)
     if run.status != SuggestionRun.Status.DONE:
         raise ValidationError("Only a finished run asks its failed windows again: wait for this one to finish"
                               if run.status == SuggestionRun.Status.RUNNING else
                               "A cancelled run is not resumed: start a new run for its interviews.")
-    failed = sorted(set(run.steps.filter(agent=ReaderStep.Agent.CODER, ok=False).values_list("window", flat=True)))
+    failed_steps = run.steps.filter(ok=False)
+    failed = sorted(set(failed_steps.values_list("window", flat=True)))
     if not failed:
         raise ValidationError("No window of this run failed: nothing to ask again.")
-    ReaderStep.objects.filter(run=run, window__in=failed).delete()
+    critic_only = sorted(set(failed_steps.filter(agent=ReaderStep.Agent.CRITIC).values_list("window", flat=True)))
+    for window in critic_only:
+        run.suggestions.filter(segment_id__in=run.windows[window], status=Suggestion.Status.PENDING,
+                               critic_verdict=Suggestion.Verdict.NONE).delete()
+        CodeIdea.objects.filter(run=run, window=window).delete()
+        coder = ReaderStep.objects.get(run=run, window=window, agent=ReaderStep.Agent.CODER)
+        coder.provenance.pop("dropped", None)  # the window is kept again, with the critic's verdicts
+        coder.save(update_fields=["provenance"])
+    failed_steps.delete()
     SuggestionRun.objects.filter(pk=run.pk).update(status=SuggestionRun.Status.RUNNING, finished_at=None)
     audit_record(project=run.project, actor=user, action=AuditEvent.Action.CHANGED, target=run,
                  summary=f"AI suggestion run: {len(failed)} failed window{'s' if len(failed) != 1 else ''} asked again")
@@ -374,11 +385,16 @@ def progress(run: SuggestionRun) -> dict[str, int]:
     kept = kept_windows(run)
     without_critic = len(kept) - run.steps.filter(agent=ReaderStep.Agent.CRITIC, window__in=kept).count()
     total = len(run.windows) * agents - (without_critic if run.with_critic else 0)
-    # A failed request (the endpoint's error, a timeout) is kept like an answer: say so, and why.
-    errors = list(run.steps.filter(ok=False).exclude(error="").order_by("error").values_list("error", flat=True)
-                  .distinct()[:3]) if failed else []
-    failed_windows = run.steps.filter(agent=ReaderStep.Agent.CODER, ok=False).count() if failed else 0
+    # A failed request (the endpoint's error, a timeout, an unreadable answer) is kept like an answer: say so, and why.
+    errors, failed_by_agent, failed_windows = [], {}, 0
+    if failed:
+        failed_steps = run.steps.filter(ok=False)
+        errors = list(failed_steps.exclude(error="").order_by("error").values_list("error", flat=True).distinct()[:3])
+        failed_by_agent = dict(failed_steps.values_list("agent").annotate(n=Count("pk")).order_by())
+        failed_windows = failed_steps.values("window").distinct().count()
     return {"windows": len(run.windows), "kept": len(kept), "steps": steps, "total_steps": total, "failed": failed,
+            "failed_coder": failed_by_agent.get(ReaderStep.Agent.CODER, 0),
+            "failed_critic": failed_by_agent.get(ReaderStep.Agent.CRITIC, 0),
             "failed_windows": failed_windows, "errors": errors, "percent": round(100 * steps / max(1, total))}
 
 
@@ -595,7 +611,8 @@ VERDICTS = {"keep": Suggestion.Verdict.KEPT, "change": Suggestion.Verdict.CHANGE
 def _keep(run: SuggestionRun, window: int, segments: Sequence[Segment], proposals: list[dict], verdicts: dict,
           ideas: list[dict], dropped: Counter[str], critic: ReaderStep | None) -> None:
     """Proposals that survive become suggestions (rejected ones too, marked, when the critic ran)."""
-    if Suggestion.objects.filter(run=run, segment__in=segments).exists() or CodeIdea.objects.filter(run=run, window=window).exists():
+    coder = ReaderStep.objects.select_for_update().get(run=run, window=window, agent=ReaderStep.Agent.CODER)
+    if "dropped" in coder.provenance:
         return  # this window was kept by an earlier delivery of the task
     rows, interview_of = [], {segment.pk: segment.interview_id for segment in segments}
     if run.focus_code_id:
@@ -627,7 +644,6 @@ def _keep(run: SuggestionRun, window: int, segments: Sequence[Segment], proposal
         made = CodeIdea.objects.create(run=run, window=window, name=idea["name"], definition=idea["definition"],
                                        rationale=idea["rationale"])
         made.segments.set(idea["segment_ids"])
-    coder = ReaderStep.objects.get(run=run, window=window, agent=ReaderStep.Agent.CODER)
     coder.provenance = {**coder.provenance, "dropped": dict(dropped)}
     coder.save(update_fields=["provenance"])
 

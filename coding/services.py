@@ -975,14 +975,16 @@ ACCEPT_ALL_AFTER = 3  # suggestions of a code a reviewer decides one by one befo
 def suggestions_accept_rest(*, run: SuggestionRun, code: Code, user: Any) -> int:
     """Accept a code's remaining pending suggestions of a run, once a sample of them was reviewed one by one.
 
-    Those the critic rejected are not among them: they stay pending, for the reviewer to decide one by one.
+    Those the critic rejected are not among them, nor, in a run with a critic, those it did not check (its request
+    failed, or it gave them no verdict): they stay pending, for the reviewer to decide one by one.
     """
     of_code = Suggestion.objects.filter(run=run, code=code)
     reviewed = of_code.exclude(status=Suggestion.Status.PENDING).count()
     if reviewed < ACCEPT_ALL_AFTER:
         raise ValidationError(f"Review at least {ACCEPT_ALL_AFTER} of “{code.name}”’s suggestions one by one first "
                               f"({reviewed} so far).")
-    pending = list(of_code.filter(status=Suggestion.Status.PENDING).exclude(critic_verdict=Suggestion.Verdict.REJECTED)
+    held_back = [Suggestion.Verdict.REJECTED] + ([Suggestion.Verdict.NONE] if run.with_critic else [])
+    pending = list(of_code.filter(status=Suggestion.Status.PENDING).exclude(critic_verdict__in=held_back)
                    .values_list("uuid", flat=True))
     decided = [suggestion_decide(project_uuid=run.project.uuid, suggestion_uuid=uuid, user_id=user.pk, accept=True)
                for uuid in pending]

@@ -8,7 +8,7 @@ from uuid import UUID
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, Q, Value
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -121,7 +121,11 @@ def reader_run(request: HttpRequest, project_uuid: UUID, run_uuid: UUID) -> Http
         pending=Count("suggestions", filter=Q(suggestions__run=run, suggestions__status=Suggestion.Status.PENDING)),
         critic_rejected=Count("suggestions", filter=Q(suggestions__run=run, suggestions__status=Suggestion.Status.PENDING,
                                                       suggestions__critic_verdict=Suggestion.Verdict.REJECTED)),
-        acceptable=F("pending") - F("critic_rejected"),  # what "Accept the rest" accepts
+        # With a critic, the pending ones it did not check (its request failed, or it gave no verdict).
+        unchecked=Count("suggestions", filter=Q(suggestions__run=run, suggestions__status=Suggestion.Status.PENDING,
+                                                suggestions__critic_verdict=Suggestion.Verdict.NONE))
+        if run.with_critic else Value(0),
+        acceptable=F("pending") - F("critic_rejected") - F("unchecked"),  # what "Accept the rest" accepts
         reviewed=Count("suggestions", filter=Q(suggestions__run=run) & ~Q(suggestions__status=Suggestion.Status.PENDING)),
     ).order_by("name").distinct())
     return render(request, "coding/reader_run.html", _ctx(
@@ -201,7 +205,8 @@ def suggestion_decide(request: HttpRequest, project_uuid: UUID, suggestion_uuid:
     suggestion = Suggestion.objects.select_related("run", "code", "proposed_code", "decided_by",
                                                    "segment__interview__participant").get(uuid=suggestion_uuid)
     if request.htmx:
-        return render(request, "coding/reader_run.html#suggestion", _ctx(membership, s=suggestion, error=result.error),
+        return render(request, "coding/reader_run.html#suggestion", _ctx(membership, s=suggestion, run=suggestion.run,
+                                                                          error=result.error),
                       status=409 if result.error else 200)
     if result.error:
         messages.error(request, result.error)

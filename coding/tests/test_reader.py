@@ -172,7 +172,8 @@ def test_a_window_the_coder_proposes_nothing_for_asks_no_critic_and_the_run_show
     run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
     assert run.status == SuggestionRun.Status.DONE and len(endpoint_server.chat_requests()) == 1
     assert reader.progress(run) == {"windows": 1, "kept": 1, "steps": 1, "total_steps": 1, "percent": 100,
-                                     "failed": 0, "failed_windows": 0, "errors": []}
+                                     "failed": 0, "failed_coder": 0, "failed_critic": 0, "failed_windows": 0,
+                                     "errors": []}
 
 
 def test_a_cancelled_run_sends_nothing_more(project, analyst, interview, codes, reading, endpoint_server,
@@ -210,7 +211,8 @@ def test_a_run_whose_requests_failed_says_so_and_why(project, analyst, interview
     assert progress["failed"] == progress["steps"] == 1 and "(500)" in progress["errors"][0]
     page = client_for(analyst).get(reverse("coding:reader_run", args=[project.uuid, run.uuid])).content.decode()
     assert "1 of them with an error" in page and "1 request failed: “" in page
-    assert "which is not the same as the model finding none" in page
+    assert "1 of the coder's: the sentences of its window got no suggestions, which is not the same as the model " \
+           "finding none" in page
 
 
 def test_the_reader_is_off_until_an_owner_enables_it(project, owner, analyst, interview, codes, endpoint_server):
@@ -635,10 +637,10 @@ def test_a_finished_runs_failed_windows_are_asked_again_in_the_same_run_without_
 # -- the codebook changing under a run --------------------------------------------------------------------------------
 
 
-def coder_answered(run: SuggestionRun) -> None:
-    """The coder's answer for window 0 is kept, as a worker has it while the codebook changes under the run."""
-    segments = reader._window_segments(run, 0)
-    reader._step(run, 0, ReaderStep.Agent.CODER, lambda: reader._coder_messages(run, segments), reader.CODER_SCHEMA)
+def coder_answered(run: SuggestionRun, window: int = 0) -> None:
+    """The coder's answer for a window is kept, as a worker has it before it asks the critic."""
+    segments = reader._window_segments(run, window)
+    reader._step(run, window, ReaderStep.Agent.CODER, lambda: reader._coder_messages(run, segments), reader.CODER_SCHEMA)
 
 
 def test_a_code_purged_from_the_trash_mid_run_drops_its_proposals_and_the_run_finishes(
@@ -710,3 +712,55 @@ def test_a_coder_answer_not_in_the_schema_fails_its_window_which_is_asked_again_
     assert run.status == SuggestionRun.Status.DONE and reader.read_windows(run) == {0, 1}
     assert run.suggestions.exists() and reader.differences(run)["unread"] == 0
     assert reader.differences(run)["rows"][0]["units"] == 7  # the sentences of the interview the researcher coded
+
+
+def test_a_failed_critic_leaves_marked_unchecked_suggestions_that_are_not_accepted_at_once_and_is_asked_again(
+        project, analyst, viewer, outsider, make_interview, codes, reading, endpoint_server,
+        django_capture_on_commit_callbacks, client_for):
+    interviews = [make_interview(title=f"I{i}", label=f"M{i}") for i in range(3)]
+    with django_capture_on_commit_callbacks(execute=False):
+        run = reader.run_start(project=project, user=analyst, interviews=interviews, with_critic=True)
+    for window in range(3):
+        coder_answered(run, window)
+    endpoint_server.scripts["coder-critic"].status = 500  # every critic request fails
+    for window in range(3):
+        reader.window_run(run.pk, window)
+    run.refresh_from_db()
+    assert run.status == SuggestionRun.Status.DONE
+    progress = reader.progress(run)
+    assert (progress["failed_coder"], progress["failed_critic"], progress["failed_windows"]) == (0, 3, 3)
+    assert set(run.suggestions.values_list("critic_verdict", flat=True)) == {""}
+    client = client_for(analyst)
+    page_url = reverse("coding:reader_run", args=[project.uuid, run.uuid])
+    page = client.get(page_url).content.decode()
+    assert "3 of the critic's: the suggestions of their windows are there but not checked by the critic" in page
+    assert "got no suggestions" not in page
+    assert page.count("data-unchecked") == run.suggestions.count() == 15
+
+    belonging = Code.objects.get(pk=codes["Belonging"])
+    of_code = list(run.suggestions.filter(code=belonging).order_by("pk"))
+    for suggestion in of_code[:3]:
+        decide(project, suggestion, analyst)
+    page = client.get(page_url).content.decode()
+    assert "remaining “Belonging”" not in page  # nothing checked is left to accept at once
+    assert services.suggestions_accept_rest(run=run, code=belonging, user=analyst) == 0
+    assert run.suggestions.filter(code=belonging, status="pending").count() == 6
+
+    target = reverse("coding:reader_retry_failed", args=[project.uuid, run.uuid])
+    assert client_for(outsider).post(target).status_code == 404
+    assert client_for(viewer).post(target).status_code == 403
+    endpoint_server.scripts["coder-critic"].status = None
+    asked = len(endpoint_server.chat_requests())
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(target, follow=True)
+    assert "Asking the 3 failed windows again." in response.content.decode()
+    run.refresh_from_db()
+    assert run.status == SuggestionRun.Status.DONE and reader.progress(run)["failed"] == 0
+    asked_again = [r.body["response_format"]["json_schema"]["name"] for r in endpoint_server.chat_requests()[asked:]]
+    assert asked_again == ["proposal_verdicts"] * 3  # the coder's answers were kept
+    # Decided suggestions stay as they were; the others now carry the critic's verdicts, none twice.
+    assert run.suggestions.filter(status="accepted").count() == 3
+    assert not run.suggestions.filter(status="pending", critic_verdict="").exists()
+    assert run.suggestions.filter(critic_verdict="rejected", code_id=codes["Food"]).count() == 3
+    # The first window's "Language" sentence: accepted as Belonging unchecked, now also the critic's Migration to decide.
+    assert run.suggestions.count() == 16 and run.code_ideas.count() == 3
