@@ -42,7 +42,7 @@ from projects.audit import audit_record
 from projects.jobs import enqueue, job_lock
 from projects.models import AuditEvent, Project
 
-PROMPT_VERSION = "second-reader/2026-11-24"
+PROMPT_VERSION = "second-reader/2026-11-27"
 WINDOW_SEGMENTS = 40
 # Sentences already coded with the code that "find more like this" shows the model.
 FOCUS_EXAMPLES = 12
@@ -65,8 +65,9 @@ CODER_IDEAS = (
 CRITIC_SYSTEM = (
     "You check another reader's code proposals for interview sentences against the codebook. "
     "For each proposal decide: keep it (the code's definition fits the sentence), change it to "
-    "another code id from the codebook that fits better, or reject it. Give your reason in one or "
-    "two sentences. Judge each proposal by the definition and the sentence alone."
+    "another code id from the codebook that fits better (new_code_id), or reject it. Give your reason in one or "
+    "two sentences. Judge each proposal by the definition and the sentence alone. Each verdict repeats its "
+    "proposal's number, segment_id and code_id as listed."
 )
 
 CODER_SCHEMA = {
@@ -107,10 +108,11 @@ CRITIC_SCHEMA = {
             "required": ["verdicts"],
             "properties": {"verdicts": {"type": "array", "items": {
                 "type": "object", "additionalProperties": False,
-                "required": ["proposal", "verdict", "code_id", "reason"],
-                "properties": {"proposal": {"type": "integer"},
+                "required": ["proposal", "segment_id", "code_id", "verdict", "new_code_id", "reason"],
+                "properties": {"proposal": {"type": "integer"}, "segment_id": {"type": "integer"},
+                               "code_id": {"type": "integer"},
                                "verdict": {"type": "string", "enum": ["keep", "change", "reject"]},
-                               "code_id": {"type": ["integer", "null"]}, "reason": {"type": "string"}},
+                               "new_code_id": {"type": ["integer", "null"]}, "reason": {"type": "string"}},
             }}},
         },
     },
@@ -432,7 +434,8 @@ def _window_run(run_id: int, window: int) -> str:
             return "cancelled"  # while the coder answered: the critic is not asked, nothing more is sent
         critic = _step(run, window, ReaderStep.Agent.CRITIC,
                        lambda: _critic_messages(run, segments, proposals), CRITIC_SCHEMA)
-        verdicts = parse_critic(critic, count=len(proposals), code_ids=code_ids)
+        verdicts, judged_dropped = parse_critic(critic, proposals=proposals, code_ids=code_ids)
+        dropped.update(judged_dropped)
     _keep(run, window, segments, proposals, verdicts, ideas, dropped, critic)
     _finish_if_complete(run)
     return "done"
@@ -587,21 +590,50 @@ def _is_id(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def parse_critic(step: ReaderStep, *, count: int, code_ids: set[int]) -> dict[int, dict[str, Any]]:
-    """The critic's verdict per proposal index; a proposal the critic did not judge keeps no verdict."""
+def parse_critic(step: ReaderStep, *, proposals: list[dict[str, Any]], code_ids: set[int]
+                 ) -> tuple[dict[int, dict[str, Any]], Counter[str]]:
+    """The critic's verdict per proposal index, and what was dropped, counted by reason.
+
+    A verdict names its proposal by number, sentence and code: one naming another sentence or code than the
+    numbered proposal is dropped, and so are all verdicts of a proposal judged more than once. A proposal left
+    without a verdict stays unchecked.
+    """
+    dropped: Counter[str] = Counter()
     data = _loads(step) if step.ok else None
     items = data.get("verdicts") if isinstance(data, dict) else None
-    verdicts: dict[int, dict[str, Any]] = {}
+    named = _verdicts_name_their_proposal(step)
+    judged: dict[int, list[dict[str, Any]]] = {}
     for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict) or not _is_id(item.get("proposal")) or not 0 <= item["proposal"] < count:
+        index = item.get("proposal") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or item.get("verdict") not in VERDICTS:
+            dropped["critic's verdict not in the schema"] += 1
+        elif not _is_id(index) or not 0 <= index < len(proposals):
+            dropped["critic's verdict for no listed proposal"] += 1
+        elif named and not all(_is_id(item.get(key)) and item[key] == proposals[index][key]
+                               for key in ("segment_id", "code_id")):
+            dropped["critic's verdict naming another sentence or code than its proposal"] += 1
+        else:
+            judged.setdefault(index, []).append(item)
+    verdicts: dict[int, dict[str, Any]] = {}
+    for index, (item, *more) in judged.items():
+        if more:
+            dropped["critic's verdicts for a proposal judged more than once"] += 1 + len(more)
             continue
-        verdict = item.get("verdict")
-        if verdict == "change" and item.get("code_id") not in code_ids:
+        verdict, new_code = item["verdict"], item.get("new_code_id" if named else "code_id")
+        if verdict == "change" and not (_is_id(new_code) and new_code in code_ids):
             verdict = "reject"  # a change to a code outside the codebook cannot stand
-        if verdict in ("keep", "change", "reject"):
-            verdicts[item["proposal"]] = {"verdict": verdict, "code_id": item.get("code_id"),
-                                          "reason": str(item.get("reason") or "")}
-    return verdicts
+        verdicts[index] = {"verdict": verdict, "code_id": new_code, "reason": str(item.get("reason") or "")}
+    return verdicts, dropped
+
+
+def _verdicts_name_their_proposal(step: ReaderStep) -> bool:
+    """Whether the critic was asked to repeat each proposal's sentence and code; an answer kept from before
+    (prompt second-reader/2026-11-24) is read as it was then, by the proposal's number alone."""
+    try:
+        verdict = step.request["response_format"]["json_schema"]["schema"]["properties"]["verdicts"]["items"]
+    except (KeyError, TypeError):
+        return True
+    return "segment_id" in verdict["required"]
 
 
 VERDICTS = {"keep": Suggestion.Verdict.KEPT, "change": Suggestion.Verdict.CHANGED, "reject": Suggestion.Verdict.REJECTED}
@@ -621,10 +653,14 @@ def _keep(run: SuggestionRun, window: int, segments: Sequence[Segment], proposal
         dropped["sentence already coded with the code"] += sum(1 for p in proposals if p["segment_id"] in coded)
         proposals = [p if p["segment_id"] not in coded else None for p in proposals]
     suggested_as = _suggested_codes(run.project_id)
-    for index, proposal in enumerate(proposals):
-        if proposal is None:
-            continue
-        verdict = verdicts.get(index)
+    # A sentence and code the run has already (decided before its critic was asked again) is not suggested twice.
+    taken = set(run.suggestions.filter(segment__in=segments).values_list("segment_id", "code_id"))
+    judged = [(proposal, verdicts.get(index)) for index, proposal in enumerate(proposals) if proposal is not None]
+    # Proposals that end on one sentence and code (the critic changed one to another's code, or their codes were
+    # merged) make one suggestion: first one the critic did not reject, then one it did not change.
+    judged.sort(key=lambda judged_one: ((judged_one[1] or {}).get("verdict") == "reject",
+                                        (judged_one[1] or {}).get("verdict") == "change"))
+    for proposal, verdict in judged:
         code_id, proposed = proposal["code_id"], None
         if verdict and verdict["verdict"] == "change":
             # The coder's own code, as it proposed it (gone if purged: proposed_code is then empty).
@@ -633,13 +669,17 @@ def _keep(run: SuggestionRun, window: int, segments: Sequence[Segment], proposal
             dropped["code deleted since the run started"] += 1
             continue
         code_id = suggested_as[code_id]
+        if (proposal["segment_id"], code_id) in taken:
+            dropped["same sentence and code as another suggestion"] += 1
+            continue
+        taken.add((proposal["segment_id"], code_id))
         rows.append(Suggestion(
             run=run, segment_id=proposal["segment_id"], interview_id=interview_of[proposal["segment_id"]], code_id=code_id, proposed_code_id=proposed,
             rationale=proposal["rationale"], evidence=proposal["evidence"],
             critic_verdict=VERDICTS[verdict["verdict"]] if verdict else Suggestion.Verdict.NONE,
             critic_reason=verdict["reason"] if verdict else "", model=run.model, prompt_version=run.prompt_version,
         ))
-    Suggestion.objects.bulk_create(rows, ignore_conflicts=True)
+    Suggestion.objects.bulk_create(rows)
     for idea in ideas:
         made = CodeIdea.objects.create(run=run, window=window, name=idea["name"], definition=idea["definition"],
                                        rationale=idea["rationale"])

@@ -41,8 +41,8 @@ def answer(body: dict) -> str:
         return json.dumps({"proposals": proposals, "new_code_ideas": []})
     if name == "proposal_verdicts":
         listed = json.loads(user.split("Proposals (JSON):\n", 1)[1])
-        return json.dumps({"verdicts": [{"proposal": p["proposal"], "verdict": "keep", "code_id": None,
-                                         "reason": "Fits."} for p in listed]})
+        return json.dumps({"verdicts": [{"proposal": p["proposal"], "segment_id": p["segment_id"], "code_id": p["code_id"],
+                                         "verdict": "keep", "new_code_id": None, "reason": "Fits."} for p in listed]})
     return json.dumps({"label": "yes", "rationale": "Short."})
 
 

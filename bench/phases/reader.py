@@ -25,8 +25,8 @@ def _answer(codes: list[int]):
                          for i in ids[::5]]
             return json.dumps({"proposals": proposals, "new_code_ideas": []})
         listed = json.loads(body["messages"][1]["content"].split("Proposals (JSON):\n", 1)[1])
-        return json.dumps({"verdicts": [{"proposal": p["proposal"], "verdict": "keep", "code_id": None, "reason": "ok"}
-                                        for p in listed]})
+        return json.dumps({"verdicts": [{"proposal": p["proposal"], "segment_id": p["segment_id"], "code_id": p["code_id"],
+                                         "verdict": "keep", "new_code_id": None, "reason": "ok"} for p in listed]})
     return answer
 
 

@@ -61,14 +61,14 @@ def critic_answer(codes: dict[str, int]):
         listed = json.loads(body["messages"][1]["content"].split("Proposals (JSON):\n", 1)[1])
         verdicts = []
         for item in listed:
+            named = {"proposal": item["proposal"], "segment_id": item["segment_id"], "code_id": item["code_id"]}
             if item["rationale"] == "weak":
-                verdicts.append({"proposal": item["proposal"], "verdict": "reject", "code_id": None,
-                                 "reason": "Food is not identity here."})
+                verdicts.append(named | {"verdict": "reject", "new_code_id": None, "reason": "Food is not identity here."})
             elif item["rationale"] == "maybe":
-                verdicts.append({"proposal": item["proposal"], "verdict": "change", "code_id": codes["Migration"],
-                                 "reason": "Language is about moving between places."})
+                verdicts.append(named | {"verdict": "change", "new_code_id": codes["Migration"],
+                                         "reason": "Language is about moving between places."})
             else:
-                verdicts.append({"proposal": item["proposal"], "verdict": "keep", "code_id": None, "reason": "Fits."})
+                verdicts.append(named | {"verdict": "keep", "new_code_id": None, "reason": "Fits."})
         return json.dumps({"verdicts": verdicts})
     return answer
 
@@ -530,9 +530,13 @@ def test_json_true_is_not_an_id_for_the_coder_or_the_critic():
                                                    segment_ids={1}, code_ids={1, 2})
     assert [(p["segment_id"], p["code_id"]) for p in proposals] == [(1, 2)]
     assert dropped == {"proposal not in the schema": 2} and ideas[0]["segment_ids"] == [1]
-    verdicts = {"verdicts": [{"proposal": True, "verdict": "reject"}, {"proposal": 0, "verdict": "keep"}]}
-    judged = reader.parse_critic(ReaderStep(ok=True, raw_answer=json.dumps(verdicts)), count=2, code_ids={1, 2})
-    assert list(judged) == [0]
+    verdicts = {"verdicts": [{"proposal": True, "segment_id": 1, "code_id": 2, "verdict": "reject"},
+                             {"proposal": 0, "segment_id": True, "code_id": 2, "verdict": "reject"},
+                             {"proposal": 1, "segment_id": 1, "code_id": 2, "verdict": "change", "new_code_id": True},
+                             {"proposal": 0, "segment_id": 1, "code_id": 2, "verdict": "keep"}]}
+    judged, _ = reader.parse_critic(ReaderStep(ok=True, raw_answer=json.dumps(verdicts)),
+                                    proposals=[{"segment_id": 1, "code_id": 2}] * 2, code_ids={1, 2})
+    assert judged[0]["verdict"] == "keep" and judged[1]["verdict"] == "reject"  # a change to true is no change
 
 
 # -- transcript text goes only where an owner approved ------------------------------------------------------------
@@ -764,3 +768,53 @@ def test_a_failed_critic_leaves_marked_unchecked_suggestions_that_are_not_accept
     assert run.suggestions.filter(critic_verdict="rejected", code_id=codes["Food"]).count() == 3
     # The first window's "Language" sentence: accepted as Belonging unchecked, now also the critic's Migration to decide.
     assert run.suggestions.count() == 16 and run.code_ideas.count() == 3
+
+
+# -- what the critic says, checked ------------------------------------------------------------------------------------
+
+
+def test_critic_verdicts_must_name_their_proposal_and_collisions_are_counted_not_lost(
+        project, analyst, interview, participant_segments, codes, reading, endpoint_server,
+        django_capture_on_commit_callbacks, client_for):
+    s = participant_segments
+    proposed = [(s[0], "Belonging"), (s[0], "Migration"), (s[1], "Belonging"), (s[3], "Migration"), (s[5], "Food")]
+
+    def answer(body: dict) -> str:
+        if body["response_format"]["json_schema"]["name"] == "code_proposals":
+            return json.dumps({"new_code_ideas": [], "proposals": [
+                {"segment_id": segment.pk, "code_id": codes[code], "rationale": "r", "evidence": ""}
+                for segment, code in proposed]})
+        listed = json.loads(body["messages"][1]["content"].split("Proposals (JSON):\n", 1)[1])
+
+        def verdict(index: int, verdict: str, named: int | None = None, new_code_id: int | None = None) -> dict:
+            item = listed[index if named is None else named]
+            return {"proposal": index, "segment_id": item["segment_id"], "code_id": item["code_id"], "verdict": verdict,
+                    "new_code_id": new_code_id, "reason": verdict}
+        return json.dumps({"verdicts": [
+            verdict(0, "change", new_code_id=codes["Migration"]),  # onto proposal 1's sentence and code
+            verdict(1, "keep"),
+            verdict(2, "keep"), verdict(2, "reject"),  # judged twice
+            verdict(3, "reject", named=4),  # numbered 3, but names proposal 4's sentence and code
+            verdict(4, "reject"),
+        ]})
+    endpoint_server.script("coder-critic", answer=answer)
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+
+    made = dict(((x.segment_id, x.code.name), x.critic_verdict) for x in run.suggestions.select_related("code"))
+    assert made == {(s[0].pk, "Migration"): "kept", (s[1].pk, "Belonging"): "", (s[3].pk, "Migration"): "",
+                    (s[5].pk, "Food"): "rejected"}
+    assert reader.dropped_counts(run) == {
+        "same sentence and code as another suggestion": 1, "critic's verdicts for a proposal judged more than once": 2,
+        "critic's verdict naming another sentence or code than its proposal": 1}
+    page = client_for(analyst).get(reverse("coding:reader_run", args=[project.uuid, run.uuid])).content.decode()
+    assert "1 (same sentence and code as another suggestion)" in page
+    assert page.count("data-unchecked") == 2
+
+
+def test_a_critic_answer_kept_before_verdicts_named_their_proposal_is_read_by_number():
+    old_schema = {"json_schema": {"schema": {"properties": {"verdicts": {"items": {
+        "required": ["proposal", "verdict", "code_id", "reason"]}}}}}}
+    answer = {"verdicts": [{"proposal": 0, "verdict": "change", "code_id": 2, "reason": "fits better"}]}
+    step = ReaderStep(ok=True, raw_answer=json.dumps(answer), request={"messages": [], "response_format": old_schema})
+    judged, dropped = reader.parse_critic(step, proposals=[{"segment_id": 1, "code_id": 1}], code_ids={1, 2})
+    assert judged == {0: {"verdict": "change", "code_id": 2, "reason": "fits better"}} and not dropped
