@@ -15,7 +15,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from coding.models import CaseCoding, Code, CodeEvent, Coding, Note, Suggestion, SuggestionRun
@@ -322,13 +322,14 @@ def code_merge(*, source: Code, target: Code, actor: Any, reason: str = "") -> C
     else:
         total, moved = _merge_codings(source, target)
     Code.objects.filter(parent=source).update(parent=target)
+    suggestions = _merge_suggestions(source, target)
     source.archived = True
     source.merged_into = target
     source.save(update_fields=["archived", "merged_into", "updated_at"])
     _bump(source)
     _bump(target)
     data = {"source": source.name, "source_uuid": str(source.uuid), "target": target.name, "target_uuid": str(target.uuid),
-            "codings": total, "codings_added": moved}
+            "codings": total, "codings_added": moved, "suggestions_moved": suggestions}
     _event(source, project=source.project, actor=actor, action=CodeEvent.Action.MERGED, reason=reason, data=data,
            summary=f"Code “{source.name}” merged into “{target.name}” ({total} codings)")
     CodeEvent.objects.create(project=source.project, code=target, actor=actor, action=CodeEvent.Action.MERGED,
@@ -363,6 +364,17 @@ def _merged_by(code: Code) -> str:
     when = timezone.localtime(event.created_at)
     at = f"at {when:%H:%M}" if when.date() == timezone.localdate() else f"on {when:%Y-%m-%d} at {when:%H:%M}"
     return f" (by {event.actor.username} {at})" if event.actor else f" ({at})"
+
+
+def _merge_suggestions(source: Code, target: Code) -> int:
+    """The source's pending AI suggestions become the target's, to be decided there; returns how many moved.
+
+    One whose run already suggests the target for the same sentence is the same suggestion now: it goes, the
+    target's stays. Decided ones stay as they were decided, with the code they named.
+    """
+    pending = Suggestion.objects.filter(code=source, status=Suggestion.Status.PENDING)
+    pending.filter(Exists(Suggestion.objects.filter(run=OuterRef("run"), segment=OuterRef("segment"), code=target))).delete()
+    return pending.update(code=target)
 
 
 def _merge_codings(source: Code, target: Code) -> tuple[int, int]:
@@ -873,9 +885,10 @@ WITH m AS (
     WHERE p.uuid = %(project)s AND mb.user_id = %(user)s
 ), s AS (
     SELECT sg.id, sg.uuid, sg.segment_id, sg.code_id, sg.interview_id, sg.status, c.name,
-           (c.archived OR c.deleted_at IS NOT NULL) AS code_gone
+           (c.archived OR c.deleted_at IS NOT NULL) AS code_gone, mt.name AS merged_into
     FROM coding_suggestion sg JOIN interviews_interview iv ON iv.id = sg.interview_id
-    JOIN m ON m.project_id = iv.project_id JOIN coding_code c ON c.id = sg.code_id WHERE sg.uuid = %(suggestion)s
+    JOIN m ON m.project_id = iv.project_id JOIN coding_code c ON c.id = sg.code_id
+    LEFT JOIN coding_code mt ON mt.id = c.merged_into_id WHERE sg.uuid = %(suggestion)s
 ), upd AS (
     UPDATE coding_suggestion SET status = %(status)s, decided_by_id = %(user)s, decided_at = now(),
            reject_reason = %(reason)s
@@ -899,7 +912,7 @@ WITH m AS (
 )
 SELECT (SELECT role FROM m), (SELECT status FROM s), (SELECT code_gone FROM s), (SELECT name FROM s),
        (SELECT count(*) FROM upd), (SELECT count(*) FROM ins),
-       (SELECT iv.uuid FROM interviews_interview iv WHERE iv.id = (SELECT interview_id FROM s))
+       (SELECT iv.uuid FROM interviews_interview iv WHERE iv.id = (SELECT interview_id FROM s)), (SELECT merged_into FROM s)
 """
 _DECIDE = PreparedStatement("rta_suggestion_decide", _DECIDE_SQL, [
     ("project", "uuid"), ("suggestion", "uuid"), ("user", "integer"), ("status", "text"), ("reason", "text")])
@@ -909,16 +922,22 @@ class SuggestionDecision:
     """What deciding did: the reviewer's role (None: not a member), whether the suggestion was found and decided."""
 
     def __init__(self, row: Sequence[Any], status: str) -> None:
-        self.role, self.previous_status, code_gone, self.code_name, decided, coded, self.interview_uuid = row
+        self.role, self.previous_status, code_gone, self.code_name, decided, coded, self.interview_uuid, merged_into = row
         self.coded = bool(coded)  # accepting made a coding (the reviewer had not coded it so already)
         self.found = self.previous_status is not None
         self.decided = bool(decided)
         self.status = status if self.decided else self.previous_status
         self.error = ""
         if self.found and not self.decided and self.role in ("owner", "analyst"):
-            self.error = (f"The code “{self.code_name}” is archived or in the trash; it cannot be applied."
-                          if self.previous_status == Suggestion.Status.PENDING and code_gone
-                          else f"This suggestion was already {Suggestion.Status(self.previous_status).label.lower()}.")
+            self.error = self._refusal(code_gone, merged_into)
+
+    def _refusal(self, code_gone: bool, merged_into: str | None) -> str:
+        if self.previous_status != Suggestion.Status.PENDING or not code_gone:
+            return f"This suggestion was already {Suggestion.Status(self.previous_status).label.lower()}."
+        if merged_into:  # merging moves pending suggestions to the target: one left from before it did
+            return (f"The code “{self.code_name}” was merged into “{merged_into}”; it cannot be applied. Code the sentence "
+                    f"with “{merged_into}”, or reject this suggestion.")
+        return f"The code “{self.code_name}” is archived or in the trash; it cannot be applied."
 
 
 def suggestion_decide(*, project_uuid: Any, suggestion_uuid: Any, user_id: int, accept: bool,
@@ -947,7 +966,7 @@ def _orm_decide(p: dict[str, Any]) -> tuple:
     suggestion = (Suggestion.objects.select_related("code", "interview")
                   .filter(uuid=p["suggestion"], interview__project_id=getattr(membership, "project_id", None)).first())
     if suggestion is None:
-        return role, None, None, None, 0, 0, None
+        return role, None, None, None, 0, 0, None, None
     code = suggestion.code
     code_gone = code.archived or code.deleted_at is not None
     decided = coded = 0
@@ -965,7 +984,8 @@ def _orm_decide(p: dict[str, Any]) -> tuple:
                      target_type="suggestion", target_id=str(suggestion.uuid),
                      summary=f"AI suggestion “{code.name}” {p['status']}{said}"[:500],
                      data={"code": code.pk, "segment": suggestion.segment_id})
-    return role, suggestion.status, code_gone, code.name, decided, int(coded), suggestion.interview.uuid
+    merged_into = code.merged_into.name if code.merged_into_id else None
+    return role, suggestion.status, code_gone, code.name, decided, int(coded), suggestion.interview.uuid, merged_into
 
 
 ACCEPT_ALL_AFTER = 3  # suggestions of a code a reviewer decides one by one before accepting the rest at once

@@ -818,3 +818,40 @@ def test_a_critic_answer_kept_before_verdicts_named_their_proposal_is_read_by_nu
     step = ReaderStep(ok=True, raw_answer=json.dumps(answer), request={"messages": [], "response_format": old_schema})
     judged, dropped = reader.parse_critic(step, proposals=[{"segment_id": 1, "code_id": 1}], code_ids={1, 2})
     assert judged == {0: {"verdict": "change", "code_id": 2, "reason": "fits better"}} and not dropped
+
+
+def test_merging_a_code_moves_its_pending_suggestions_to_the_target_once(
+        project, owner, analyst, interview, participant_segments, codes, reading, django_capture_on_commit_callbacks):
+    from coding.models import Suggestion
+
+    s = participant_segments
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    # The coder proposed both codes for the first sentence: after the merge they are one suggestion.
+    Suggestion.objects.create(run=run, segment=s[0], interview=interview, code_id=codes["Migration"], rationale="both")
+    rejected = run.suggestions.get(segment=s[1], code_id=codes["Belonging"])
+    decide(project, rejected, analyst, accept=False)
+    belonging, migration = Code.objects.get(pk=codes["Belonging"]), Code.objects.get(pk=codes["Migration"])
+
+    services.code_merge(source=belonging, target=migration, actor=owner)
+
+    assert set(run.suggestions.filter(status="pending").values_list("segment_id", "code_id")) == {
+        (s[0].pk, migration.pk), (s[3].pk, migration.pk), (s[4].pk, migration.pk), (s[5].pk, codes["Food"])}
+    assert run.suggestions.get(segment=s[0]).rationale == "both"
+    rejected.refresh_from_db()
+    assert (rejected.code_id, rejected.status) == (belonging.pk, "rejected")  # decided as it was
+    assert decide(project, run.suggestions.get(segment=s[0]), analyst).decided
+    assert Coding.objects.get().code == migration
+
+
+def test_a_suggestion_left_on_a_merged_code_names_the_code_it_went_into(
+        project, owner, analyst, interview, participant_segments, codes, reading, django_capture_on_commit_callbacks):
+    from coding.models import Suggestion
+
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks)
+    belonging, migration = Code.objects.get(pk=codes["Belonging"]), Code.objects.get(pk=codes["Migration"])
+    services.code_merge(source=belonging, target=migration, actor=owner)
+    # As merges left them before they moved suggestions.
+    left = Suggestion.objects.create(run=run, segment=participant_segments[2], interview=interview, code=belonging)
+    refused = decide(project, left, analyst)
+    assert refused.error == ("The code “Belonging” was merged into “Migration”; it cannot be applied. Code the sentence "
+                             "with “Migration”, or reject this suggestion.")
