@@ -260,6 +260,15 @@ class Suggestion(models.Model):
         ]
         indexes = [models.Index(fields=["interview", "status"], name="suggestion_interview_status")]
 
+    @property
+    def evidence_is_quote(self) -> bool:
+        """Whether the evidence is words of the sentence, spacing aside: a model may paraphrase or invent it.
+
+        Evidence cut at the reader's length limit is checked without its closing ellipsis.
+        """
+        evidence = " ".join(self.evidence.removesuffix("…").split())
+        return bool(evidence) and evidence in " ".join(self.segment.text.split())
+
 
 class CodeIdea(models.Model):
     """A new code the model proposed (inductive): shown for the codebook, never created by itself."""

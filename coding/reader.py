@@ -46,6 +46,8 @@ PROMPT_VERSION = "second-reader/2026-11-27"
 WINDOW_SEGMENTS = 40
 # Sentences already coded with the code that "find more like this" shows the model.
 FOCUS_EXAMPLES = 12
+# Characters kept of a rationale, evidence, critic's reason or idea: a model may answer at any length.
+TEXT_LIMIT = 2_000
 CHARS_PER_TOKEN = 4
 # Output per sentence read: a proposal (ids, rationale, quoted evidence) for about half of them, or a verdict.
 OUTPUT_TOKENS_PER_SENTENCE = 30  # a rough English average, for the estimate shown before a run starts
@@ -575,14 +577,25 @@ def parse_coder(step: ReaderStep, *, segment_ids: set[int], code_ids: set[int]
         else:
             seen.add((item["segment_id"], item["code_id"]))
             proposals.append({"segment_id": item["segment_id"], "code_id": item["code_id"],
-                              "rationale": str(item.get("rationale") or ""), "evidence": str(item.get("evidence") or "")})
+                              "rationale": _capped(item.get("rationale"), "rationale", dropped),
+                              "evidence": _capped(item.get("evidence"), "evidence", dropped)})
     ideas = []
     for idea in data.get("new_code_ideas") or []:
         if isinstance(idea, dict) and str(idea.get("name") or "").strip():
             ids = [i for i in idea.get("segment_ids") or [] if _is_id(i) and i in segment_ids]
-            ideas.append({"name": str(idea["name"]).strip()[:200], "definition": str(idea.get("definition") or ""),
-                          "rationale": str(idea.get("rationale") or ""), "segment_ids": ids})
+            ideas.append({"name": str(idea["name"]).strip()[:200],
+                          "definition": _capped(idea.get("definition"), "idea's definition", dropped),
+                          "rationale": _capped(idea.get("rationale"), "idea's rationale", dropped), "segment_ids": ids})
     return proposals, ideas, dropped
+
+
+def _capped(value: Any, what: str, dropped: Counter[str]) -> str:
+    """The model's text, cut to TEXT_LIMIT characters with an ellipsis when longer, and counted so."""
+    text = str(value or "")
+    if len(text) <= TEXT_LIMIT:
+        return text
+    dropped[f"{what} cut to {TEXT_LIMIT:,} characters"] += 1
+    return text[:TEXT_LIMIT - 1] + "…"
 
 
 def _is_id(value: Any) -> bool:
@@ -622,7 +635,7 @@ def parse_critic(step: ReaderStep, *, proposals: list[dict[str, Any]], code_ids:
         verdict, new_code = item["verdict"], item.get("new_code_id" if named else "code_id")
         if verdict == "change" and not (_is_id(new_code) and new_code in code_ids):
             verdict = "reject"  # a change to a code outside the codebook cannot stand
-        verdicts[index] = {"verdict": verdict, "code_id": new_code, "reason": str(item.get("reason") or "")}
+        verdicts[index] = {"verdict": verdict, "code_id": new_code, "reason": _capped(item.get("reason"), "critic's reason", dropped)}
     return verdicts, dropped
 
 

@@ -855,3 +855,35 @@ def test_a_suggestion_left_on_a_merged_code_names_the_code_it_went_into(
     refused = decide(project, left, analyst)
     assert refused.error == ("The code “Belonging” was merged into “Migration”; it cannot be applied. Code the sentence "
                              "with “Migration”, or reject this suggestion.")
+
+
+# -- what the model writes, bounded ----------------------------------------------------------------------------------
+
+
+def test_long_texts_are_cut_and_counted_and_evidence_not_in_the_sentence_is_marked_not_a_quote(
+        project, analyst, interview, participant_segments, codes, reading, endpoint_server,
+        django_capture_on_commit_callbacks, client_for):
+    s = participant_segments
+
+    def answer(body: dict) -> str:
+        proposal = {"code_id": codes["Belonging"], "rationale": "r"}
+        return json.dumps({"proposals": [
+            proposal | {"segment_id": s[0].pk, "rationale": "R" * 300_000, "evidence": "E" * 100_000},
+            proposal | {"segment_id": s[1].pk, "evidence": "Belonging  grows\nslowly"},  # its words, spaced otherwise
+            proposal | {"segment_id": s[2].pk, "evidence": "time matters most"},  # words it never said
+        ], "new_code_ideas": [{"name": "Idea", "definition": "D" * 5_000, "segment_ids": [], "rationale": ""}]})
+    endpoint_server.script("coder-critic", answer=answer)
+    run = start(project, analyst, [interview], django_capture_on_commit_callbacks, with_critic=False)
+
+    long = run.suggestions.get(segment=s[0])
+    assert len(long.rationale) == len(long.evidence) == reader.TEXT_LIMIT and long.rationale.endswith("R…")
+    assert run.code_ideas.get().definition.endswith("D…")
+    assert reader.dropped_counts(run) == {"rationale cut to 2,000 characters": 1, "evidence cut to 2,000 characters": 1,
+                                          "idea's definition cut to 2,000 characters": 1}
+    quoted = {x.segment_id: x.evidence_is_quote for x in run.suggestions.select_related("segment")}
+    assert quoted == {s[0].pk: False, s[1].pk: True, s[2].pk: False}
+    page = client_for(analyst).get(reverse("coding:reader_run", args=[project.uuid, run.uuid])).content.decode()
+    assert len(page) < 50_000
+    assert "Evidence: “Belonging  grows\nslowly”" in page
+    assert "Evidence (<strong data-not-a-quote>not a quote</strong> of the sentence): time matters most" in page
+    assert "“time matters most”" not in page and page.count("data-not-a-quote") == 2
