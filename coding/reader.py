@@ -41,6 +41,7 @@ from projects import safejson
 from projects.audit import audit_record
 from projects.jobs import enqueue, job_lock
 from projects.models import AuditEvent, Project
+from projects.text import shortened
 
 PROMPT_VERSION = "second-reader/2026-11-27"
 WINDOW_SEGMENTS = 40
@@ -595,7 +596,7 @@ def _capped(value: Any, what: str, dropped: Counter[str]) -> str:
     if len(text) <= TEXT_LIMIT:
         return text
     dropped[f"{what} cut to {TEXT_LIMIT:,} characters"] += 1
-    return text[:TEXT_LIMIT - 1] + "…"
+    return shortened(text, TEXT_LIMIT)
 
 
 def _is_id(value: Any) -> bool:
