@@ -10,7 +10,7 @@ from projects import views_tokens
 from projects.ratelimit import RateLimitedLoginView, RateLimitedPasswordChangeView, admin_login
 from projects.views import healthz
 from reports.views import project_home
-from reports.views_exchange import import_project, qdpx_people_step, restore_people
+from reports.views_exchange import import_job, import_job_discard, import_job_send_again, import_project
 
 accounts = [
     path("login/", RateLimitedLoginView.as_view(), name="login"),
@@ -57,6 +57,7 @@ urlpatterns = [
     path("api/", include(api)),
     path("", include("projects.urls")),
     path("import/", import_project, name="exchange_import"),
-    path("import/restore/<uuid:token>/", restore_people, name="exchange_restore_people"),
-    path("import/qdpx/<uuid:token>/", qdpx_people_step, name="exchange_qdpx_people"),
+    path("import/<uuid:job_uuid>/", import_job, name="exchange_import_job"),
+    path("import/<uuid:job_uuid>/send-again/", import_job_send_again, name="exchange_import_job_send_again"),
+    path("import/<uuid:job_uuid>/discard/", import_job_discard, name="exchange_import_job_discard"),
 ]

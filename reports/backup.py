@@ -67,6 +67,8 @@ EXCLUDED: dict[str, str] = {
                             "never be able to read them. The imported interviews themselves are backed up.",
     "reports.exportjob": "generated download files and worker progress; the files stay on the original server, so "
                          "exports are simply made again after a restore.",
+    "reports.projectimportjob": "the import that brought a project in (its upload, the people read from it and "
+                                "the importer's choices) is the importer's job on this server, not part of the project.",
     "projects.storedblob": "job files (uploads waiting to be imported, finished exports) belong to their jobs, "
                            "which do not travel either.",
     "projects.blobchunk": "the pieces of a stored job file (see projects.storedblob).",

@@ -90,3 +90,68 @@ class PersonName(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.model} {self.row_id}.{self.field})"
+
+
+class ProjectImportJob(models.Model):
+    """One project brought in from a file (a backup restore or a .qdpx import), read and imported by the worker:
+    the upload, the people the file names (read once), the importer's choices, and the project it became.
+
+    The job is the unit: one job makes at most one project, however often its steps are submitted or its task
+    is delivered."""
+
+    class Kind(models.TextChoices):
+        RESTORE = "restore", "Restore a backup"
+        QDPX = "qdpx", "Import a REFI-QDA project"
+
+    class Status(models.TextChoices):
+        READING = "reading", "Reading the file"
+        PEOPLE = "people", "Waiting for who is who"
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Importing"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    WAITING = (Status.READING, Status.QUEUED)  # for the worker to pick the task up
+
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    # The job is its uploader's alone: nobody else may see it, map its people or import it.
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.READING)
+    # The upload, in PostgreSQL (projects/blobs.py) so any worker can read it; removed once the job is done with it.
+    blob = models.ForeignKey("projects.StoredBlob", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    filename = models.CharField(max_length=255)
+    project_name = models.CharField(max_length=200, blank=True)
+    # The people the file names (reports.backup.BackupPerson as dicts), read by the worker once.
+    people = models.JSONField(default=list, blank=True)
+    # What the importer chose in the people step: {"people": {person key: account pk}, "members": "me" | "all"}.
+    choices = models.JSONField(default=dict, blank=True)
+    project = models.ForeignKey(Project, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    summary = models.TextField(blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # When the task was last handed to the broker (or tried): the row is the outbox (projects/jobs.py).
+    sent_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["created_by", "-created_at"], name="projectimport_user_recent"),
+            models.Index(fields=["sent_at"], condition=models.Q(status__in=["reading", "queued"]),
+                         name="projectimport_waiting"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.uuid} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in (*self.WAITING, self.Status.RUNNING)
+
+    @property
+    def waiting_long(self) -> bool:
+        """Still waiting for a worker a minute after it was sent: offer to send it again or discard it."""
+        return self.status in self.WAITING and waiting_long(self.sent_at)

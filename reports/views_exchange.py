@@ -4,37 +4,23 @@ from __future__ import annotations
 
 import tempfile
 import uuid
-from datetime import timedelta
-from urllib.parse import urlencode
 
 from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import FileResponse, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
-from django.urls import reverse
-from django.utils import timezone
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-import refiqda
-from projects.blobs import blob_create, blob_open, blobs_delete
-from projects.models import StoredBlob
+from projects.jobs import job_send_again, job_sent_again_notice
 from projects.permissions import member_or_404, owner_or_403
-from reports.backup import (
-    BackupError,
-    BackupPerson,
-    backup_filename,
-    backup_people,
-    project_backup,
-    project_restore,
-    restore_accounts,
-)
-from reports.exchange import project_export_qdpx, project_import_qdpx, qdpx_people, qdpx_read
+from reports.backup import BackupPerson, backup_filename, project_backup, restore_accounts
+from reports.exchange import project_export_qdpx
 from reports.exports import exportjob_create_archive, project_export_in_worker, qdpx_filename
-from reports.models import ExportJob
-
-PENDING_UPLOAD = timedelta(hours=24)  # an upload waiting for its people step is removed after this
+from reports.imports import job_people, projectimport_create, projectimport_discard, projectimport_queue
+from reports.models import ExportJob, ProjectImportJob
 
 
 class QdpxExportForm(forms.Form):
@@ -72,6 +58,8 @@ class RestoreForm(_UploadForm):
                                    help_text="Leave empty to keep the backed-up project's name.")
 
 
+UPLOAD_FORMS: dict[str, type[_UploadForm]] = {ProjectImportJob.Kind.QDPX: QdpxImportForm,
+                                              ProjectImportJob.Kind.RESTORE: RestoreForm}
 NAME_ONLY = ""
 
 
@@ -166,144 +154,73 @@ def download_backup(request: HttpRequest, project_uuid) -> HttpResponse:
 @login_required
 @require_http_methods(["GET", "POST"])
 def import_project(request: HttpRequest) -> HttpResponse:
-    """Bring a project in: a .qdpx from another tool or an RTA Studio backup, each into a new project."""
-    qdpx_form, restore_form = QdpxImportForm(prefix="qdpx"), RestoreForm(prefix="restore")
-    kind = request.POST.get("kind")
-    if request.method == "POST" and kind == "qdpx":
-        qdpx_form = QdpxImportForm(request.POST, request.FILES, prefix="qdpx")
-        if qdpx_form.is_valid() and (next_step := _read_qdpx(request, qdpx_form)):
-            return redirect(next_step)
-    elif request.method == "POST" and kind == "restore":
-        restore_form = RestoreForm(request.POST, request.FILES, prefix="restore")
-        if restore_form.is_valid() and (next_step := _keep_for_restore(request, restore_form)):
-            return redirect(next_step)
+    """Bring a project in: a .qdpx from another tool or an RTA Studio backup, each into a new project. The upload
+    is kept and handed to the worker, which reads it; its page follows the job."""
+    forms_by_kind = {kind: form_class(prefix=kind) for kind, form_class in UPLOAD_FORMS.items()}
+    kind = request.POST.get("kind", "")
+    if request.method == "POST" and kind in UPLOAD_FORMS:
+        form = forms_by_kind[kind] = UPLOAD_FORMS[kind](request.POST, request.FILES, prefix=kind)
+        if form.is_valid():
+            upload = form.cleaned_data["file"]
+            job = projectimport_create(kind=kind, upload=upload, filename=upload.name, user=request.user,
+                                       project_name=form.cleaned_data["project_name"])
+            return redirect("exchange_import_job", job.uuid)
     # A refused upload re-renders the page with the reason beside the field (200, like any form error).
-    return render(request, "reports/exchange_import.html", {"qdpx_form": qdpx_form, "restore_form": restore_form})
+    return render(request, "reports/exchange_import.html",
+                  {"qdpx_form": forms_by_kind["qdpx"], "restore_form": forms_by_kind["restore"]})
 
 
-def _read_qdpx(request: HttpRequest, form: QdpxImportForm) -> str | None:
-    """Check the .qdpx; import it now when it names nobody to map, else keep it for the people step.
+def _own_job(request: HttpRequest, job_uuid: uuid.UUID) -> ProjectImportJob:
+    # Only the uploader's own: nobody else can see, map or import someone's upload (404: nor learn it exists).
+    return get_object_or_404(ProjectImportJob.objects.select_related("project"), uuid=job_uuid, created_by=request.user)
 
-    Returns the next page's URL (None: refused, with the reason beside the field).
-    """
-    upload = form.cleaned_data["file"]
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def import_job(request: HttpRequest, job_uuid: uuid.UUID) -> HttpResponse:
+    """One import: the worker reads the file; then (POST) who is who, mapped to accounts you share a project with
+    or kept as names only (never a new account); then the worker imports; then the new project, or why not."""
+    job = _own_job(request, job_uuid)
+    if request.method == "GET" and request.htmx and not request.htmx.boosted:
+        if job.status == ProjectImportJob.Status.PEOPLE:
+            return HttpResponse(headers={"HX-Refresh": "true"})  # the file is read: reload to show the people step
+        return render(request, "reports/import_job.html#job-status", {"job": job, "can_act": True})
+    if job.status != ProjectImportJob.Status.PEOPLE:
+        if request.method == "POST":  # queued already: a double submit changes nothing
+            return redirect("exchange_import_job", job.uuid)
+        return render(request, "reports/import_job.html", {"job": job, "can_act": True})
+    form = PeopleForm(request.POST or None, people=job_people(job), accounts=restore_accounts(request.user),
+                      kind=job.kind, restorer=request.user, initial={"project_name": job.project_name})
+    if request.method == "POST" and form.is_valid():
+        projectimport_queue(job=job, people=form.mapping(), project_name=form.cleaned_data["project_name"],
+                            members="all" if form.cleaned_data["members"] else "me")
+        return redirect("exchange_import_job", job.uuid)
+    return render(request, "reports/import_job.html", {"job": job, "form": form}, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def import_job_send_again(request: HttpRequest, job_uuid: uuid.UUID) -> HttpResponse:
+    """Send an import that still waits for the worker again (the sweeper does too, every minute)."""
+    job = _own_job(request, job_uuid)
     try:
-        qp = qdpx_read(upload.file, filename=upload.name)
-        people = qdpx_people(qp, upload.name)
-    except refiqda.QdpxError as exc:
-        form.add_error("file", f"This file cannot be imported: {exc}")
-        return None
-    if all(p.is_named(request.user.username) for p in people):
-        return _import_qdpx(request, source=qp, filename=upload.name, name=form.cleaned_data["project_name"], form=form)
-    token = _keep_upload(request.user, upload)
-    query = urlencode({"name": form.cleaned_data["project_name"]})
-    return reverse("exchange_qdpx_people", args=[token]) + "?" + query
+        sent = job_send_again(job=job)
+    except ValidationError as e:
+        messages.error(request, " ".join(e.messages))
+    else:
+        job_sent_again_notice(request, sent)
+    return redirect("exchange_import_job", job.uuid)
 
 
-def _import_qdpx(request: HttpRequest, *, source, filename: str, name: str, form: forms.Form,
-                 people: dict | None = None, members: str = "me") -> str | None:
+@login_required
+@require_POST
+def import_job_discard(request: HttpRequest, job_uuid: uuid.UUID) -> HttpResponse:
+    """Throw away an upload before it is imported."""
+    job = _own_job(request, job_uuid)
     try:
-        result = project_import_qdpx(source=source, owner=request.user, filename=filename, name=name, people=people,
-                                     members=members)
-    except refiqda.QdpxError as exc:
-        form.add_error("file" if "file" in form.fields else None, f"This file cannot be imported: {exc}")
-        return None
-    messages.success(request, f"Imported {result.summary}.")
-    _warn(request, result.warnings)
-    return reverse("project_home", args=[result.project.uuid])
-
-
-def _pending(user, token: uuid.UUID) -> StoredBlob | None:
-    # Only the uploader's own: nobody else can import (or even find) someone's pending upload.
-    return StoredBlob.objects.filter(uuid=token, created_by=user, expires_at__gt=timezone.now()).first()
-
-
-def _keep_upload(user, upload) -> uuid.UUID:
-    """Keep a checked upload for its people step (in PostgreSQL: the next request may reach another machine);
-    returns the token naming it. An abandoned one is removed by the hourly sweep once it expires."""
-    return blob_create(source=upload, name=upload.name, user=user, keep=PENDING_UPLOAD).uuid
-
-
-def _keep_for_restore(request: HttpRequest, form: RestoreForm) -> str | None:
-    """Check the backup, keep it for the people step, and return that step's URL (None: refused)."""
-    upload = form.cleaned_data["file"]
-    try:
-        backup_people(source=upload.file, filename=upload.name)
-    except BackupError as exc:
-        form.add_error("file", f"This backup cannot be restored: {exc}")
-        return None
-    token = _keep_upload(request.user, upload)
-    query = urlencode({"name": form.cleaned_data["project_name"]})
-    return reverse("exchange_restore_people", args=[token]) + "?" + query
-
-
-def _people_form(request: HttpRequest, people: list[BackupPerson], kind: str) -> PeopleForm:
-    return PeopleForm(request.POST or None, people=people, accounts=restore_accounts(request.user), kind=kind,
-                      restorer=request.user, initial={"project_name": request.GET.get("name", "")})
-
-
-def _gone(request: HttpRequest, why: str = "That upload is no longer waiting to be imported") -> HttpResponse:
-    messages.error(request, f"{why}; choose the file again.")
+        projectimport_discard(job=job)
+    except ValidationError as e:
+        messages.error(request, " ".join(e.messages))
+        return redirect("exchange_import_job", job.uuid)
+    messages.success(request, "The upload was discarded; nothing was imported.")
     return redirect("exchange_import")
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def restore_people(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
-    """Step two of a restore: map each person of the backup to an account you share a project with, or keep
-    them as a name only; then restore. A restore never creates accounts."""
-    pending = _pending(request.user, token)
-    if pending is None:
-        return _gone(request)
-    filename = pending.name
-    try:
-        people = backup_people(source=blob_open(pending), filename=filename)
-    except BackupError as exc:  # not an upload kept by the restore's first step: another file of this user's
-        return _gone(request, f"This file cannot be restored: {exc}")
-    form = _people_form(request, people, "restore")
-    if request.method == "POST" and form.is_valid():
-        try:
-            result = project_restore(source=blob_open(pending), owner=request.user, filename=filename,
-                                     name=form.cleaned_data["project_name"], people=form.mapping(),
-                                     members="all" if form.cleaned_data["members"] else "me")
-        except BackupError as exc:
-            form.add_error(None, f"This backup cannot be restored: {exc}")
-        else:
-            blobs_delete([pending.uuid])
-            messages.success(request, f"Restored “{result.project.name}” ({sum(result.counts.values())} records).")
-            _warn(request, result.warnings)
-            return redirect("project_home", result.project.uuid)
-    return render(request, "reports/import_people.html", {"form": form, "filename": filename, "kind": "restore"},
-                  status=400 if form.errors else 200)
-
-
-@login_required
-@require_http_methods(["GET", "POST"])
-def qdpx_people_step(request: HttpRequest, token: uuid.UUID) -> HttpResponse:
-    """Step two of a .qdpx import: map each coder of the file to an account you share a project with, or keep
-    them as a name only (their codings become yours, with their name kept); then import. Never creates accounts."""
-    pending = _pending(request.user, token)
-    if pending is None:
-        return _gone(request)
-    filename = pending.name
-    try:
-        qp = qdpx_read(blob_open(pending), filename=filename)
-        people = qdpx_people(qp, filename)
-    except refiqda.QdpxError as exc:  # not an upload kept by the import's first step: another file of this user's
-        return _gone(request, f"This file cannot be imported: {exc}")
-    form = _people_form(request, people, "qdpx")
-    if request.method == "POST" and form.is_valid():
-        members = "all" if form.cleaned_data["members"] else "me"
-        if done := _import_qdpx(request, source=qp, filename=filename, name=form.cleaned_data["project_name"],
-                                form=form, people=form.mapping(), members=members):
-            blobs_delete([pending.uuid])
-            return redirect(done)
-    return render(request, "reports/import_people.html", {"form": form, "filename": filename, "kind": "qdpx"},
-                  status=400 if form.errors else 200)
-
-
-def _warn(request: HttpRequest, warnings: list[str]) -> None:
-    for warning in warnings[:20]:
-        messages.warning(request, warning)
-    if len(warnings) > 20:
-        messages.warning(request, f"… and {len(warnings) - 20} more notes like these.")

@@ -100,30 +100,39 @@ def test_codebook_import_refuses_hostile_xml(project, analyst, client_for, paylo
 
 # --- projects (.qdpx) through the project import page ----------------------------------------
 
-def _import_qdpx(client, content: bytes, name: str = "evil.qdpx"):
-    return client.post(reverse("exchange_import"), {"kind": "qdpx", "qdpx-file": SimpleUploadedFile(name, content, "application/zip")})
+@pytest.fixture
+def import_qdpx(django_capture_on_commit_callbacks):
+    """Upload a .qdpx, let the worker (in-process here) read it, and return the import's page."""
+
+    def post(client, content: bytes, name: str = "evil.qdpx"):
+        with django_capture_on_commit_callbacks(execute=True):
+            response = client.post(reverse("exchange_import"),
+                                   {"kind": "qdpx", "qdpx-file": SimpleUploadedFile(name, content, "application/zip")})
+        return client.get(response["Location"])
+
+    return post
 
 
-def test_qdpx_zip_bomb_is_refused_without_inflating(owner, client_for, bomb_qdpx):
+def test_qdpx_zip_bomb_is_refused_without_inflating(owner, client_for, bomb_qdpx, import_qdpx):
     before = Project.objects.count()
-    response = _import_qdpx(client_for(owner), bomb_qdpx)
+    response = import_qdpx(client_for(owner), bomb_qdpx)
     body = response.content.decode()
     assert response.status_code in (200, 400) and "cannot be imported" in body
     assert Project.objects.count() == before
 
 
-def test_qdpx_path_traversal_is_refused(owner, client_for):
+def test_qdpx_path_traversal_is_refused(owner, client_for, import_qdpx):
     content = _zip({"project.qde": b"<Project/>", "../../../../tmp/rta-evil.txt": b"owned", "sources/../../evil.txt": b"x"})
     before = Project.objects.count()
-    response = _import_qdpx(client_for(owner), content)
+    response = import_qdpx(client_for(owner), content)
     assert "cannot be imported" in response.content.decode()
     assert Project.objects.count() == before
     assert not Path("/tmp/rta-evil.txt").exists()
 
 
-def test_qdpx_external_entity_is_refused(owner, client_for):
+def test_qdpx_external_entity_is_refused(owner, client_for, import_qdpx):
     before = Project.objects.count()
-    response = _import_qdpx(client_for(owner), _zip({"project.qde": XXE_PROJECT.encode()}))
+    response = import_qdpx(client_for(owner), _zip({"project.qde": XXE_PROJECT.encode()}))
     body = response.content.decode()
     assert "cannot be imported" in body
     assert Project.objects.count() == before

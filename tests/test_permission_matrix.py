@@ -61,9 +61,14 @@ MEMBER_GET_404 = {
 NOT_PROJECT_SCOPED = {
     "password_change", "password_change_done", "projects:list", "projects:create", "api-project-list",
     "exchange_import",  # importing a REFI-QDA project creates a new project
-    "exchange_restore_people",  # the who-is-who step of a restore: the uploader's own waiting upload
-    "exchange_qdpx_people",  # the who-is-who step of a .qdpx import: likewise
     "api_tokens", "api_token_revoke",  # the account's own API tokens; someone else's token is a 404
+}
+# Not project-scoped, and one account's own: the world's owner started it, so anyone else (analyst, viewer and
+# outsider alike) gets 404.
+UPLOADER_ONLY = {
+    "exchange_import_job": "A project import (restore or .qdpx) is its uploader's: its people step, progress and result.",
+    "exchange_import_job_send_again": "As exchange_import_job.",
+    "exchange_import_job_discard": "As exchange_import_job.",
 }
 
 WRITE_METHODS_PAGE = ["post"]
@@ -212,6 +217,16 @@ def test_permission_matrix(route: Route, world: World, client_for, owner, analys
 
     if route.name in PUBLIC:
         assert not failures, "\n".join(failures)
+        return
+
+    if route.name in UPLOADER_ONLY:
+        for method in allowed:
+            expect(owner_status[method].status_code in MEMBER_OK, "owner", method, owner_status[method],
+                   "the uploader must be served")
+            for role in ("analyst", "viewer", "outsider"):
+                response = _call(clients[role], method, url, api=route.is_api)
+                expect(response.status_code == 404, role, method, response, "someone else's import must be a 404")
+        assert allowed and not failures, "\n".join(failures)
         return
 
     for method in allowed:

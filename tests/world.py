@@ -38,6 +38,7 @@ ALIASES: dict[str, str] = {
 # (url namespace, kwarg stem) → model, where apps use the same kwarg for different things.
 NAMESPACE_ALIASES: dict[tuple[str, str], str] = {
     ("reports", "job"): "reports.ExportJob",
+    ("", "job"): "reports.ProjectImportJob",  # /import/<job_uuid>/: a project import, the owner's own
     ("coding", "run"): "coding.SuggestionRun",
 }
 # Kwargs that are not objects: a value every view of that name accepts.
@@ -50,11 +51,7 @@ SCALARS: dict[str, object] = {
     "template_slug": "semantic-latent-starter",  # a codebook template (coding/codebook_templates/)
 }
 # (url name, kwarg) → a value, where one kwarg name means different things in different URLs.
-URL_SCALARS: dict[tuple[str, str], object] = {
-    # A restore waiting for its who-is-who step is named by a UUID token; an unknown one is a 404.
-    ("exchange_restore_people", "token"): uuidlib.UUID(int=0),
-    ("exchange_qdpx_people", "token"): uuidlib.UUID(int=0),
-}
+URL_SCALARS: dict[tuple[str, str], object] = {}
 
 TRANSCRIPT = "I think identity is negotiated. It shifts with every conversation."
 
@@ -246,6 +243,11 @@ def _export_job(world: World):
                           blob=blob)
 
 
+def _project_import_job(world: World):
+    # A finished restore of the world's owner: a waiting one always has a stored upload, which the world has not.
+    return world.autofill(apps.get_model("reports.ProjectImportJob"), kind="restore", status="done", filename="world.zip")
+
+
 def _import_job(world: World):
     # A finished job: an "uploaded" one always has stored files, which the world has not.
     return world.autofill(apps.get_model("interviews.ImportJob"), status="done")
@@ -261,5 +263,6 @@ BUILDERS: dict[str, Callable[[World], models.Model]] = {
     "interviews.Participant": _participant,
     "themes.Decision": _decision,
     "reports.ExportJob": _export_job,
+    "reports.ProjectImportJob": _project_import_job,
     "themes.Exemplar": _exemplar,
 }

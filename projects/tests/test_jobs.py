@@ -49,7 +49,7 @@ def sent_ago(job, seconds: float) -> None:
 
 
 def test_every_kind_of_background_job_is_registered_with_the_sweeper():
-    assert {kind.name for kind in _kinds.values()} == {"import", "export", "answer"}
+    assert {kind.name for kind in _kinds.values()} == {"import", "export", "answer", "project import"}
 
 
 def test_celery_beat_runs_the_sweeper_every_half_minute():

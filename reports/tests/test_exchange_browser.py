@@ -37,9 +37,13 @@ def test_owner_downloads_qdpx_and_backup_then_brings_both_back(page, login, demo
     page.get_by_label("REFI-QDA project (.qdpx)").set_input_files(str(qdpx))
     page.locator("#id_qdpx-project_name").fill("Back from NVivo")
     page.get_by_role("button", name="Import .qdpx").click()
-    page.wait_for_url(lambda url: "/p/" in url)
+    # demo is the only coder, and the importer: the worker imports it straight away; its page follows the job.
+    page.get_by_role("link", name="Open Back from NVivo").wait_for()
     assert page.get_by_text("Imported 3 interviews").is_visible()
+    page.get_by_role("link", name="Open Back from NVivo").click()
+    page.wait_for_url(lambda url: "/p/" in url)
     imported = Project.objects.get(name="Back from NVivo")
+    assert imported.interviews.count() == 3
     assert Coding.objects.filter(interview__project=imported).count() == Coding.objects.filter(
         interview__project=demo_project).count()
 
@@ -47,16 +51,17 @@ def test_owner_downloads_qdpx_and_backup_then_brings_both_back(page, login, demo
     page.get_by_label("Project backup (.zip)").set_input_files(str(backup))
     page.locator("#id_restore-project_name").fill("Restored copy")
     page.get_by_role("button", name="Restore backup").click()
-    page.wait_for_url(lambda url: "/import/restore/" in url)
+    page.get_by_text("The backup names these people").wait_for()  # the worker has read it
     # Who is who: demo is the restorer here (chosen for them); nobody gets an account made for them.
     assert page.get_by_label("demo").input_value() == str(owner.pk)
     assert page.get_by_label("Name of the new project").input_value() == "Restored copy"
     page.get_by_role("button", name="Restore the project").click()
+    page.get_by_role("link", name="Open Restored copy").click()
     page.wait_for_url(lambda url: "/p/" in url)
     assert Project.objects.filter(name="Restored copy").exists()
 
 
-def test_a_bad_upload_is_explained_next_to_the_field(page, login, owner, tmp_path):
+def test_a_bad_upload_is_explained_on_its_import_page(page, login, owner, tmp_path):
     login(page, owner)
     bad = tmp_path / "broken.qdpx"
     bad.write_bytes(b"not a zip")
@@ -81,12 +86,12 @@ def test_a_qdpx_from_a_team_asks_who_is_who_then_imports(page, login, project, o
     page.get_by_label("REFI-QDA project (.qdpx)").set_input_files(str(path))
     page.locator("#id_qdpx-project_name").fill("From the team")
     page.get_by_role("button", name="Import .qdpx").click()
-    page.wait_for_url(lambda url: "/import/qdpx/" in url)
+    page.get_by_text("The file names these coders").wait_for()
     # Nobody is guessed: each coder starts as a name only, and the accounts offered are people olivia works with.
     assert page.get_by_label("Nadia").input_value() == ""
     page.get_by_label("Arjun A.").select_option(label="arjun (Arjun Analyst)")
     page.get_by_role("button", name="Import the project").click()
-    page.wait_for_url(lambda url: "/p/" in url)
+    page.get_by_role("link", name="Open From the team").wait_for()
     imported = Project.objects.get(name="From the team")
     assert set(Coding.objects.filter(interview__project=imported).values_list("coder__username", flat=True)) == {
         "arjun", "olivia"}
