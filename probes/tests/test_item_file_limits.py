@@ -29,8 +29,26 @@ def test_an_xlsx_with_too_many_texts_is_refused_before_openpyxl_loads_them():
 
 def test_a_csv_of_millions_of_tiny_rows_stops_at_the_row_limit():
     data = b"text,label\n" + b"a,b\n" * 300_000
-    assert refused_within("items.csv", data, 60 * MB) == (
-        "items.csv: more than 100,000 data rows; an item file may hold at most 100,000. Split it into several probes.")
+    assert refused_within("items.csv", data, 30 * MB) == (
+        "items.csv: more than 50,000 data rows; an item file may hold at most 50,000. Split it into several probes.")
+
+
+def test_a_wide_csv_stops_at_the_cell_limit_long_before_its_size_limit():
+    # The hostile one: 99,000 rows of 20 cells of 24 characters (50 MB) took 545 MB and 80 s in the web request.
+    header = ",".join(["text", "label", *(f"c{i}" for i in range(18))])
+    row = ",".join(["abcdefghijklmnopqrstuvwx"] * 20)
+    data = "\n".join([header, *[row] * 30_000]).encode()  # 15 MB, under the size limit: 600,000 cells
+    assert len(data) < items.MAX_FILE_BYTES
+    assert refused_within("items.csv", data, 80 * MB) == (
+        "items.csv, row 25002: more than 500,000 cells in all; an item file may hold at most 500,000. Drop columns "
+        "you do not need.")
+
+
+def test_a_file_of_the_old_size_limit_is_refused_unread():
+    data = b"text,label\n" + b"abcdefghijklmnopqrstuvwx,b\n" * 1_900_000  # 50 MB
+    assert refused_within("items.csv", data, 25 * MB) == (
+        "items.csv: larger than 20.0 MB, the most an item file may be here (and at most 50,000 rows). Split it into "
+        "several probes or drop columns.")
 
 
 def test_a_file_over_the_size_limit_is_refused_unread(monkeypatch):

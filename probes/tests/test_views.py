@@ -186,7 +186,7 @@ def test_an_item_file_over_the_upload_limit_is_refused(probe, project, analyst, 
     response = client_for(analyst).post(url("items_import", project, probe),
                                         {"file": upload, "text_column": "text", "label_columns": "gender"})
     assert response.status_code == 400
-    assert ("reviews.csv: larger than 100 bytes, the most an item file may be here (and at most 100,000 rows). "
+    assert ("reviews.csv: larger than 100 bytes, the most an item file may be here (and at most 50,000 rows). "
             "Split it into several probes or drop columns.") in html.unescape(response.content.decode())
     assert not Item.objects.exists()
 
