@@ -25,6 +25,9 @@ class Limits:
     max_qde_bytes: int = 100 * 1024 * 1024
     # Every document's text is held at once while a project is read (as bytes, then as text).
     max_sources_bytes: int = 256 * 1024 * 1024
+    # Codes a project may hold (None: any number). Each becomes a row, written one by one with its history;
+    # counted in the project file's bytes, before its tree is built.
+    max_codes: int | None = None
     # Text and XML compress ~5-20x; a ratio above this on a non-trivial member is a bomb.
     max_ratio: int = 200
     ratio_floor_bytes: int = 1024 * 1024

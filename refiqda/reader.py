@@ -17,7 +17,7 @@ from typing import BinaryIO
 from lxml import etree
 
 from .container import DEFAULT_LIMITS, Limits, QdpxArchive, is_external_path
-from .errors import QdpxError
+from .errors import QdpxError, UnsafeInputError
 from .model import (
     Case,
     Code,
@@ -36,7 +36,7 @@ from .model import (
     norm_guid,
 )
 from .positions import COUNTINGS, PositionMap, needs_table
-from .safexml import child, child_text, children, grandchildren, local, parse_xml
+from .safexml import child, child_text, children, element_count, grandchildren, local, parse_xml
 
 _RGB = re.compile(r"^#([0-9A-Fa-f]{6}|[0-9A-Fa-f]{3})$")
 _NON_TEXT_SOURCES = {"PictureSource", "PDFSource", "AudioSource", "VideoSource"}
@@ -475,8 +475,11 @@ def read_project(source: str | os.PathLike[str] | bytes | BinaryIO, *, name: str
             member = archive.find_source(path)
             return archive.read_member(member) if member else None
 
-        return parse_project_xml(archive.read_qde(), where=f"{archive.name}: {archive.qde_name}",
-                                 resolve=resolve, counting=counting)
+        data, where = archive.read_qde(), f"{archive.name}: {archive.qde_name}"
+        if limits.max_codes is not None and (codes := element_count(data, "Code")) > limits.max_codes:
+            raise UnsafeInputError(f"the project holds {codes:,} codes, more than the {limits.max_codes:,} one "
+                                   "import may bring in", where=where)
+        return parse_project_xml(data, where=where, resolve=resolve, counting=counting)
 
 
 def parse_codebook_xml(data: bytes, *, where: str = "codebook.qdc") -> Codebook:

@@ -64,6 +64,7 @@ from django.conf import settings
 from django.db import models, transaction
 
 import refiqda
+from coding.codebook_import import MAX_CODES
 from coding.models import CaseCoding, Code, CodeEvent, Coding, Note
 from coding.services import PALETTE
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
@@ -925,7 +926,7 @@ def _refuse_nul_characters(qp: refiqda.Project, filename: str) -> None:
 
 def qdpx_read(source: refiqda.Project | bytes | BinaryIO | str, *, filename: str = "") -> refiqda.Project:
     """Read and check a .qdpx (limits, NUL characters); refiqda.QdpxError says what is wrong."""
-    limits = refiqda.Limits(max_total_bytes=settings.RTA_MAX_UNCOMPRESSED_BYTES)
+    limits = refiqda.Limits(max_total_bytes=settings.RTA_MAX_UNCOMPRESSED_BYTES, max_codes=MAX_CODES)
     qp = source if isinstance(source, refiqda.Project) else refiqda.read_project(source, name=filename, limits=limits)
     _refuse_nul_characters(qp, filename)
     return qp

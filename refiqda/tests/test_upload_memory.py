@@ -45,10 +45,18 @@ def test_a_project_file_larger_than_allowed_is_refused_unread():
 
 
 def test_a_project_file_of_millions_of_tiny_elements_is_refused_before_the_tree_is_built():
-    data = qdpx(VARIED, 40)  # 10 MB, 2.6 million elements: the tree would take ~320 MB
-    message = refused_within(data, 25 * MB)
-    assert message.startswith("bomb.qdpx: project.qde: the file holds about 2,621,4")
-    assert "XML elements and attributes, more than the 2,500,000 that can be read at once" in message
+    # 5 MB, 1.3 million elements: the tree would take ~170 MB (620,000 codes, 2.48 million nodes, took 1 GB).
+    data = qdpx(VARIED, 20)
+    message = refused_within(data, 15 * MB)
+    assert message.startswith("bomb.qdpx: project.qde: the file holds about 1,310,7")
+    assert "XML elements and attributes, more than the 1,000,000 that can be read at once" in message
+
+
+def test_a_project_of_more_codes_than_allowed_is_refused_before_the_tree_is_built():
+    data = qdpx(b'</Description><CodeBook><Codes>' + b'<Code guid="x" name="c"/>' * 1001 + b"</Codes></CodeBook>"
+                b"<Description>", 1)
+    assert refused_within(data, 2 * MB, max_codes=1000) == (
+        "bomb.qdpx: project.qde: the project holds 1,001 codes, more than the 1,000 one import may bring in")
 
 
 def test_documents_beyond_the_total_a_project_may_hold_are_refused():

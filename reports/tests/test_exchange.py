@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import subprocess
 import sys
+import uuid
 import zipfile
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from django.core.management import CommandError, call_command
 from lxml import etree
 
 import refiqda
+from coding.codebook_import import MAX_CODES
 from coding.models import Code, Coding
 from coding.services import PALETTE
 from interviews.models import Interview, Participant, Segment, Speaker, Turn
@@ -29,6 +31,7 @@ from refiqda.tests.helpers import (
     one_source_project,
     project_xml,
 )
+from reports import exchange
 from reports.codebook_export import codebook_qdc
 from reports.exchange import (
     project_export_qdpx,
@@ -37,6 +40,8 @@ from reports.exchange import (
     split_spans,
 )
 from reports.models import PersonName
+from tests import memory
+from tests.memory import MB
 from themes.models import Memo, Theme
 
 pytestmark = pytest.mark.django_db
@@ -576,6 +581,19 @@ def test_a_file_naming_more_than_500_coders_is_refused(owner):
     with pytest.raises(refiqda.QdpxError, match="more than 500 coders"):
         project_import_qdpx(source=_qdpx_with_coders([f"c{i}" for i in range(501)]), owner=owner)
     assert (Project.objects.count(), get_user_model().objects.count()) == before
+
+
+def test_a_project_of_more_codes_than_a_codebook_may_hold_is_refused_as_read(owner, monkeypatch):
+    # The hostile one held 620,000 codes: the import ran over 10 minutes at 1 GB in the web request.
+    assert exchange.MAX_CODES == MAX_CODES == 10_000  # the codebook import's limit; lowered here to keep the test quick
+    monkeypatch.setattr(exchange, "MAX_CODES", 100)
+    codes = "".join(f'<Code guid="{uuid.UUID(int=n)}" name="c{n}" isCodable="true"/>' for n in range(101))
+    data = make_zip({"project.qde": project_xml(f"<CodeBook><Codes>{codes}</Codes></CodeBook>")})
+    before = (Project.objects.count(), Code.objects.count())
+    refused = memory.refused_within(
+        refiqda.QdpxError, lambda: project_import_qdpx(source=data, owner=owner, filename="codes.qdpx"), 2 * MB)
+    assert str(refused) == "codes.qdpx: project.qde: the project holds 101 codes, more than the 100 one import may bring in"
+    assert (Project.objects.count(), Code.objects.count()) == before
 
 
 def test_coders_mapped_to_existing_accounts_get_their_codings_and_notes(owner, analyst, viewer):
