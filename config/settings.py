@@ -227,6 +227,10 @@ STORAGES = {
 # Uploads: transcripts and QDA projects can be large, but not unbounded.
 RTA_MAX_UPLOAD_BYTES = env_int("RTA_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 RTA_MAX_UNCOMPRESSED_BYTES = env_int("RTA_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024)
+# Transcript uploads that unpack to at most this are previewed in the web request; larger ones by the worker.
+# Reading costs up to ~1 KB of memory and ~50 µs per line ("A: x" lines are 5 bytes): 256 KB stays a few
+# seconds and a few tens of MB, under the proxy's timeout whatever the file holds.
+RTA_IMPORT_INLINE_PREVIEW_BYTES = env_int("RTA_IMPORT_INLINE_PREVIEW_BYTES", 256 * 1024)
 # Excerpt-table exports with more rows than this are written by the Celery worker (progress bar, download link).
 RTA_EXPORT_INLINE_MAX_ROWS = env_int("RTA_EXPORT_INLINE_MAX_ROWS", 5000)
 # Whole-project exports (.qdpx, backup) of projects with more segments than this are written by the worker.

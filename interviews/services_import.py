@@ -32,14 +32,14 @@ from interviews.models import ImportJob, Interview, Participant, Segment, Turn
 from interviews.parsers import (
     FORMATS,
     LABEL_CHOICES,
-    ExchangeFileError,
     Limits,
     ParsedConversation,
     ParseError,
     SourceFile,
+    expand,
     parse_upload,
 )
-from interviews.parsers.archive import refi_qda_kind
+from interviews.parsers.archive import unpacked_size
 from interviews.parsers.base import human_size
 from interviews.segmentation import segment_text
 from interviews.tasks import import_batch_task, import_preview_task
@@ -180,7 +180,11 @@ def preview_files(*, project: Project, files: list[StoredFile],
     hashes: list[str] = []
     for f in files:
         convs = []
+        empty = 0  # conversations with no visible turns (project stubs, hidden system messages): nothing to import
         for conv in f.conversations(limits):
+            if not conv.turns:
+                empty += 1
+                continue
             _drop_nul(conv)
             h = conv.content_sha256()
             hashes.append(h)
@@ -200,7 +204,7 @@ def preview_files(*, project: Project, files: list[StoredFile],
             })
             if progress and len(hashes) % 50 == 0:
                 progress(len(hashes))
-        out_files.append({"name": f.name, "sha256": f.sha256, "conversations": convs})
+        out_files.append({"name": f.name, "sha256": f.sha256, "conversations": convs, "empty": empty})
     dups = duplicates(project=project, content_hashes=hashes, file_hashes=[f.sha256 for f in files])
     for pf in out_files:
         pf["imported_before"] = dups["files"].get(pf["sha256"])
@@ -250,16 +254,16 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
     for up in uploads:
         if up.size > limits.max_file_bytes:
             raise ParseError(up.name, None, f"a file of at most {human_size(limits.max_file_bytes)}", human_size(up.size))
-    inline = sum(up.size for up in uploads) <= getattr(settings, "RTA_IMPORT_INLINE_PREVIEW_BYTES", 5 * 1024 * 1024)
     job = ImportJob(project=project, created_by=user)
     stored: list[StoredFile] = []
     try:
         for i, up in enumerate(uploads):
             stored.append(_store_upload(up, user, i, format))
-        for f in stored:  # before any preview, also for the large uploads the worker reads
-            if kind := refi_qda_kind(f.source()):
-                raise ExchangeFileError(f.name, kind)
+        # The cheap checks (REFI-QDA files, a ZIP's directory: bombs, traversal) before any preview, also for the
+        # uploads the worker reads; what is read then is what the files unpack to, whatever they weigh compressed.
+        unpacked = sum(unpacked_size(member) for f in stored for member in expand(f.source(), limits))
         job.files = [vars(s) for s in stored]
+        inline = unpacked <= settings.RTA_IMPORT_INLINE_PREVIEW_BYTES
         if inline:
             _set_preview(job, preview_files(project=project, files=stored))
         else:

@@ -26,6 +26,9 @@ from projects.jobs import job_send_again, job_sent_again_notice
 from projects.permissions import member_or_404, writer_or_403
 
 RECENT_JOBS = 10
+# Conversations listed with a checkbox on the preview page; the rest are summed up ("and N more") and can be
+# imported together, so a file of thousands of conversations never renders a page of thousands of rows.
+PREVIEW_ROWS = 500
 SPEAKER_CHOICES = [("interviewer", "interviewer (you)"), ("participant", "participant (the chatbot)"), ("system", "system prompt")]
 # Only text and Markdown keep the lines a label starts, to fold them back into the turn before.
 FOLD_CHOICE = [(NOT_A_SPEAKER, "not a speaker: part of the text")]
@@ -142,19 +145,28 @@ def _label_groups(job: ImportJob) -> list[dict]:
             for gi, (source, labels, foldable) in enumerate(preview_speaker_labels(job))]
 
 
+def _conversations(job: ImportJob) -> list[dict]:
+    return [c for f in job.preview.get("files", []) for c in f["conversations"]]
+
+
 def _preview_context(job: ImportJob, posted=None) -> dict:
     """The preview's choices: as guessed, or as `posted` when the form comes back with an error."""
     posted = posted if posted is not None else {}
-    conversations = [c for f in job.preview.get("files", []) for c in f["conversations"]]
+    conversations = _conversations(job)
+    shown = conversations[:PREVIEW_ROWS]
     ticked = set(posted.getlist("conversations")) if posted else {
-        c["key"] for c in conversations if not c.get("duplicate_of")}
+        c["key"] for c in shown if not c.get("duplicate_of")}
     groups = _label_groups(job)
     for group in groups:
         for item in group["labels"]:
             item["chosen"] = posted.get(f"label-{group['index']}-{item['index']}", item["guess"])
     return {
         "files": job.preview.get("files", []),
-        "conversations": conversations,
+        "conversations": shown,
+        "found": len(conversations),
+        "unlisted": len(conversations) - len(shown),
+        "unlisted_chosen": bool(posted.get("unlisted")) if posted else True,
+        "empty": sum(f.get("empty", 0) for f in job.preview.get("files", [])),
         "ticked": ticked,
         "label_groups": groups,
         "participants": Participant.objects.filter(project_id=job.project_id).only("uuid", "label", "model_id"),
@@ -174,7 +186,10 @@ def _options_from_form(request: HttpRequest, job: ImportJob) -> ImportOptions:
     participant = post.get("participant", "auto")
     if participant == "new":
         participant = "new:" + post.get("new_participant", "").strip()
+    selected = set(post.getlist("conversations"))
+    if post.get("unlisted"):
+        selected |= {c["key"] for c in _conversations(job)[PREVIEW_ROWS:] if not c.get("duplicate_of")}
     return ImportOptions(
-        selected=set(post.getlist("conversations")), label_maps=label_maps, participant=participant,
+        selected=selected, label_maps=label_maps, participant=participant,
         depth=post.get("depth", Interview.Depth.COMPREHENSIVE), allow_duplicates=True,
     )

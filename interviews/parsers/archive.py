@@ -58,6 +58,18 @@ def refi_qda_kind(source: SourceFile) -> str | None:
     return None
 
 
+def unpacked_size(source: SourceFile) -> int:
+    """The bytes a parser reads from the file: a ZIP's (or workbook's) members as their directory says they
+    unpack, anything else its own size. What it costs to read follows this, not the compressed size."""
+    if not is_zip(source):
+        return source.size
+    try:
+        with zipfile.ZipFile(source.open()) as zf:
+            return sum(info.file_size for info in zf.infolist())
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError):
+        return source.size  # the parse says what is wrong with it
+
+
 def is_zip(source: SourceFile) -> bool:
     with source.open() as f:
         return f.read(4) == b"PK\x03\x04"

@@ -24,6 +24,7 @@ from .base import (
     ValuesCounted,
     as_list,
     as_str,
+    check_conversation_count,
     conv_location,
     describe,
     epoch_to_datetime,
@@ -78,6 +79,7 @@ def iter_raw(source: SourceFile, limits: Limits) -> Iterator[Any]:
         # Lists stream item by item; each conversation is built whole, so its values are counted as they are read.
         for item in ijson.items(f, "" if prefix is None else prefix, use_float=True):
             read += 1
+            check_conversation_count(read, source.name, limits)
             f.item_done()
             yield item
     except ItemTooLarge as e:

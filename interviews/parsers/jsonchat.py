@@ -13,6 +13,7 @@ from .base import (
     ParseError,
     SourceFile,
     as_str,
+    check_conversation_count,
     check_json_values,
     conv_location,
     describe,
@@ -50,6 +51,7 @@ def iter_records(source: SourceFile, limits: Limits) -> Iterator[tuple[Any, str]
         yield data, "top level"  # a bare list of messages is one conversation
     elif isinstance(data, list):
         for i, item in enumerate(data):
+            check_conversation_count(i + 1, source.name, limits)
             yield item, conv_location(i, item.get("id") if isinstance(item, dict) else None)
     else:
         yield data, "top level"
@@ -69,8 +71,11 @@ def _is_json_lines(text: str, limits: Limits) -> bool:
 
 
 def _jsonl(text: str, name: str, limits: Limits | None = None) -> Iterator[tuple[Any, str]]:
+    records = 0
     for lineno, line in enumerate(text.splitlines(), start=1):
         if line.strip():
+            records += 1
+            check_conversation_count(records, name, limits or Limits())
             if limits is not None and json_value_count(line) > limits.max_json_values:
                 check_json_values(line, f"{name}, line {lineno}", limits.max_json_values)
             try:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -285,3 +287,38 @@ def test_an_import_queued_while_the_upload_is_being_read_stays_queued(project, a
     importjob_run(job_id=job.pk)
     job.refresh_from_db()
     assert job.status == ImportJob.Status.DONE and Interview.objects.filter(project=project).count() == 3
+
+
+FINE_CHATGPT = {"title": "Fine", "create_time": 1, "current_node": "b", "mapping": {
+    "a": {"id": "a", "message": None, "parent": None, "children": ["b"]},
+    "b": {"id": "b", "parent": "a", "children": [], "message": {
+        "author": {"role": "user"}, "content": {"content_type": "text", "parts": ["Hello?"]}}}}}
+
+
+def test_conversations_with_no_visible_turns_are_counted_not_listed_in_the_preview(project, analyst):
+    data = json.dumps([{"mapping": {}}, FINE_CHATGPT, {"mapping": {}}, {"title": "Stub", "mapping": {}}]).encode()
+    job = importjob_create(project=project, user=analyst, uploads=[SimpleUploadedFile("conversations.json", data)])
+    [previewed] = job.preview["files"]
+    assert [c["title"] for c in previewed["conversations"]] == ["Fine"]
+    assert previewed["empty"] == 3 and job.progress_total == 1
+
+
+def test_a_zip_goes_to_the_worker_by_what_it_unpacks_to_not_its_compressed_size(project, analyst, settings):
+    # The hostile one: 4.45 MB holding 14 members of ~5 MB text, read in the web request for 5 to 10 minutes.
+    settings.RTA_IMPORT_INLINE_PREVIEW_BYTES = 64 * 1024
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n in range(4):
+            zf.writestr(f"chat{n}.txt", "A: x\nB: y\n" * 5_000)  # 50 KB each, 200 KB in all
+    assert len(buf.getvalue()) < 64 * 1024
+    job = importjob_create(project=project, user=analyst, uploads=[SimpleUploadedFile("chats.zip", buf.getvalue())])
+    assert job.status == ImportJob.Status.ANALYSING and job.preview == {}
+
+
+def test_a_text_of_many_turns_goes_to_the_worker_by_default(project, analyst):
+    # 4.9 MB of "A: x" lines took 49 s and 650 MB to preview in the web request; a few hundred KB are read there.
+    data = b"A: x\nB: y\n" * 30_000  # 300 KB, 60,000 turns
+    job = importjob_create(project=project, user=analyst, uploads=[SimpleUploadedFile("chat.txt", data)])
+    assert job.status == ImportJob.Status.ANALYSING
+    small = importjob_create(project=project, user=analyst, uploads=[SimpleUploadedFile("short.txt", data[:20_000])])
+    assert small.status == ImportJob.Status.UPLOADED and small.progress_total == 1

@@ -137,3 +137,28 @@ def test_one_conversation_of_millions_of_tiny_values_in_a_chatgpt_export_is_refu
         ParseError, lambda: list(parse_upload(SourceFile.from_bytes("conversations.json", data))), 30 * MB)
     assert str(exc).startswith("conversations.json: conversation 2: expected at most 50,000 separate values (texts, "
                                "numbers, lists, fields) in one conversation, found more than")
+
+
+@pytest.mark.parametrize(("name", "conversation", "separator"), [
+    ("conversations.json", b'{"mapping": {}}', b","),  # a ChatGPT export, streamed
+    ("chat.jsonl", b'{"messages": [{"role": "user", "content": "x"}]}', b"\n"),  # JSON Lines, a line at a time
+])
+def test_a_file_of_more_conversations_than_one_file_may_hold_is_refused_as_it_is_read(name, conversation, separator):
+    # The hostile export held 326,666 empty conversations in 4.9 MB: a minute and 1 GB to preview.
+    count = Limits().max_conversations + 1
+    data = separator.join([conversation] * count)
+    if name.endswith(".json"):
+        data = b"[" + data + b"]"
+    exc = memory.refused_within(ParseError, lambda: list(parse_upload(SourceFile.from_bytes(name, data))), 20 * MB)
+    assert str(exc) == (f"{name}: expected at most 10,000 conversations in one file; split it into smaller files, "
+                        "found more")
+
+
+def test_a_text_transcript_of_more_lines_than_a_worker_holds_is_refused_by_default():
+    # "A: x" lines are the densest transcript: ~650 bytes a turn once read, so 980,000 of them took 650 MB.
+    lines = Limits().max_text_lines + 1
+    data = b"A: x\nB: y\n" * (lines // 2) + b"A: x"
+    exc = memory.refused_within(ParseError, lambda: list(parse_upload(SourceFile.from_bytes("chat.txt", data))),
+                                4 * len(data) + 5 * MB)
+    assert str(exc) == ("chat.txt: expected at most 200,000 lines in one transcript; split it into smaller files, "
+                        "found 200,001")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -326,7 +327,8 @@ def test_a_large_qdpx_is_recognised_before_the_worker_reads_it(client_for, proje
     assert not ImportJob.objects.exists()
 
 
-def test_a_depth_bomb_upload_is_refused_with_where_it_nests_too_deep(client_for, project, analyst):
+def test_a_depth_bomb_upload_is_refused_with_where_it_nests_too_deep(client_for, project, analyst, settings):
+    settings.RTA_IMPORT_INLINE_PREVIEW_BYTES = 5 * 1024 * 1024  # read in the request, so refused there
     bomb = b'[{"title": "t", "mapping": ' + b'{"a": ' * 100_000 + b"1" + b"}" * 100_000 + b"}]"
     response = client_for(analyst).post(start_url(project), {"files": [SimpleUploadedFile("conversations.json", bomb)]},
                                         follow=True)
@@ -378,3 +380,32 @@ def test_a_lost_import_can_be_discarded(client_for, project, analyst, django_cap
         response = client_for(analyst).post(reverse("interviews:import_job_discard", args=[project.uuid, job.uuid]))
     assert response.status_code == 302 and not ImportJob.objects.exists() and not StoredBlob.objects.filter(uuid=blob).exists()
     assert importjob_run(job_id=job.pk) is None  # its task, if it ever arrives, finds nothing to do
+
+
+def chatgpt_export(titles: list[str], empty: int = 0) -> SimpleUploadedFile:
+    def conversation(title: str) -> dict:
+        return {"title": title, "create_time": 1, "current_node": "b", "mapping": {
+            "a": {"id": "a", "message": None, "parent": None, "children": ["b"]},
+            "b": {"id": "b", "parent": "a", "children": [], "message": {
+                "author": {"role": "user"}, "content": {"content_type": "text", "parts": [f"About {title}?"]}}}}}
+
+    data = [conversation(t) for t in titles] + [{"title": "Stub", "mapping": {}}] * empty
+    return SimpleUploadedFile("conversations.json", json.dumps(data).encode())
+
+
+def test_the_preview_lists_a_bounded_number_of_conversations_and_offers_the_rest_together(
+        client_for, project, analyst, monkeypatch, django_capture_on_commit_callbacks):
+    # The hostile export's preview rendered 133 MB of HTML in 226 s: one row per conversation, empty ones too.
+    from interviews import views_import
+
+    monkeypatch.setattr(views_import, "PREVIEW_ROWS", 3)
+    job = importjob_create(project=project, user=analyst, uploads=[chatgpt_export([f"T{n}" for n in range(5)], empty=4)])
+    page = client_for(analyst).get(job_url(job)).content.decode()
+    assert page.count('name="conversations"') == 3 and "T2" in page and "T3" not in page
+    assert "5 conversations found (4 more with no visible turns left out" in page
+    assert "and 2 more conversations, not listed here: import them too" in page
+    first = job.preview["files"][0]["conversations"][0]["key"]
+    with django_capture_on_commit_callbacks(execute=True):
+        client_for(analyst).post(reverse("interviews:import_job_start", args=[project.uuid, job.uuid]), {
+            "conversations": [first], "unlisted": "1", "participant": "auto", "depth": "brief"})
+    assert sorted(Interview.objects.values_list("title", flat=True)) == ["T0", "T3", "T4"]
