@@ -274,6 +274,13 @@ def _classify_status(exc: openai.APIStatusError, endpoint: Endpoint) -> Failure:
     elif status >= 500:
         kind = FailureKind.SERVER_ERROR
         message = f"{endpoint.base_url} had an internal error ({status}). Retry later."
+    elif 300 <= status < 400:
+        # Never followed: a key goes only to the URL its owner chose, not to wherever an answer points.
+        kind = FailureKind.BAD_REQUEST
+        where = exc.response.headers.get("location", "") if exc.response is not None else ""
+        message = (f"{endpoint.base_url} redirected the request ({status}){f' to {where}' if where else ''}. "
+                   "Redirects are never followed, so nothing was sent there: set the endpoint's base URL to the "
+                   "final address (for example https:// instead of http://).")
     else:
         kind = FailureKind.BAD_REQUEST
         param = param or _parameter_named_in(words)

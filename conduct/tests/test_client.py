@@ -364,3 +364,11 @@ def test_a_compressed_answer_is_refused_as_it_could_unpack_to_any_size():
         server.shutdown()
     assert result.failure is not None
     assert "it sent a gzip-compressed answer though asked for an uncompressed one" in result.failure.message
+
+
+def test_a_redirect_is_not_followed_and_says_so(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.script("moved", status=307)
+    result = stream_answer(endpoint(fake_openai, "moved"), MESSAGES, sleep=lambda _: None, max_attempts=2)
+    assert result.failure is not None and result.failure.kind == FailureKind.BAD_REQUEST
+    assert "redirected the request (307)" in result.failure.message and "never followed" in result.failure.message
+    assert len(fake_openai.chat_requests("moved")) == 1
