@@ -263,7 +263,7 @@ def visible_runs(source: str) -> tuple[Run, ...]:
                 out.append(Run(BLOCK_BREAK))
             pending_break = False
             marker = token.info + token.markup
-            at = source.find(marker, lines[token.map[0]])
+            at = source.find(marker, max(lines[token.map[0]], after_marker))  # "1. 1." nests two items on a line
             out.append(Run(marker, frozenset(), at if at >= 0 else None))
             out.append(Run(" "))
             after_marker = at + len(marker) if at >= 0 else 0  # the item's text is looked for after its number

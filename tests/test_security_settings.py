@@ -86,6 +86,7 @@ def test_the_health_url_answers_over_http_with_the_https_redirect_on(client, set
     assert client.get("/healthz", HTTP_HOST="172.18.0.3:8000").status_code == 200
 
 
+@pytest.mark.django_db
 def test_x_forwarded_proto_is_honoured_only_from_a_trusted_proxy(client, settings):
     settings.SECURE_SSL_REDIRECT = True
     settings.TRUSTED_PROXIES = ["10.1.0.0/24"]

@@ -245,7 +245,7 @@ def test_purging_a_theme_keeps_its_meeting_decisions_and_agenda_by_name(project,
     assert AgendaItem.objects.get(review=review).theme_label == "Identity as performance"
     html = _review_page(client_for(analyst), project, review)
     assert "<strong>Identity as performance</strong> <span class=\"muted\">(deleted for good)</span>" in html
-    assert "can no longer be applied" in html
+    assert "cannot be applied: theme deleted for good" in html  # only Set aside is offered
     with pytest.raises(ValidationError, match="deleted for good"):
         decision_apply(decision=decision, actor=owner)
     presenter = client_for(analyst).get(reverse("themes:present", args=[project.uuid, review.uuid, 0]))

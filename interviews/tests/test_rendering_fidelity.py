@@ -232,6 +232,8 @@ def test_markdown_heavy_text_renders_quotes_and_segments_without_error(source):
 @example("> `a\r\n> b`")
 @example("- \t\tcode")
 @example("1. ``a\r\t``")
+@example("0.\n0.")
+@example("1. 2. nested")
 def test_every_shown_character_maps_back_in_reading_order(source):
     """What a quote shows maps to the source in order: only separators, and spaces Markdown makes of a line break or
     of a tab, stand for no character of it."""

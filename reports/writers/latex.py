@@ -86,7 +86,8 @@ _ALLOW_BREAK = "\x01"
 _LONG_RUN = re.compile(r"\S{%d,}" % LONG_WORD)
 _CHUNK = re.compile(r"(.{%d})(?=.)" % BREAK_EVERY, re.S)
 # TeX makes one space of several and none of those opening a line: code's indentation and aligned columns would go.
-_KEPT_SPACES = re.compile(r"(?:^|(?<=\n)) +| {2,}")
+# (Not at a text's own start: a quote's styled runs are escaped one by one, and a run may begin mid-line.)
+_KEPT_SPACES = re.compile(r"(?<=\n) +| {2,}")
 TAB_WIDTH = 4
 
 PREAMBLE = r"""\documentclass[11pt]{article}

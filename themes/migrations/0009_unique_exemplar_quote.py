@@ -16,10 +16,12 @@ class Migration(migrations.Migration):
         # A quote pinned twice to one theme (a double click) stays once: the first pin, with its note and place.
         migrations.RunSQL(
             """
-            DELETE FROM themes_exemplar later USING themes_exemplar first
-            WHERE later.theme_id = first.theme_id AND later.turn_id = first.turn_id AND later.spans = first.spans
-              AND later.id > first.id
-            """,
+            DELETE FROM themes_exemplar WHERE EXISTS (
+              SELECT 1 FROM themes_exemplar first
+              WHERE first.theme_id = themes_exemplar.theme_id AND first.turn_id = themes_exemplar.turn_id
+                AND first.spans = themes_exemplar.spans AND first.id < themes_exemplar.id
+            )
+            """,  # standard SQL: the laptop's SQLite runs it too
             migrations.RunSQL.noop,
         ),
         migrations.AddConstraint(

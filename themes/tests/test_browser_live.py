@@ -342,7 +342,7 @@ def test_a_refused_move_says_why_after_the_colleagues_change_refreshes_the_board
     expect(page.locator("#board")).not_to_have_attribute("data-waiting", "1", timeout=LIVE_MS)
     expect(page.locator("#board .form-errors")).to_have_count(0, timeout=LIVE_MS)
     expect(chip_in(page, "Home as practice", "keeps a routine")).to_have_count(0)
-    expect(page.locator("ul.messages .message.error")).to_contain_text(refusal)
+    expect(page.locator(".messages .message.error")).to_contain_text(refusal)
     expect(page.locator("#board-status")).to_have_text(refusal)
 
 
@@ -357,7 +357,7 @@ def test_the_open_theme_page_says_when_a_colleague_renames_or_trashes_the_theme(
     services.theme_delete(theme=theme, actor=owner)
     expect(page.locator("#theme-notice")).to_contain_text("“Candour” was moved to the trash by olivia", timeout=LIVE_MS)
     page.get_by_role("button", name="Post").click()
-    expect(page.locator("ul.messages .message.error")).to_contain_text("an owner can restore it from the trash to post this.")
+    expect(page.locator(".messages .message.error")).to_contain_text("an owner can restore it from the trash to post this.")
     expect(page.locator("#comment-body")).to_have_value("A comment typed while the theme goes")
 
 
