@@ -23,7 +23,7 @@ from interviews.models import Interview, Turn
 from projects import live
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
-from projects.names import normalised_name
+from projects.names import name_kept_unique, normalised_name
 from projects.prepared import PreparedStatement
 
 COLOUR_RE = re.compile(r"^#[0-9a-fA-F]{6}$")
@@ -97,15 +97,12 @@ def _check_unique_name(project: Project, name: str, *, exclude: int | None = Non
         raise NameTaken(taken)
 
 
-def _name_taken_meanwhile(exc: IntegrityError, project: Project, name: str, *, exclude: int | None = None) -> ValidationError:
-    """A colleague took the name between the check and the save: the same refusal, naming their code."""
-    if "unique_live_code_name" not in str(exc):
-        raise exc
-    try:
-        _check_unique_name(project, name, exclude=exclude)
-    except NameTaken as taken:
-        return taken
-    return ValidationError({"name": f"There is already a code named “{name}” in this project."})
+def _name_kept_unique(project: Project, name: str, *, exclude: int | None = None):
+    """Around a code's write: a colleague who took the name between the check and the save gets the same refusal,
+    naming their code."""
+    return name_kept_unique("unique_live_code_name",
+                            ValidationError({"name": f"There is already a code named “{name}” in this project."}),
+                            lambda: _check_unique_name(project, name, exclude=exclude))
 
 
 def next_colour(project: Project) -> str:
@@ -155,11 +152,8 @@ def code_create(*, project: Project, actor: Any, name: str, kind: str = Code.Kin
                 include_when=include_when.strip(), exclude_when=exclude_when.strip(), example=example.strip(),
                 colour=_clean_colour(colour, project), parent=parent, created_by=actor if getattr(actor, "pk", None) else None)
     code.full_clean(exclude=["project", "parent", "created_by", "merged_into"])
-    try:
-        with transaction.atomic():
-            code.save()
-    except IntegrityError as exc:
-        raise _name_taken_meanwhile(exc, project, name) from None
+    with _name_kept_unique(project, name):
+        code.save()
     _event(code, project=project, actor=actor, action=action, reason=reason, data={"name": name, "kind": code.kind},
            summary=f"Code “{name}” {'imported' if action == CodeEvent.Action.IMPORTED else 'created'}",
            audit_action=AuditEvent.Action.CREATED)
@@ -190,13 +184,10 @@ def code_update(*, code: Code, actor: Any, version: int, reason: str = "", **cha
     before = {f: getattr(code, f) for f in values}
     changed = {f: v for f, v in values.items() if before[f] != v}
     # The version check and the write are one statement: two editors can never both win.
-    try:
-        with transaction.atomic():
-            updated = Code.objects.filter(pk=code.pk, version=version).update(
-                version=F("version") + 1, updated_at=timezone.now(), **changed
-            )
-    except IntegrityError as exc:
-        raise _name_taken_meanwhile(exc, project, changed.get("name", code.name), exclude=code.pk) from None
+    with _name_kept_unique(project, changed.get("name", code.name), exclude=code.pk):
+        updated = Code.objects.filter(pk=code.pk, version=version).update(
+            version=F("version") + 1, updated_at=timezone.now(), **changed
+        )
     if not updated:
         raise CodeConflict(Code.objects.get(pk=code.pk))
     code.refresh_from_db()

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -20,7 +20,7 @@ from interviews.segment_store import interview_segment
 from interviews.services import participant_label_taken, participant_save
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
-from projects.names import normalised_name
+from projects.names import name_kept_unique, normalised_name
 
 ACTIVE = (Turn.Status.PENDING, Turn.Status.STREAMING)
 
@@ -43,16 +43,10 @@ def guide_name_checked(project: Project, name: str, *, exclude: Guide | None = N
 
 
 def _save_guide(guide: Guide, **kwargs: Any) -> None:
-    """Save; a colleague who took the name between the check and the save gets the same refusal, not an error page."""
-    try:
-        with transaction.atomic():
-            guide.save(**kwargs)
-    except IntegrityError as exc:
-        if "unique_guide_name" not in str(exc):
-            raise
-        guide_name_checked(guide.project, guide.name, exclude=guide if guide.pk else None)
-        raise ValidationError({"name": f"There is already a guide named “{guide.name}” in this project; "
-                                       "choose another name."}) from None
+    taken = ValidationError({"name": f"There is already a guide named “{guide.name}” in this project; choose another name."})
+    with name_kept_unique("unique_guide_name", taken,
+                          lambda: guide_name_checked(guide.project, guide.name, exclude=guide if guide.pk else None)):
+        guide.save(**kwargs)
 
 
 def _version_fields(

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.core.validators import ProhibitNullCharactersValidator
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils.dateparse import parse_datetime
 
 from interviews.models import Interview, Participant, Segment, Turn
@@ -19,7 +19,7 @@ from interviews.parsers.base import ParsedConversation, ParsedTurn
 from interviews.segment_store import segments_for_turns
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
-from projects.names import normalised_name
+from projects.names import name_kept_unique, normalised_name
 
 LABEL_TAKEN = "Another participant in this project is already called “{label}”; participant labels must be unique."
 
@@ -148,14 +148,14 @@ def participant_label_taken(project_id: int, label: str, *, exclude: int | None 
 
 def participant_save(participant: Participant, **kwargs: Any) -> None:
     """Save, turning a label taken meanwhile (between the check and the save) into the same refusal."""
-    try:
-        with transaction.atomic():
-            participant.save(**kwargs)
-    except IntegrityError as exc:
-        if "unique_participant_label" not in str(exc):
-            raise
-        taken = participant_label_taken(participant.project_id, participant.label, exclude=participant.pk)
-        raise ValidationError({"label": taken or LABEL_TAKEN.format(label=participant.label)}) from None
+
+    def recheck() -> None:
+        if taken := participant_label_taken(participant.project_id, participant.label, exclude=participant.pk):
+            raise ValidationError({"label": taken})
+
+    with name_kept_unique("unique_participant_label",
+                          ValidationError({"label": LABEL_TAKEN.format(label=participant.label)}), recheck):
+        participant.save(**kwargs)
 
 
 @transaction.atomic

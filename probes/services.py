@@ -10,7 +10,7 @@ from typing import Any, BinaryIO
 import jsonschema
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from interviews.models import Interview, Participant
@@ -19,7 +19,7 @@ from probes.models import Answer, Condition, ConditionVersion, Item, OutputForma
 from probes.prompting import ParseError, agent_steps, item_fields, parse, placeholders
 from projects.audit import audit_record, audit_record_many
 from projects.models import AuditEvent, Project
-from projects.names import normalised_name
+from projects.names import name_kept_unique, normalised_name
 from projects.trash import trash_move
 
 # -- the probe ----------------------------------------------------------------
@@ -43,15 +43,9 @@ def _check_probe(probe: Probe) -> None:
 
 
 def _save_probe(probe: Probe, **kwargs: Any) -> None:
-    """Save; a colleague (or a double click) that took the name between the check and the save gets the same refusal."""
-    try:
-        with transaction.atomic():
-            probe.save(**kwargs)
-    except IntegrityError as exc:
-        if "unique_live_probe_name" not in str(exc):
-            raise
-        _check_probe(probe)
-        raise ValidationError({"name": f"There is already a probe named “{probe.name}” in this project."}) from None
+    taken = ValidationError({"name": f"There is already a probe named “{probe.name}” in this project."})
+    with name_kept_unique("unique_live_probe_name", taken, lambda: _check_probe(probe)):
+        probe.save(**kwargs)
 
 
 @transaction.atomic

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import unicodedata
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
 
 # Invisible and meaningless inside a name: zero-width space, word joiner, zero-width no-break space (a stray BOM).
 # Zero-width (non-)joiners stay: they change how emoji and Persian or Indic words are written.
@@ -26,6 +31,22 @@ def normalised_name(name: str | None) -> str:
 def name_key(name: str | None) -> str:
     """What two names share when they are one name: normalised, lower-cased (as the constraints' Lower(name))."""
     return normalised_name(name).lower()
+
+
+@contextmanager
+def name_kept_unique(constraint: str, taken: ValidationError, recheck: Callable[[], object] | None = None) -> Iterator[None]:
+    """Around the save of a name checked free: someone (a colleague, a double click) who took it between the check
+    and the save meets the database's `constraint`, and the writer gets a refusal, not an error page: the check's
+    own (`recheck()`, naming who has the name), else `taken`."""
+    try:
+        with transaction.atomic():
+            yield
+    except IntegrityError as exc:
+        if constraint not in str(exc):
+            raise
+        if recheck is not None:
+            recheck()
+        raise taken from None
 
 
 def names_made_distinct(model: Any, field: str, *, live: dict[str, Any] | None = None, schema_editor: Any = None) -> None:

@@ -23,7 +23,7 @@ from interviews.services import check_storable_text
 from projects import live
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
-from projects.names import normalised_name
+from projects.names import name_kept_unique, normalised_name
 from themes import snapshots
 from themes.models import (
     AgendaItem,
@@ -63,23 +63,23 @@ def theme_name_checked(project: Project, name: str, *, exclude: Theme | None = N
     name = normalised_name(name)
     if not name:
         raise ValidationError({field: "Give the theme a name."})
-    taken = Theme.objects.for_project(project).filter(name__iexact=name)
-    if exclude is not None:
-        taken = taken.exclude(pk=exclude.pk)
-    if other := taken.first():
+    if other := _theme_named(project, name, exclude=exclude):
         raise ValidationError({field: f"There is already a theme named “{other.name}” in this project; choose another name."})
     return name
 
 
+def _theme_named(project: Project, name: str, *, exclude: Theme | None = None) -> Theme | None:
+    """The live theme of the project that has this name, whatever its case or spelling (other than `exclude`)."""
+    holders = Theme.objects.for_project(project).filter(name__iexact=normalised_name(name))
+    if exclude is not None:
+        holders = holders.exclude(pk=exclude.pk)
+    return holders.first()
+
+
 def _save_named(theme: Theme, **kwargs) -> None:
-    """Save; a colleague who took the name between the check and the save gets the same refusal, not an error page."""
-    try:
-        with transaction.atomic():
-            theme.save(**kwargs)
-    except IntegrityError as exc:
-        if "unique_live_theme_name" not in str(exc):
-            raise
-        raise ValidationError({"name": f"There is already a theme named “{theme.name}” in this project; choose another name."}) from None
+    taken = ValidationError({"name": f"There is already a theme named “{theme.name}” in this project; choose another name."})
+    with name_kept_unique("unique_live_theme_name", taken):
+        theme.save(**kwargs)
 
 
 @transaction.atomic
@@ -760,10 +760,8 @@ def decision_validate(*, review: Review, theme: Theme, kind: str, payload: dict)
 def _decided_name(review: Review, name: str, *, exclude: Theme | None = None) -> str:
     """A name for a rename or a split, checked as any theme name, except that it may be one a theme holds now if this
     meeting has decided that theme gives it up (merge "A" into "B", then rename "C" to "A"): applying waits for that."""
-    holder = Theme.objects.for_project(review.project).filter(name__iexact=normalised_name(name))
-    if exclude is not None:
-        holder = holder.exclude(pk=exclude.pk)
-    if (theme := holder.first()) is not None and _decision_freeing_name(review, theme) is not None:
+    holder = _theme_named(review.project, name, exclude=exclude)
+    if holder is not None and _decision_freeing_name(review, holder) is not None:
         return normalised_name(name)
     return theme_name_checked(review.project, name, exclude=exclude)
 
@@ -781,10 +779,8 @@ def _name_still_held(decision: Decision, exclude: Theme | None) -> None:
     """Applying a rename or split to a name another theme still has, which this meeting decided it gives up: say which
     decision to apply first, rather than only that the name is taken."""
     name = decision.payload["name"]
-    holders = Theme.objects.for_project(decision.review.project).filter(name__iexact=name)
-    if exclude is not None:
-        holders = holders.exclude(pk=exclude.pk)
-    if (holder := holders.first()) and (first := _decision_freeing_name(decision.review, holder)):
+    holder = _theme_named(decision.review.project, name, exclude=exclude)
+    if holder and (first := _decision_freeing_name(decision.review, holder)):
         what = (f"merge it into “{first.payload['into_name']}”" if first.kind == Decision.Kind.MERGE
                 else f"rename it to “{first.payload['name']}”")
         raise ValidationError({"decision": f"Theme “{holder.name}” still has the name “{name}”: apply the decision to {what} "
