@@ -79,7 +79,7 @@ def projectimport_discard(*, job: Job) -> None:
     """Throw away an import that has not started (its upload too); one the worker is importing finishes."""
     if not Job.objects.filter(pk=job.pk, status__in=[*Job.WAITING, Job.Status.PEOPLE]).delete()[0]:
         raise ValidationError("This import has started or finished; it can no longer be discarded.")
-    blobs_delete([job.blob.uuid] if job.blob else [])
+    _drop_upload(job)
 
 
 def projectimport_run(*, job_id: int) -> None:
@@ -113,7 +113,7 @@ def _guarded(job: Job, step: Callable[[Job], None]) -> None:
         message = (f"The import failed: {exc.__class__.__name__}. Nothing was imported. Try again; if it keeps "
                    "failing, tell the maintainers.")
     Job.objects.filter(pk=job.pk).update(status=Job.Status.FAILED, error=message, finished_at=timezone.now())
-    blobs_delete([job.blob.uuid] if job.blob else [])
+    _drop_upload(job)
 
 
 def _read(job: Job) -> None:
@@ -132,6 +132,10 @@ def _read(job: Job) -> None:
             return
     Job.objects.filter(pk=job.pk, status=Job.Status.READING).update(
         status=Job.Status.PEOPLE, people=[dataclasses.asdict(p) for p in people])
+
+
+def _drop_upload(job: Job) -> None:
+    blobs_delete([job.blob.uuid] if job.blob else [])
 
 
 def _source(job: Job) -> IO[bytes]:
@@ -168,4 +172,4 @@ def _import(job: Job, qdpx: refiqda.Project | None = None) -> None:
             warnings = [*warnings[:MAX_WARNINGS], f"… and {len(warnings) - MAX_WARNINGS} more notes like these."]
         Job.objects.filter(pk=job.pk).update(status=Job.Status.DONE, project=project, summary=summary,
                                              warnings=warnings, choices=job.choices, finished_at=timezone.now())
-        blobs_delete([job.blob.uuid] if job.blob else [])  # with the project: a rolled-back import keeps its file
+        _drop_upload(job)  # with the project: a rolled-back import keeps its file
