@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from coding.models import Code
 from interviews.models import Participant, Segment
+from projects.forms import row_id
 from projects.models import Membership
 from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
@@ -31,12 +32,18 @@ def _theme(membership: Membership, theme_uuid) -> Theme:
     return theme
 
 
-def _theme_gone(request: HttpRequest, membership: Membership, theme_uuid, *, kept: dict[str, str], to_do: str) -> HttpResponse:
-    """The answer to a change sent to a theme a colleague has since trashed or merged away: what became of it, and the
-    text that was sent, to copy. 404 only for a theme that never was in the project."""
+def _notice_or_404(membership: Membership, theme_uuid) -> queries.ThemeNotice:
+    """What became of a theme no longer on the board; 404 for one that never was in the project (or is purged)."""
     notice = queries.theme_notice(membership.project, theme_uuid)
     if notice is None or notice.what == "gone":
         raise Http404("No such theme.")
+    return notice
+
+
+def _theme_gone(request: HttpRequest, membership: Membership, theme_uuid, *, kept: dict[str, str], to_do: str) -> HttpResponse:
+    """The answer to a change sent to a theme a colleague has since trashed or merged away: what became of it, and the
+    text that was sent, to copy. 404 only for a theme that never was in the project."""
+    notice = _notice_or_404(membership, theme_uuid)
     return render(request, "themes/theme_gone.html", {"project": membership.project, "membership": membership, "nav": "themes",
                                                       "notice": notice, "theme_uuid": theme_uuid, "to_do": to_do,
                                                       "kept": {label: text for label, text in kept.items() if text.strip()}},
@@ -337,8 +344,9 @@ def exemplar_pin(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
     membership = writer_or_403(request, project_uuid)
     theme = _theme(membership, theme_uuid)
     segments = Segment.objects.filter(interview__project=membership.project, interview__deleted_at__isnull=True).select_related("turn", "interview")
-    segment_id, end_segment_id = request.POST.get("segment", ""), request.POST.get("end_segment", "")
-    if not _is_id(segment_id) or not (end_segment_id == "" or _is_id(end_segment_id)):
+    end_given = request.POST.get("end_segment", "")
+    segment_id, end_segment_id = row_id(request.POST.get("segment")), row_id(end_given)
+    if segment_id is None or (end_given and end_segment_id is None):
         return HttpResponse("“segment” and “end_segment” must be segment ids (whole numbers).", status=400, content_type="text/plain; charset=utf-8")
     segment = get_object_or_404(segments, pk=segment_id)
     end_segment = segments.filter(pk=end_segment_id).first() if end_segment_id else None
@@ -349,11 +357,6 @@ def exemplar_pin(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
     else:
         messages.success(request, "Exemplar pinned.")
     return redirect(reverse("themes:detail", args=[membership.project.uuid, theme.uuid]) + "#exemplars")
-
-
-def _is_id(value: str) -> bool:
-    # A bigint has at most 19 digits; a longer number is no id (and past 4,300 digits int() itself refuses it).
-    return value.isascii() and value.isdecimal() and len(value) <= 19
 
 
 def _exemplar(membership: Membership, exemplar_uuid) -> Exemplar:
@@ -467,9 +470,7 @@ def _comment_refused(request: HttpRequest, membership: Membership, theme_uuid) -
     the message is flashed; without scripts, a page says what happened and shows the comment to copy."""
     if not request.htmx:
         return _theme_gone(request, membership, theme_uuid, kept={"Your comment": request.POST.get("body", "")}, to_do="post this")
-    notice = queries.theme_notice(membership.project, theme_uuid)
-    if notice is None or notice.what == "gone":
-        raise Http404("No such theme.")
+    notice = _notice_or_404(membership, theme_uuid)
     message = render_to_string("themes/_theme_notice.html#sentence", {"project": membership.project, "membership": membership,
                                                                      "notice": notice, "to_do": "post this"}, request=request)
     return HttpResponse(" ".join(strip_tags(message).split()), status=409, content_type="text/plain; charset=utf-8")

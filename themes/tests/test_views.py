@@ -557,6 +557,14 @@ def test_exemplar_pin_refuses_segments_of_other_projects(world, project, analyst
     assert Exemplar.objects.count() == 1
 
 
+@pytest.mark.parametrize("fields", [{"segment": "9999999999999999999"}, {"segment": "0"}, {"segment": "x"},
+                                    {"segment": "1", "end_segment": str(2 ** 63)}])
+def test_exemplar_pin_refuses_what_is_no_segment_id(world, project, analyst, client_for, fields):
+    response = client_for(analyst).post(u("exemplar_pin", project, world["a"].uuid), fields)
+    assert response.status_code == 400 and "must be segment ids" in response.content.decode()
+    assert Exemplar.objects.count() == 1
+
+
 def test_comment_post_requires_text(world, project, analyst, client_for):
     response = client_for(analyst).post(u("thread", project, world["a"].uuid), {"body": "  "}, headers={"HX-Request": "true"})
     # htmx only swaps 2xx answers, so the error comes back inside the thread fragment.
