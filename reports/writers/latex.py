@@ -85,9 +85,11 @@ _WIDE = re.compile(r"[^\x00-\u017f]")
 _ALLOW_BREAK = "\x01"
 _LONG_RUN = re.compile(r"\S{%d,}" % LONG_WORD)
 _CHUNK = re.compile(r"(.{%d})(?=.)" % BREAK_EVERY, re.S)
-# TeX makes one space of several and none of those opening a line: code's indentation and aligned columns would go.
+# TeX makes one space of several and drops the spaces that open a line after a break: code's indentation and
+# aligned columns would go. An empty box (\null) opening the line keeps the spaces after it.
 # (Not at a text's own start: a quote's styled runs are escaped one by one, and a run may begin mid-line.)
-_KEPT_SPACES = re.compile(r"(?<=\n) +| {2,}")
+_INDENT = re.compile(r"(?<=\n) +")
+_SPACE_RUN = re.compile(r" {2,}")
 TAB_WIDTH = 4
 
 PREAMBLE = r"""\documentclass[11pt]{article}
@@ -130,7 +132,8 @@ def latex_escape(value: Cell) -> str:
     text = _LONG_RUN.sub(lambda m: _CHUNK.sub(r"\1" + _ALLOW_BREAK, m.group()), text)
     text = _LIGATURE.sub(_BREAK, text)
     text = text.translate(_TRANSLATE).replace(_BREAK, "{}")
-    text = _KEPT_SPACES.sub(lambda m: "\\ " * len(m.group()), text)
+    text = _INDENT.sub(lambda m: r"\null" + "\\ " * len(m.group()), text)
+    text = _SPACE_RUN.sub(lambda m: "\\ " * len(m.group()), text)
     text = _WIDE.sub(lambda m: r"\rtachar{%04X}{%s}" % (ord(m.group()), m.group()), text)
     return text.replace("\n", r"\newline{}").replace(_ALLOW_BREAK, r"\allowbreak{}")
 
