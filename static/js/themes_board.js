@@ -21,7 +21,7 @@
   function send(fields, message) {
     var form = new FormData();
     Object.keys(fields).forEach(function (key) { if (fields[key]) { form.append(key, fields[key]); } });
-    busy += 1;
+    ownStarted();
     return fetch(board().getAttribute("data-place-url"), {
       method: "POST", body: form, credentials: "same-origin",
       headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "changes", "X-Live-Tab": (window.rtaLive && window.rtaLive.client) || "" }
@@ -71,10 +71,12 @@
 
   // The board again from the server, keeping what the person has under way in it: text typed and not yet sent,
   // an open "Add sub-theme", where each list is scrolled to, and the focus. `onlyIfQuiet`: a colleague's change,
-  // whose answer is dropped (and fetched again later) if a drag or a move of one's own started meanwhile.
+  // whose answer is dropped (and fetched again later) if a drag or a move of one's own started meanwhile, even one
+  // already answered: the board it read is from before that move, whose own news this tab skips.
   // A refresh that fails (a proxy's 502, a moment offline) leaves the board marked out of date and is tried again,
   // later each time, until one succeeds: the news that asked for it is not sent twice.
   function refresh(onlyIfQuiet) {
+    var movesBefore = ownMoves;
     return fetch(window.location.pathname, { credentials: "same-origin", headers: { "X-Fragment": "1" } })
       .then(function (response) { return response.ok ? response.text() : ""; })
       .then(function (html) {
@@ -83,7 +85,7 @@
         var fresh = holder.querySelector("#board");
         if (!board()) { return; }
         if (!fresh) { refreshFailed(); return; }
-        if (onlyIfQuiet && !quiet()) { markStale(); return; }
+        if (onlyIfQuiet && (!quiet() || ownMoves !== movesBefore)) { markStale(); settle(); return; }
         var kept = keep(board());
         replace(board(), fresh);
         restore(board(), kept);
@@ -168,6 +170,7 @@
   // theme is being dragged, the Move… dialog is open or a move of one's own is on its way, the news waits
   // (data-waiting on the board) and the board is fetched once that ends.
   var busy = 0;  // own requests changing the board, not yet answered
+  var ownMoves = 0;  // own requests changing the board, ever sent
   var pressed = false;  // a button is down on the board: a drag may be about to start, or a click to land
   var stale = false;
   var pendingLive = null;
@@ -193,6 +196,8 @@
   }
 
   function settle() { if (stale && quiet()) { colleagueChanged(); } }
+
+  function ownStarted() { busy += 1; ownMoves += 1; }
 
   function ownDone() { busy = Math.max(0, busy - 1); settle(); }
 
@@ -227,7 +232,7 @@
   var ownRequests = [];
   document.addEventListener("htmx:beforeRequest", function (event) {
     var elt = event.detail.elt;
-    if (elt && elt.closest && elt.closest("#board")) { ownRequests.push(event.detail.xhr); busy += 1; }
+    if (elt && elt.closest && elt.closest("#board")) { ownRequests.push(event.detail.xhr); ownStarted(); }
   });
   document.addEventListener("htmx:afterRequest", function (event) {
     var i = ownRequests.indexOf(event.detail.xhr);
@@ -389,7 +394,7 @@
     if (before === moving) { return; }
     var form = new FormData();
     form.append("before", before);
-    busy += 1;
+    ownStarted();
     fetch(board().getAttribute("data-reorder-url") + moving + "/reorder/", {
       method: "POST", body: form, credentials: "same-origin", headers: { "X-CSRFToken": csrfToken(), "X-Fragment": "1" }
     }).then(function (response) { return response.text(); }).then(function (html) {
