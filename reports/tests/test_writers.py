@@ -274,3 +274,35 @@ def test_an_xlsx_cell_cut_at_excels_limit_says_so():
     cut, whole = book.active["A2"].value, book.active["B2"].value
     assert len(cut) == MAX_CELL and cut.endswith(CUT_MARKER) and cut.startswith("word word")
     assert "32,767-character cell limit" in CUT_MARKER and whole == short
+
+
+def grouped(**kw) -> Table:
+    """A paper's wide table: a column group per condition over its subsets."""
+    return Table(caption="Wide", headers=["Ground truth", "All", "None", "All", "Emotion", "None"],
+                 rows=iter([["N", "1/1", "2/2", "3/3", "4/4", "0/0"], ["woman", 0.5, 1.0, 0.25, 1.0, "–"]]),
+                 column_groups=[("", 1), ("Control", 2), ("Primed & 50%", 3)], **kw)
+
+
+def test_column_groups_head_their_columns_in_every_format(tmp_path):
+    csv_rows = list(csv.reader(io.StringIO(render("csv", grouped()).decode("utf-8").removeprefix(BOM))))
+    assert csv_rows[:3] == [["", "Control", "", "Primed & 50%", "", ""],
+                            ["Ground truth", "All", "None", "All", "Emotion", "None"], ["N", "1/1", "2/2", "3/3", "4/4", "0/0"]]
+    sheet = openpyxl.load_workbook(io.BytesIO(render("xlsx", grouped()))).active
+    assert [c.value for c in sheet[1]] == [None, "Control", None, "Primed & 50%", None, None]
+    assert [c.value for c in sheet[2]][:2] == ["Ground truth", "All"] and [c.value for c in sheet[4]][1] == 0.5
+    assert {str(r) for r in sheet.merged_cells.ranges} == {"B1:C1", "D1:F1"} and sheet.freeze_panes == "A3"
+    word = docx.Document(io.BytesIO(render("docx", grouped()))).tables[0]
+    assert [c.text for c in word.rows[0].cells] == ["", "Control", "Control", *["Primed & 50%"] * 3]  # merged cells
+    assert len({id(c._tc) for c in word.rows[0].cells}) == 3
+    assert [c.text for c in word.rows[1].cells][:2] == ["Ground truth", "All"] and word.rows[3].cells[1].text == "0.50"
+    assert "| Ground truth | Control: All | Control: None | Primed & 50%: All |" in render("md", grouped()).decode()
+    tex = render("tex", grouped()).decode("utf-8")
+    assert (" & \\multicolumn{2}{c}{\\textbf{Control}} & \\multicolumn{3}{c}{\\textbf{Primed \\& 50\\%}} \\\\\n"
+            "\\cmidrule(lr){2-3}\\cmidrule(lr){4-6}\n\\textbf{Ground truth}") in tex
+    if shutil.which("pdflatex"):
+        _compile(tex, tmp_path)
+
+
+def test_column_groups_must_span_the_columns():
+    with pytest.raises(ValueError, match="The column groups span 5 columns; the table has 6"):
+        Table(caption="", headers=list("abcdef"), rows=[], column_groups=[("", 1), ("x", 4)])

@@ -79,6 +79,16 @@ class Table:
     # What a reader must know to read the numbers, printed under the table in every format: a table note
     # in LaTeX, DOCX and Markdown, "Note: …" rows after a blank row in CSV, a Notes sheet in XLSX.
     notes: Sequence[str] = ()
+    # A header row above `headers` grouping them, as a paper's wide table does ("Control" over "All", "None"):
+    # (heading, number of columns it spans) from the left, spans adding up to the columns; "" for no heading.
+    # Spreadsheets and Word get the row (merged cells), LaTeX \multicolumn with rules, Markdown, which has
+    # no spans, the heading before each header ("Control: All").
+    column_groups: Sequence[tuple[str, int]] = ()
+
+    def __post_init__(self) -> None:
+        if self.column_groups and sum(span for _, span in self.column_groups) != len(self.headers):
+            raise ValueError(f"The column groups span {sum(span for _, span in self.column_groups)} columns; "
+                             f"the table has {len(self.headers)}.")
 
     def iter_rows(self) -> Iterator[Sequence[Cell]]:
         for n, row in enumerate(self.rows, start=1):
@@ -88,6 +98,12 @@ class Table:
 
     def is_landscape(self, wide_after: int) -> bool:
         return self.landscape if self.landscape is not None else len(self.headers) > wide_after
+
+    def group_of_column(self) -> list[str]:
+        """Each column's group heading ("" outside any group, and for every column when there are no groups)."""
+        if not self.column_groups:
+            return [""] * len(self.headers)
+        return [heading for heading, span in self.column_groups for _ in range(span)]
 
     def column_widths(self) -> list[float]:
         widths = list(self.widths or [1.0] * len(self.headers))

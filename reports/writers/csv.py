@@ -16,6 +16,8 @@ def iter_csv(table: Table) -> Iterator[bytes]:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\r\n")
     buffer.write(BOM)
+    if table.column_groups:
+        writer.writerow(safe_row(cell for heading, span in table.column_groups for cell in [heading] + [""] * (span - 1)))
     writer.writerow(safe_row(table.headers))
     n = 0
     for row in table.iter_rows():

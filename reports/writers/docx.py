@@ -21,6 +21,7 @@ from xml.sax.saxutils import escape
 from docx import Document
 from docx.enum.section import WD_ORIENT
 from docx.enum.table import WD_TABLE_ALIGNMENT
+from docx.enum.text import WD_ALIGN_PARAGRAPH
 from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 from docx.shared import Cm, Inches, Mm, Pt
@@ -40,7 +41,8 @@ _TC_PR = re.compile(r"<w:tcPr>.*?</w:tcPr>", re.S)
 
 
 def write_docx(table: Table, out: BinaryIO) -> None:
-    skeleton = _skeleton(tuple(table.headers), tuple(table.column_widths()), table.paper, table.is_landscape(wide_after=4))
+    skeleton = _skeleton(tuple(table.headers), tuple(table.column_widths()), table.paper, table.is_landscape(wide_after=4),
+                         tuple(table.column_groups))
     caption = unnumbered_caption(table.caption)
     # The caption goes in as text: escaped, and without its ": " when there is none.
     before = skeleton.before.replace(CAPTION_MARKER, escape(_clean(caption))) if caption else \
@@ -82,7 +84,8 @@ class _Skeleton:
 
 
 @functools.lru_cache(maxsize=64)
-def _skeleton(headers: tuple[str, ...], widths: tuple[float, ...], paper: str, landscape: bool) -> _Skeleton:
+def _skeleton(headers: tuple[str, ...], widths: tuple[float, ...], paper: str, landscape: bool,
+              groups: tuple[tuple[str, int], ...] = ()) -> _Skeleton:
     """The document around the rows, built by python-docx once per table shape: building it took longer than
     writing a few thousand rows, and every download of the same table needs the same one."""
     doc = Document()
@@ -95,18 +98,22 @@ def _skeleton(headers: tuple[str, ...], widths: tuple[float, ...], paper: str, l
     section.left_margin = section.right_margin = Cm(2)
     usable = section.page_width - section.left_margin - section.right_margin
     _caption(doc)
-    t = doc.add_table(rows=2, cols=len(headers))
+    header = 1 if groups else 0  # the column groups' row goes above the headers
+    t = doc.add_table(rows=header + 2, cols=len(headers))
     t.style = "Table Grid"
     t.alignment = WD_TABLE_ALIGNMENT.CENTER
     t.autofit = False
-    for i, (cell, width) in enumerate(zip(t.rows[0].cells, widths, strict=True)):
+    for i, (cell, width) in enumerate(zip(t.rows[header].cells, widths, strict=True)):
         cell.text = ""
         run = cell.paragraphs[0].add_run(headers[i])
         run.bold = True
-        cell.width = int(usable * width)
-        t.rows[1].cells[i].width = int(usable * width)
-    _repeat_header(t.rows[0])
-    t.rows[1].cells[0].text = MARKER
+        for row in t.rows:
+            row.cells[i].width = int(usable * width)
+    if groups:
+        _group_row(t, groups)
+    for row in t.rows[: header + 1]:
+        _repeat_header(row)
+    t.rows[header + 1].cells[0].text = MARKER
     doc.styles["Normal"].font.size = Pt(10)
     buffer = io.BytesIO()
     doc.save(buffer)
@@ -135,6 +142,18 @@ def _caption(doc) -> None:
             instr.text = text
             run._r.append(instr)
     p.add_run(": " + CAPTION_MARKER)
+
+
+def _group_row(t, groups: tuple[tuple[str, int], ...]) -> None:
+    """The first row: each group's heading, bold and centred, in one cell merged across its columns."""
+    first = 0
+    for heading, span in groups:
+        cell = t.cell(0, first).merge(t.cell(0, first + span - 1)) if span > 1 else t.cell(0, first)
+        if heading:
+            paragraph = cell.paragraphs[0]
+            paragraph.alignment = WD_ALIGN_PARAGRAPH.CENTER
+            paragraph.add_run(heading).bold = True
+        first += span
 
 
 def _repeat_header(row) -> None:

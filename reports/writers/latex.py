@@ -159,11 +159,24 @@ def _colspec(table: Table) -> str:
     return "@{}" + "".join(specs) + "@{}"
 
 
+def _group_head(table: Table) -> str:
+    """The column groups' row (each heading centred over its columns, ruled under them), or nothing."""
+    if not table.column_groups:
+        return ""
+    cells, rules, first = [], [], 1
+    for heading, span in table.column_groups:
+        cells.append(r"\multicolumn{%d}{c}{\textbf{%s}}" % (span, latex_escape(heading)) if heading else " & ".join([""] * span))
+        if heading:
+            rules.append(r"\cmidrule(lr){%d-%d}" % (first, first + span - 1))
+        first += span
+    return " & ".join(cells) + r" \\" + "\n" + "".join(rules) + ("\n" if rules else "")
+
+
 def iter_latex(table: Table, *, standalone: bool = True) -> Iterator[bytes]:
     cols = len(table.headers)
     caption = latex_escape(unnumbered_caption(table.caption))
     label = re.sub(r"[^A-Za-z0-9:._-]", "", table.label)
-    head = " & ".join(r"\textbf{%s}" % latex_escape(h) for h in table.headers) + r" \\"
+    head = _group_head(table) + " & ".join(r"\textbf{%s}" % latex_escape(h) for h in table.headers) + r" \\"
     out: list[str] = []
     if standalone:
         out.append(PREAMBLE % {"paper": "letterpaper" if table.paper == "letter" else "a4paper",

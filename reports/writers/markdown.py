@@ -25,7 +25,8 @@ def iter_markdown(table: Table) -> Iterator[bytes]:
     lines = []
     if table.caption:
         lines += [f"**{md_escape(table.caption)}**", ""]
-    lines.append("| " + " | ".join(md_escape(h) for h in table.headers) + " |")
+    headers = [f"{group}: {h}" if group else h for group, h in zip(table.group_of_column(), table.headers, strict=True)]
+    lines.append("| " + " | ".join(md_escape(h) for h in headers) + " |")
     lines.append("|" + "|".join("---:" if i in table.numeric else "---" for i in range(len(table.headers))) + "|")
     for n, row in enumerate(table.iter_rows(), start=1):
         lines.append("| " + " | ".join(md_escape(v) for v in row) + " |")

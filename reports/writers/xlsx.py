@@ -32,13 +32,14 @@ SHEET = "xl/worksheets/sheet1.xml"
 MARKER = "RTA-ROWS-GO-HERE"
 FLUSH_ROWS = 500
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-_STYLE = re.compile(r'<c r="[A-Z]+2"(?: s="(\d+)")?')
+_STYLE = r'<c r="[A-Z]+%d"(?: s="(\d+)")?'
 # The sheet's <dimension> would claim two rows; it is optional, so it goes.
 _DIMENSION = re.compile(r"<dimension [^>]*/>")
 
 
 def write_xlsx(table: Table, out: BinaryIO) -> None:
     skeleton = _skeleton(table)
+    first = _first_row(table)
     letters = [get_column_letter(i) for i in range(1, len(table.headers) + 1)]
     with zipfile.ZipFile(io.BytesIO(skeleton)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=ZIP_LEVEL) as dst:
         for item in src.infolist():
@@ -46,14 +47,14 @@ def write_xlsx(table: Table, out: BinaryIO) -> None:
                 dst.writestr(item, src.read(item.filename))
                 continue
             xml = _DIMENSION.sub("", src.read(SHEET).decode("utf-8"))
-            start = xml.index('<row r="2"')
+            start = xml.index(f'<row r="{first}"')
             end = xml.index("</row>", start) + len("</row>")
-            styles = [f' s="{m.group(1)}"' if m.group(1) else "" for m in _STYLE.finditer(xml[start:end])]
+            styles = [f' s="{m.group(1)}"' if m.group(1) else "" for m in re.finditer(_STYLE % first, xml[start:end])]
             with dst.open(SHEET, "w", force_zip64=True) as f:
                 f.write(xml[:start].encode("utf-8"))
                 buffer: list[str] = []
                 cells = _CellWriter(letters, styles)
-                for n, row in enumerate(table.iter_rows(), start=2):
+                for n, row in enumerate(table.iter_rows(), start=first):
                     buffer.append(cells.row_xml(n, row))
                     if n % FLUSH_ROWS == 0:
                         f.write("".join(buffer).encode("utf-8"))
@@ -62,18 +63,32 @@ def write_xlsx(table: Table, out: BinaryIO) -> None:
                 f.write(xml[end:].encode("utf-8"))
 
 
+def _first_row(table: Table) -> int:
+    """The sheet row of the first data row: after the headers, and the column groups' row above them."""
+    return 3 if table.column_groups else 2
+
+
 def _skeleton(table: Table) -> bytes:
     wb = Workbook()
     wb.properties.title = _text(table.caption)[:250]
     ws = wb.active
     ws.title = SHEET_TITLE
     bold, wrap = Font(bold=True), Alignment(wrap_text=True, vertical="top")
+    first = _first_row(table)
+    column = 1
+    for heading, span in table.column_groups:
+        if heading:
+            cell = ws.cell(row=1, column=column, value=_text(heading))
+            cell.font, cell.alignment = bold, Alignment(horizontal="center")
+            if span > 1:
+                ws.merge_cells(start_row=1, start_column=column, end_row=1, end_column=column + span - 1)
+        column += span
     for i, (header, width) in enumerate(zip(table.headers, table.column_widths(), strict=True), start=1):
-        ws.cell(row=1, column=i, value=_text(header)).font = bold
-        marker = ws.cell(row=2, column=i, value=MARKER)
+        ws.cell(row=first - 1, column=i, value=_text(header)).font = bold
+        marker = ws.cell(row=first, column=i, value=MARKER)
         marker.alignment = wrap
         ws.column_dimensions[get_column_letter(i)].width = max(10, min(90, round(width * 160)))
-    ws.freeze_panes = "A2"
+    ws.freeze_panes = f"A{first}"
     if table.notes:
         sheet = wb.create_sheet(NOTES_SHEET_TITLE)
         sheet.column_dimensions["A"].width = 120
