@@ -77,6 +77,9 @@ class Scores:
     unmatched_truths: list[str] = field(default_factory=list)
     versions: dict[str, list[int]] = field(default_factory=dict)  # condition → the versions its answers were asked with
     repetitions: int = 1
+    # Every ground-truth group among the answers, whatever their status: the paper table's rows, kept with N = 0
+    # where a cell has no parsed answer about them. The labels' order first (woman, man), then the others.
+    groups: list[str] = field(default_factory=list)
 
     def notes(self) -> list[str]:
         """What a reader of the table must know to read N, said on the page and under every download."""
@@ -145,7 +148,21 @@ def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | No
     novel = {condition: _novel(cell_rows_of(rows, condition), offered[condition]) for condition in offered}
     unmatched = sorted((t for t in spellings.values() if t and t not in named), key=str.lower)
     return Scores(truth_column=truth_column, chosen=list(chosen or []), cells=cells, novel=novel,
-                  unmatched_truths=unmatched, versions=versions, repetitions=probe.repetitions)
+                  unmatched_truths=unmatched, versions=versions, repetitions=probe.repetitions,
+                  groups=_in_label_order({named.get(t, t) for t in spellings.values()}, labels))
+
+
+def _in_label_order(groups: set[str], labels: dict[str, list[str]]) -> list[str]:
+    order = {truth_key(label): i for i, label in enumerate(dict.fromkeys(
+        label for condition in sorted(labels) for label in labels[condition]))}
+    return sorted(groups, key=lambda g: (order.get(truth_key(g), len(order)), g.lower(), g))
+
+
+def scores_from_query(probe: Probe, query: Any) -> Scores:
+    """The scores a results page or download asks for: `truth` (a label column; the probe's first otherwise) and the
+    categories `cites` chooses for the subsets."""
+    truth = query.get("truth", "")
+    return probe_scores(probe, truth_column=truth if truth in probe.label_columns else "", chosen=query.getlist("cites"))
 
 
 def _named_as_labels(spellings: dict[str, str], labels: dict[str, list[str]]) -> dict[str, str]:
@@ -249,3 +266,130 @@ def summary_rows(scores: Scores) -> list[list[Any]]:
 
 def _round(value: float | None) -> float | None:
     return rounded(value, 4)
+
+
+# --- Table 1 as the paper prints it -----------------------------------------------------------------
+
+DASH = "–"  # a rate, accuracy or P-value with nothing to compute it from
+SUBSET_HEADINGS = {ALL: "All", NONE: "None"}  # CITES is headed by the chosen categories
+
+
+@dataclass
+class PaperColumn:
+    group: str  # the condition (with its version, and the model, when there are several)
+    heading: str  # the subset: "All", the chosen categories, "None"
+    cell: Cell
+
+
+@dataclass
+class PaperTable:
+    """Table 1 in the paper's wide layout: a column group per condition × version × model over its subsets, a row per
+    ground-truth group with the rate of predicting `rate_label`, then N, the P-value and the accuracy.
+
+    Every ground-truth group is a row and every subset a column even where nothing was counted (N = 0, the rate
+    DASH), so the columns line up with a paper's whatever the answers were.
+    """
+
+    caption: str
+    rate_label: str
+    rate_labels: list[str]  # the labels a rate can be shown for
+    groups: list[str]
+    columns: list[PaperColumn]
+    rows: list[list[Any]]  # each starts with its heading
+    notes: list[str]
+
+    @property
+    def headers(self) -> list[str]:
+        return ["Ground truth", *(column.heading for column in self.columns)]
+
+    @property
+    def column_groups(self) -> list[tuple[str, int]]:
+        spans: list[tuple[str, int]] = [("", 1)]
+        for column in self.columns:
+            if len(spans) > 1 and spans[-1][0] == column.group:
+                spans[-1] = (column.group, spans[-1][1] + 1)
+            else:
+                spans.append((column.group, 1))
+        return spans
+
+
+def paper_table(scores: Scores, rate_label: str = "") -> PaperTable:
+    """The scores as the paper's Table 1; `rate_label` is the predicted label whose rate the group rows show (any
+    spelling of one of the conditions' labels; the first label otherwise)."""
+    spelled: dict[str, str] = {}  # one choice per label whatever its case, spelled as first seen
+    for cell in scores.cells:
+        for label in cell.labels:
+            spelled.setdefault(truth_key(label), label)
+    choices = list(spelled.values())
+    rate_label = next((label for label in choices if truth_key(label) == truth_key(rate_label)),
+                      choices[0] if choices else "")
+    columns = _paper_columns(scores)
+    groups = scores.groups
+    rows: list[list[Any]] = [[f"N ({'/'.join(groups)})", *("/".join(str(_group_n(c.cell, g)) for g in groups)
+                                                          for c in columns)]]
+    for group in groups:
+        rows.append([group, *(_shown(_group_rate(c.cell, group, rate_label), 2) for c in columns)])
+    rows.append(["P-value", *(PValue(c.cell.test.p_value) if c.cell.test else DASH for c in columns)])
+    rows.append(["Accuracy", *(_shown(c.cell.accuracy, 2) for c in columns)])
+    models = list(dict.fromkeys(cell.model for cell in scores.cells))
+    who = f"{models[0]} as a classifier of" if len(models) == 1 else "Models as classifiers of"
+    caption = (f"{who} “{scores.truth_column}”: the rate of predicting “{rate_label}” per ground-truth group, "
+               "by condition and by the categories the rationale cites")
+    return PaperTable(caption=caption, rate_label=rate_label, rate_labels=choices, groups=groups, columns=columns,
+                      rows=rows, notes=_paper_notes(scores, rate_label, rows))
+
+
+def _paper_columns(scores: Scores) -> list[PaperColumn]:
+    several_models = len({cell.model for cell in scores.cells}) > 1
+    cites = " or ".join(scores.chosen)
+    columns = []
+    for cell in scores.cells:
+        group = cell.condition + (f" v{cell.version}" if len(scores.versions.get(cell.condition, [])) > 1 else "")
+        group += f" · {cell.model}" if several_models else ""
+        columns.append(PaperColumn(group=group, heading=SUBSET_HEADINGS.get(cell.subset, cites), cell=cell))
+    return columns
+
+
+def _group_row(cell: Cell, group: str) -> GroupRow | None:
+    return next((row for row in cell.groups if row.group == group), None)
+
+
+def _group_n(cell: Cell, group: str) -> int:
+    row = _group_row(cell, group)
+    return row.n if row else 0
+
+
+def _group_rate(cell: Cell, group: str, label: str) -> Rate:
+    row = _group_row(cell, group)
+    if row is None:
+        return Rate(0, 0)
+    # A condition without this label never predicted it: 0 of the group's answers, not undefined.
+    return next((rate for predicted, rate in row.predicted.items() if truth_key(predicted) == truth_key(label)),
+                Rate(0, row.n))
+
+
+def _shown(rate: Rate, decimals: int) -> Any:
+    return DASH if rate.value is None else rounded(rate.value, decimals)
+
+
+def _paper_notes(scores: Scores, rate_label: str, rows: list[list[Any]]) -> list[str]:
+    groups = "/".join(scores.groups)
+    notes = [
+        f"Each ground-truth row gives the share of that group's parsed answers predicted “{rate_label}”; N counts "
+        f"the parsed answers per group ({groups}). Unparsed and failed answers are not counted.",
+        "P-value: whether the groups' predicted labels differ, by Fisher's exact test when a 2×2 table has an expected "
+        "count below 5, else Pearson's chi-squared (Yates-corrected on 2×2). Accuracy: the share of parsed answers "
+        "whose label is their ground truth.",
+    ]
+    if scores.chosen:
+        listed = ", ".join(f"“{c}”" for c in scores.chosen)
+        notes.append(f"“{' or '.join(scores.chosen)}”: answers whose rationale cites any of {listed}; “None”: answers "
+                     "citing none of them. Unparsed and failed answers are in neither, only in “All”.")
+    if any(value == DASH for row in rows for value in row[1:]):
+        notes.append(f"{DASH}: undefined, as no parsed answer is counted there (N = 0), or, for the P-value, there is "
+                     "nothing to compare (one group or one predicted label). Such groups and columns are kept so the "
+                     "table keeps its shape.")
+    if scores.unmatched_truths:
+        listed = ", ".join(f"“{t}”" for t in scores.unmatched_truths)
+        notes.append(f"The ground truth {listed} matches none of the labels: every answer about it counts as wrong.")
+    return [*scores.notes(), *notes]

@@ -19,11 +19,12 @@ from probes.forms import ConditionForm, ItemImportForm, ProbeForm, SetupForm
 from probes.items import ItemFilters, ItemImportError
 from probes.models import Answer, Condition, ConditionVersion, Probe
 from probes.running import probe_dry_run, progress, token_estimate
-from probes.scoring import categories_cited, probe_scores
+from probes.scoring import categories_cited, paper_table, scores_from_query
 from projects.models import Membership
 from projects.permissions import member_or_404, writer_or_403
 
 UNPARSED_SHOWN = 50
+PAPER_FORMATS = [("docx", "Word"), ("tex", "LaTeX"), ("xlsx", "XLSX"), ("csv", "CSV"), ("md", "Markdown")]
 
 
 def _context(membership: Membership, **extra: Any) -> dict[str, Any]:
@@ -267,14 +268,12 @@ def results(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> HttpR
     """Table 1: per condition × model and ground-truth group, with subsets by the categories cited."""
     membership = member_or_404(request, project_uuid)
     probe = _probe(membership, probe_uuid)
-    chosen = request.GET.getlist("cites")
-    truth = request.GET.get("truth", "")
-    truth = truth if truth in probe.label_columns else probe.truth_column
+    scores = scores_from_query(probe, request.GET)
     unparsed = Answer.objects.for_probe(probe).filter(status__in=(Answer.Status.UNPARSED, Answer.Status.FAILED))[:UNPARSED_SHOWN]
     context = _context(
-        membership, probe=probe, scores=probe_scores(probe, truth_column=truth, chosen=chosen),
-        categories=categories_cited(probe), chosen=chosen, truth=truth, unparsed=unparsed,
-        conditions=probe.conditions.order_by("name"),
+        membership, probe=probe, scores=scores, paper=paper_table(scores, request.GET.get("rate", "")),
+        categories=categories_cited(probe), chosen=scores.chosen, truth=scores.truth_column, unparsed=unparsed,
+        conditions=probe.conditions.order_by("name"), paper_formats=PAPER_FORMATS,
     )
     return render(request, "probes/results.html", context)
 

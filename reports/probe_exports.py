@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from probes.models import Answer, Probe
-from probes.scoring import SUMMARY_HEADERS, Scores, summary_rows
+from probes.scoring import SUMMARY_HEADERS, PaperTable, Scores, summary_rows
 from projects.filenames import download_filename
 from reports.writers import FORMATS, Cell, Table
 
@@ -69,3 +69,11 @@ def summary_table(probe: Probe, scores: Scores) -> Table:
     return Table(caption=f"Scores of the probe “{probe.name}” by ground truth ({scores.truth_column})",
                  headers=SUMMARY_HEADERS, rows=rows, row_count=len(rows), numeric=numeric, label="tab:probe-summary",
                  notes=scores.notes())
+
+
+def paper_table_download(probe: Probe, table: PaperTable, page: dict[str, Any]) -> Table:
+    """Table 1 as the paper prints it (see probes.scoring.paper_table): a column group per condition over its subsets."""
+    columns = len(table.headers)
+    return Table(caption=table.caption, headers=table.headers, rows=table.rows, row_count=len(table.rows),
+                 numeric=frozenset(range(1, columns)), widths=[2.0] + [1.0] * (columns - 1), label="tab:probe-table1",
+                 notes=table.notes, column_groups=table.column_groups, **page)

@@ -24,6 +24,7 @@ urlpatterns: list = [
     path("codebook.<str:fmt>", views.codebook_download, name="codebook_download"),
     path("probes/<uuid:probe_uuid>/answers.<str:fmt>", views_probes.probe_answers, name="probe_answers"),
     path("probes/<uuid:probe_uuid>/scores.<str:fmt>", views_probes.probe_summary, name="probe_summary"),
+    path("probes/<uuid:probe_uuid>/table1.<str:fmt>", views_probes.probe_table1, name="probe_table1"),
     path("exchange/", views_exchange.exchange, name="exchange"),
     path("exchange/export.qdpx", views_exchange.export_qdpx, name="export_qdpx"),
     path("exchange/backup.zip", views_exchange.download_backup, name="download_backup"),

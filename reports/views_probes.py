@@ -10,11 +10,11 @@ from django.shortcuts import get_object_or_404
 from django.views.decorators.http import require_GET
 
 from probes.models import Probe
-from probes.scoring import probe_scores
+from probes.scoring import paper_table, scores_from_query
 from projects.permissions import member_or_404
-from reports.probe_exports import answers_table, probe_filename, summary_table
+from reports.probe_exports import answers_table, paper_table_download, probe_filename, summary_table
 from reports.views import _download
-from reports.writers import FORMATS
+from reports.writers import FORMATS, page_from_query
 
 ANSWER_FORMATS = ("csv", "xlsx")
 
@@ -38,6 +38,16 @@ def probe_summary(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fm
     probe = get_object_or_404(Probe.objects.live().select_related("project"), project=membership.project, uuid=probe_uuid)
     if fmt not in FORMATS:
         raise Http404(f"Choose one of {', '.join(FORMATS)}.")
-    truth = request.GET.get("truth", "")
-    scores = probe_scores(probe, truth_column=truth if truth in probe.label_columns else "", chosen=request.GET.getlist("cites"))
-    return _download(summary_table(probe, scores), fmt, probe_filename(probe, "scores", fmt))
+    return _download(summary_table(probe, scores_from_query(probe, request.GET)), fmt, probe_filename(probe, "scores", fmt))
+
+
+@login_required
+@require_GET
+def probe_table1(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fmt: str) -> HttpResponse:
+    """Table 1 as the paper prints it (a column group per condition over its subsets), with the results page's choices."""
+    membership = member_or_404(request, project_uuid)
+    probe = get_object_or_404(Probe.objects.live().select_related("project"), project=membership.project, uuid=probe_uuid)
+    if fmt not in FORMATS:
+        raise Http404(f"Choose one of {', '.join(FORMATS)}.")
+    table = paper_table(scores_from_query(probe, request.GET), request.GET.get("rate", ""))
+    return _download(paper_table_download(probe, table, page_from_query(request.GET)), fmt, probe_filename(probe, "table1", fmt))

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django import template
 
-from projects.numbers import PValue
+from projects.numbers import PValue, number_text
 
 register = template.Library()
 
@@ -26,3 +26,9 @@ def p_value(test) -> str:
 @register.filter
 def get(mapping, key):
     return mapping.get(key) if mapping else None
+
+
+@register.filter
+def table_cell(value) -> str:
+    """A paper-table figure as the downloads print it (rounded, "< 0.001"); text as it is."""
+    return number_text(value) if isinstance(value, float) else str(value)
