@@ -86,3 +86,17 @@ def test_setup_dry_run_run_and_results(page, login, project, owner, live, fake_o
     page.get_by_label("Emotional Expression").check()
     page.get_by_role("button", name="Show").click()
     expect(page.locator(".probe-cell[data-condition=Primed][data-subset=cites] td.accuracy")).to_contain_text("0.67 [")
+
+    # Table 1 as the paper prints it: a column group per condition over its subsets, the rate shown a choice.
+    paper = page.locator("#paper-table")
+    expect(paper.locator("th.column-group")).to_have_text(["Control", "Primed"])
+    expect(paper.locator("thead tr").nth(1).locator("th")).to_have_text(
+        ["Ground truth", "All", "Emotional Expression", "None", "All", "Emotional Expression", "None"])
+    expect(paper.locator("tbody tr", has_text="P-value").locator("td").nth(3)).to_have_text("0.486")
+    page.get_by_label("Rate shown in Table 1: predicted").select_option("man")
+    page.get_by_role("button", name="Show").click()
+    expect(paper).to_contain_text("the rate of predicting “man”")
+    with page.expect_download() as info:
+        paper.get_by_role("link", name="LaTeX").click()
+    tex = open(info.value.path(), encoding="utf-8").read()
+    assert r"\multicolumn{3}{c}{\textbf{Primed}}" in tex and "the rate of predicting ``man''" in tex
