@@ -140,16 +140,18 @@ def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | No
     for cell_rows in rows.values():
         for row in cell_rows:
             row.truth = named.get(row.truth, row.truth)
+    # Every cell has a row per ground-truth group, N = 0 where it has no parsed answer about it: never dropped.
+    groups = sorted({row.truth for cell_rows in rows.values() for row in cell_rows})
     cells = []
     for (condition, version, model), cell_rows in rows.items():
         subsets = [ALL, CITES, NONE] if chosen_set else [ALL]
         for subset in subsets:
-            cells.append(_cell(condition, version, model, subset, labels[condition], cell_rows, chosen_set))
+            cells.append(_cell(condition, version, model, subset, labels[condition], cell_rows, chosen_set, groups))
     novel = {condition: _novel(cell_rows_of(rows, condition), offered[condition]) for condition in offered}
     unmatched = sorted((t for t in spellings.values() if t and t not in named), key=str.lower)
     return Scores(truth_column=truth_column, chosen=list(chosen or []), cells=cells, novel=novel,
                   unmatched_truths=unmatched, versions=versions, repetitions=probe.repetitions,
-                  groups=_in_label_order({named.get(t, t) for t in spellings.values()}, labels))
+                  groups=_in_label_order(set(groups), labels))
 
 
 def _in_label_order(groups: set[str], labels: dict[str, list[str]]) -> list[str]:
@@ -194,10 +196,9 @@ def _in_subset(row: _Row, subset: str, chosen: set[str]) -> bool:
 
 
 def _cell(condition: str, version: int, model: str, subset: str, labels: list[str], rows: list[_Row],
-          chosen: set[str]) -> Cell:
+          chosen: set[str], groups: list[str]) -> Cell:
     status_counts = Counter(row.status for row in rows if _in_subset(row, subset, chosen))
     parsed = [row for row in rows if row.status == Answer.Status.DONE and _in_subset(row, subset, chosen)]
-    groups = sorted({row.truth for row in parsed})
     confusion = [[sum(1 for r in parsed if r.truth == g and r.label == label) for label in labels] for g in groups]
     group_rows = []
     for g, counts in zip(groups, confusion, strict=True):
@@ -243,14 +244,12 @@ SUMMARY_HEADERS = [
 def summary_rows(scores: Scores) -> list[list[Any]]:
     """Table 1 in long form: one row per condition × model × subset × ground-truth group × predicted label.
 
-    A cell with no parsed answers still gets one row (N = 0) with its unparsed and failed counts, as the page shows it.
+    A ground-truth group with no parsed answers in a cell still gets its rows (N = 0, the rate left empty), with the
+    cell's unparsed and failed counts.
     """
     out = []
     for cell in scores.cells:
         low, high = cell.accuracy.interval or (None, None)
-        if not cell.groups:
-            out.append([cell.condition, cell.version, cell.model, cell.subset_name, "", 0, 0, "", None, None, None, None,
-                        None, None, None, None, "", None, cell.unparsed, cell.failed])
         for group in cell.groups:
             for label, rate in group.predicted.items():
                 r_low, r_high = rate.interval or (None, None)
@@ -350,19 +349,16 @@ def _paper_columns(scores: Scores) -> list[PaperColumn]:
     return columns
 
 
-def _group_row(cell: Cell, group: str) -> GroupRow | None:
-    return next((row for row in cell.groups if row.group == group), None)
+def _group_row(cell: Cell, group: str) -> GroupRow:
+    return next(row for row in cell.groups if row.group == group)  # every cell has every group (probe_scores)
 
 
 def _group_n(cell: Cell, group: str) -> int:
-    row = _group_row(cell, group)
-    return row.n if row else 0
+    return _group_row(cell, group).n
 
 
 def _group_rate(cell: Cell, group: str, label: str) -> Rate:
     row = _group_row(cell, group)
-    if row is None:
-        return Rate(0, 0)
     # A condition without this label never predicted it: 0 of the group's answers, not undefined.
     return next((rate for predicted, rate in row.predicted.items() if truth_key(predicted) == truth_key(label)),
                 Rate(0, row.n))

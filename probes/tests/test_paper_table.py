@@ -157,3 +157,18 @@ def test_table1_downloads_are_for_members_only_and_not_of_trashed_probes(classif
     assert client_for(viewer).get(target.replace("table1.csv", "table1.pdf")).status_code == 404
     Probe.objects.filter(pk=classified.pk).update(deleted_at="2026-01-01T00:00Z")
     assert client_for(viewer).get(target).status_code == 404
+
+
+def test_a_group_without_answers_in_a_subset_keeps_its_row_on_the_page_and_in_the_long_form(classified, project, viewer,
+                                                                                              client_for):
+    cites = next(c for c in probe_scores(classified, chosen=[EMOTION]).cells if (c.condition, c.subset) == ("Primed", "cites"))
+    assert [(g.group, g.n, g.predicted["woman"].value) for g in cites.groups] == [("man", 0, None), ("woman", 2, 1.0)]
+    client = client_for(viewer)
+    page = client.get(url("results", project, classified) + "?cites=Emotional+Expression").content.decode()
+    cell = page[page.index('data-condition="Primed" data-version="1" data-subset="cites"'):]
+    assert '<tr><th scope="row">man</th><td class="num">0</td><td class="num">0</td><td class="num">—</td>' in cell
+    response = client.get(reverse("reports:probe_summary", args=[project.uuid, classified.uuid, "csv"]) + "?cites=Emotional+Expression")
+    rows = list(csv.reader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
+    assert [r[4:10] for r in rows if r[:4] == ["Primed", "1", "GPT-4o", "Cites the chosen categories"]] == [
+        ["man", "0", "0", "woman", "0", ""], ["man", "0", "0", "man", "0", ""],
+        ["woman", "2", "2", "woman", "2", "1.0"], ["woman", "2", "2", "man", "0", "0.0"]]

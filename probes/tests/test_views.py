@@ -299,8 +299,9 @@ def test_the_summary_download_keeps_cells_without_parsed_answers(answered, proje
         status=Answer.Status.UNPARSED)
     scores = client_for(viewer).get(reverse("reports:probe_summary", args=[project.uuid, answered.uuid, "csv"]))
     lines = b"".join(scores.streaming_content).decode("utf-8-sig").splitlines()
-    assert [line for line in lines if line.startswith("Primed,1,Model B,")] == [
-        "Primed,1,Model B,All answers,,0,0,,,,,,,,,,,,1,7"]
+    assert [line for line in lines if line.startswith("Primed,1,Model B,")] == [  # each group at N = 0, with the counts
+        f"Primed,1,Model B,All answers,{group},0,0,{label},0,,,,,,,,,,1,7" for group in ("man", "woman")
+        for label in ("woman", "man")]
     assert sum(1 for line in lines if line.startswith("Primed,1,Model A,All answers,")) == 4  # 2 groups × 2 labels
 
 
