@@ -32,7 +32,8 @@ SHEET = "xl/worksheets/sheet1.xml"
 MARKER = "RTA-ROWS-GO-HERE"
 FLUSH_ROWS = 500
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
-_STYLE = r'<c r="[A-Z]+%d"(?: s="(\d+)")?'
+# A cell of the marker row (its number filled in: 2, or 3 under a row of column groups) and its style.
+_MARKER_CELL = r'<c r="[A-Z]+%d"(?: s="(\d+)")?'
 # The sheet's <dimension> would claim two rows; it is optional, so it goes.
 _DIMENSION = re.compile(r"<dimension [^>]*/>")
 
@@ -49,7 +50,7 @@ def write_xlsx(table: Table, out: BinaryIO) -> None:
             xml = _DIMENSION.sub("", src.read(SHEET).decode("utf-8"))
             start = xml.index(f'<row r="{first}"')
             end = xml.index("</row>", start) + len("</row>")
-            styles = [f' s="{m.group(1)}"' if m.group(1) else "" for m in re.finditer(_STYLE % first, xml[start:end])]
+            styles = [f' s="{m.group(1)}"' if m.group(1) else "" for m in re.finditer(_MARKER_CELL % first, xml[start:end])]
             with dst.open(SHEET, "w", force_zip64=True) as f:
                 f.write(xml[:start].encode("utf-8"))
                 buffer: list[str] = []
