@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import html
 import io
+import shutil
 
 import docx
 import openpyxl
@@ -17,6 +18,7 @@ from probes.models import Answer, Condition, Probe
 from probes.scoring import DASH, paper_table, probe_scores
 from probes.tests.test_versions_and_notes import edit_control
 from probes.tests.test_views import count_queries, url
+from reports.tests.test_writers import _compile
 
 EMOTION = "Emotional Expression"
 # Primed: (item position → label, categories). Items 1–4 are women's, 5–8 men's; no man's answer cites emotion.
@@ -119,6 +121,8 @@ def test_every_download_format_holds_the_wide_table(classified, project, viewer,
     tex = download(client, project, classified, "tex").decode()
     assert r"\multicolumn{3}{c}{\textbf{Control}} & \multicolumn{3}{c}{\textbf{Primed}}" in tex
     assert "woman & 1.00 & -- & 1.00 & 0.75 & 1.00 & 0.50 \\\\" in tex and "P-value & -- & -- & -- & 0.486 & -- & 1.000" in tex
+    if shutil.which("pdflatex"):
+        _compile(tex, tmp_path)  # a paper's preamble takes it as it is
 
     md = download(client, project, classified, "md").decode()
     assert f"| Ground truth | Control: All | Control: {EMOTION} | Control: None | Primed: All |" in md
