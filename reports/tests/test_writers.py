@@ -15,7 +15,7 @@ import pytest
 
 from interviews.rendering import BOLD, RichText, Run
 from reports.tests.tables_world import NASTY
-from reports.writers import FORMULA_START, Table, iter_table, write_table
+from reports.writers import FORMULA_START, Heading, Table, iter_table, write_table
 from reports.writers.csv import BOM
 from reports.writers.latex import latex_escape
 from reports.writers.markdown import md_escape
@@ -155,6 +155,41 @@ def test_latex_is_always_a_longtable_with_booktabs():
     rows = [["t", "c", "m", f"quote {i}"] for i in range(40)]
     long = render("tex", table(rows, row_count=40)).decode("utf-8")
     assert "\\begin{longtable}" in long and "\\endhead" in long and long.count(" \\\\\n") >= 40
+
+
+def test_csv_leaves_minus_inf_for_pandas_and_r_but_guards_anything_longer():
+    t = Table(caption="f", headers=["a", "b", "c"], rows=iter([["-inf", "-inf+1", "inf"]]))
+    got = list(csv.reader(io.StringIO(render("csv", t).decode("utf-8-sig"), newline="")))
+    assert got[1] == ["-inf", "'-inf+1", "inf"]
+
+
+SECTION = "=1+1 & <b>_{x}</b> “W”"
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "docx", "tex", "md"])
+def test_a_heading_row_heads_its_section_in_every_format(fmt, tmp_path):
+    rows = [Heading(SECTION), ROWS[0], Heading("Men"), ROWS[1]]
+    data = render(fmt, table(rows))
+    if fmt == "csv":
+        got = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
+        assert got[1:] == [["'" + SECTION], ROWS[0], ["Men"], ROWS[1]]
+    elif fmt == "xlsx":
+        got = [[c.value for c in r] for r in openpyxl.load_workbook(io.BytesIO(data)).active.iter_rows()]
+        assert got[1] == ["'" + SECTION, None, None, None] and got[3][0] == "Men" and got[2] == ROWS[0]
+    elif fmt == "docx":
+        t = docx.Document(io.BytesIO(data)).tables[0]
+        assert [c.text for c in t.rows[1].cells] == [SECTION] * 4  # one merged cell across the table
+        assert t.rows[1].cells[0]._tc.xpath("./w:tcPr/w:gridSpan/@w:val") == ["4"]
+        assert t.rows[1].cells[0].paragraphs[0].runs[0].bold and [c.text for c in t.rows[2].cells] == ROWS[0]
+    elif fmt == "tex":
+        tex = data.decode()
+        heading = r"\multicolumn{4}{@{}l@{}}{\textbf{%s}}\\" % latex_escape(SECTION)  # noqa: UP031
+        assert heading in tex and "\\endlastfoot\n" + heading in tex  # the first heading: no second rule
+        assert "\\midrule\n" + r"\multicolumn{4}{@{}l@{}}{\textbf{Men}}" in tex
+        if shutil.which("pdflatex"):
+            assert "=1+1 & <b>_{x}</b>" in _compile(tex, tmp_path)
+    else:
+        assert "| **=1+1 & \\<b\\>\\_{x}\\</b\\> “W”** |  |  |  |" in data.decode()
 
 
 def _compile(tex: str, tmp_path: Path) -> str:

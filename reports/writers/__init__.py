@@ -21,6 +21,8 @@ FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # trigger (Excel shows #NAME?, and the guard's apostrophe stays visible), so +∞ is the
 # bare "∞"; −∞ uses the Unicode minus sign (U+2212), which no program runs.
 INFINITY_TEXT: dict[float, str] = {math.inf: "∞", -math.inf: "\u2212∞"}
+# How pandas and R read −∞ from a CSV. As a formula it can only give #NAME?, it runs nothing: it is not guarded.
+MACHINE_MINUS_INFINITY = "-inf"
 # Zip level for XLSX and DOCX: level 1 deflates a 4,000-row table's XML in a fifth of the default's (6)
 # time, for a file about a quarter larger; the XML inside is the same.
 ZIP_LEVEL = 1
@@ -35,13 +37,13 @@ def safe_cell(value: object) -> Cell:
     if isinstance(value, float):
         return INFINITY_TEXT.get(value, value)
     text = str(value)
-    return "'" + text if text.startswith(FORMULA_START) else text
+    return "'" + text if text.startswith(FORMULA_START) and text != MACHINE_MINUS_INFINITY else text
 
 
 def safe_row(row: Iterable[object]) -> list[Cell]:
     # safe_cell inlined for the common cells (plain str, int, None): this runs for every cell of every row.
     return [v if v is None or v.__class__ is int
-            else ("'" + v if v.startswith(FORMULA_START) else v) if v.__class__ is str
+            else ("'" + v if v.startswith(FORMULA_START) and v != MACHINE_MINUS_INFINITY else v) if v.__class__ is str
             else safe_cell(v) for v in row]
 
 
@@ -57,13 +59,21 @@ def unnumbered_caption(caption: str) -> str:
     return _TYPED_NUMBER.sub("", caption, count=1) or caption
 
 
+@dataclass(frozen=True)
+class Heading:
+    """A row that heads the rows after it (a section of the table): its text across the whole row, in bold
+    where the format has bold (a LaTeX \\multicolumn, a merged Word cell); the first cell of a CSV/XLSX row."""
+
+    text: str
+
+
 @dataclass
 class Table:
     """A caption, headers and rows (an iterator is fine: it is read once)."""
 
     caption: str
     headers: Sequence[str]
-    rows: Iterable[Sequence[Cell]]
+    rows: Iterable[Sequence[Cell] | Heading]
     # Optional hints: the number of rows (LaTeX picks longtable for long tables),
     # relative column widths, columns holding numbers (right-aligned), a LaTeX label.
     row_count: int | None = None

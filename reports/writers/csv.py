@@ -6,7 +6,7 @@ import csv
 import io
 from collections.abc import Iterator
 
-from reports.writers import NOTE_PREFIX, Table, safe_row
+from reports.writers import NOTE_PREFIX, Heading, Table, safe_row
 
 BOM = "\ufeff"
 FLUSH_ROWS = 500
@@ -21,7 +21,7 @@ def iter_csv(table: Table) -> Iterator[bytes]:
     writer.writerow(safe_row(table.headers))
     n = 0
     for row in table.iter_rows():
-        writer.writerow(safe_row(row))
+        writer.writerow(safe_row([row.text] if isinstance(row, Heading) else row))
         n += 1
         if n % FLUSH_ROWS == 0:
             yield buffer.getvalue().encode("utf-8")

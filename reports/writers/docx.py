@@ -28,7 +28,7 @@ from docx.shared import Cm, Inches, Mm, Pt
 
 from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
 from projects.numbers import number_text
-from reports.writers import ZIP_LEVEL, Cell, Table, unnumbered_caption
+from reports.writers import ZIP_LEVEL, Cell, Heading, Table, unnumbered_caption
 
 MARKER = "RTA-ROWS-GO-HERE"
 CAPTION_MARKER = "RTA-CAPTION-GOES-HERE"
@@ -223,6 +223,10 @@ class _CellWriter:
         self.above: dict[int, tuple[object, str]] = {}
 
     def row_xml(self, row) -> str:
+        if isinstance(row, Heading):  # one bold cell across the table, kept with the rows it heads
+            text = _styled_run(row.text, frozenset({BOLD}))
+            return (f'<w:tr><w:trPr><w:cantSplit/></w:trPr><w:tc><w:tcPr><w:gridSpan w:val="{len(self.cell_props)}"/>'
+                    f'</w:tcPr><w:p><w:pPr><w:keepNext/></w:pPr>{text}</w:p></w:tc></w:tr>')
         cells = []
         for i, value in enumerate(row):
             kind = value.__class__

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 
 from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
 from projects.numbers import number_text
-from reports.writers import Cell, Table, unnumbered_caption
+from reports.writers import Cell, Heading, Table, unnumbered_caption
 
 FLUSH_ROWS = 200
 LONG_WORD = 21  # characters (model ids stay whole): a longer unbroken run gets break points every BREAK_EVERY characters
@@ -193,7 +193,11 @@ def iter_latex(table: Table, *, standalone: bool = True) -> Iterator[bytes]:
         r"\multicolumn{%d}{@{}p{\linewidth}@{}}{\footnotesize\emph{Note.} %s}\\" % (cols, latex_escape(note)) + "\n"
         for note in table.notes) + "\\endlastfoot\n")
     for n, row in enumerate(table.iter_rows(), start=1):
-        out.append(" & ".join(latex_escape(v) for v in row) + " \\\\\n")
+        if isinstance(row, Heading):  # a section: a rule above it (but under the header's), its name across the row
+            out.append(("\\midrule\n" if n > 1 else "") + r"\multicolumn{%d}{@{}l@{}}{\textbf{%s}}\\" % (cols, latex_escape(row.text))
+                       + "\n")
+        else:
+            out.append(" & ".join(latex_escape(v) for v in row) + " \\\\\n")
         if n % FLUSH_ROWS == 0:
             yield "".join(out).encode("utf-8")
             out = []

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 
 from projects.numbers import number_text
-from reports.writers import INFINITY_TEXT, Cell, Table
+from reports.writers import INFINITY_TEXT, Cell, Heading, Table
 
 # Characters that would change the rendering (emphasis, links, HTML, cell borders).
 _SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")
@@ -29,7 +29,10 @@ def iter_markdown(table: Table) -> Iterator[bytes]:
     lines.append("| " + " | ".join(md_escape(h) for h in headers) + " |")
     lines.append("|" + "|".join("---:" if i in table.numeric else "---" for i in range(len(table.headers))) + "|")
     for n, row in enumerate(table.iter_rows(), start=1):
-        lines.append("| " + " | ".join(md_escape(v) for v in row) + " |")
+        if isinstance(row, Heading):
+            lines.append("| " + " | ".join([f"**{md_escape(row.text)}**", *[""] * (len(table.headers) - 1)]) + " |")
+        else:
+            lines.append("| " + " | ".join(md_escape(v) for v in row) + " |")
         if n % FLUSH_ROWS == 0:
             yield ("\n".join(lines) + "\n").encode("utf-8")
             lines = []

@@ -21,7 +21,7 @@ from openpyxl import Workbook
 from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 
-from reports.writers import ZIP_LEVEL, Table, safe_cell
+from reports.writers import ZIP_LEVEL, Heading, Table, safe_cell
 
 MAX_CELL = 32767  # Excel's limit on the characters in one cell
 # Ends a cell cut to that limit, so nobody quotes a cut answer as whole.
@@ -56,7 +56,7 @@ def write_xlsx(table: Table, out: BinaryIO) -> None:
                 buffer: list[str] = []
                 cells = _CellWriter(letters, styles)
                 for n, row in enumerate(table.iter_rows(), start=first):
-                    buffer.append(cells.row_xml(n, row))
+                    buffer.append(cells.row_xml(n, [row.text] if isinstance(row, Heading) else row))
                     if n % FLUSH_ROWS == 0:
                         f.write("".join(buffer).encode("utf-8"))
                         buffer = []
