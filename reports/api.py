@@ -70,6 +70,12 @@ class FrequencyRowSerializer(serializers.Serializer):
     ci_high = serializers.FloatField(required=False, allow_null=True)
 
 
+class FrequencySectionSerializer(serializers.Serializer):
+    label = serializers.CharField()
+    totals = serializers.ListField(child=serializers.IntegerField(), help_text="Each column's denominator in the section.")
+    rows = FrequencyRowSerializer(many=True)
+
+
 class FrequencyTableSerializer(serializers.Serializer):
     level = serializers.ChoiceField(choices=list(frequency.LEVELS))
     by = serializers.CharField(help_text="The attribute the columns are grouped by.")
@@ -80,6 +86,8 @@ class FrequencyTableSerializer(serializers.Serializer):
     group_a = serializers.ListField(child=serializers.CharField())
     group_b = serializers.ListField(child=serializers.CharField())
     rows = FrequencyRowSerializer(many=True)
+    sections = FrequencySectionSerializer(many=True, required=False,
+                                          help_text="With `sections`: each value's own totals and rows (those found in it).")
 
 
 class CodebookRowSerializer(serializers.Serializer):
@@ -174,6 +182,10 @@ class FrequencyTableView(ProjectScopedMixin, APIView):
         OpenApiParameter("rollup", bool, description="Parents include their children (default true)."),
         OpenApiParameter("correction", bool, description="Add 0.5 to each cell (default false)."),
         OpenApiParameter("suggestions", str, enum=["exclude"], description="Leave out accepted AI suggestions."),
+        OpenApiParameter("sections", str, description="An attribute (as `by`, but another) splitting the interviews into "
+                                                       "sections, each counted on its own."),
+        OpenApiParameter("infinity", str, enum=list(frequency.INFINITIES),
+                         description="How the downloads write an infinite ratio; JSON always gives \"+inf\"/\"-inf\"."),
     ], responses=FrequencyTableSerializer)
     def get(self, request: Request, project_uuid) -> Response:
         population = frequency.Population.of(self.project)
@@ -182,17 +194,24 @@ class FrequencyTableView(ProjectScopedMixin, APIView):
         except frequency.FrequencySpecError as e:
             raise ValidationError({"detail": str(e)}) from None
         table = frequency.frequency_table(self.project, spec, population)
+
+        def rows(found: list[frequency.FrequencyRow]) -> list[dict]:
+            return [{
+                "label": r.label, "uuid": r.uuid, "depth": r.depth,
+                "counts": r.counts, "percents": [None if p is None else round(p, 4) for p in r.percents],
+                **({"count_a": r.count_a, "count_b": r.count_b, "log_ratio": _ratio(r.log_ratio),
+                    "ci_low": _rounded(r.ratio.low), "ci_high": _rounded(r.ratio.high)} if spec.has_ratio else {}),
+            } for r in found]
+
+        sections = {"sections": [{"label": s.label, "totals": s.totals, "rows": rows(s.rows)} for s in table.sections]} \
+            if table.sections else {}
         return Response({
             "level": table.level, "by": spec.by, "by_label": table.by_label, "denominator": spec.denominator,
             "note": table.note(),
             "columns": [{"key": c.key, "label": c.label, "total": n} for c, n in zip(table.columns, table.totals, strict=True)],
             "group_a": table.group_a_labels, "group_b": table.group_b_labels,
-            "rows": [{
-                "label": r.label, "uuid": r.uuid, "depth": r.depth,
-                "counts": r.counts, "percents": [None if p is None else round(p, 4) for p in r.percents],
-                **({"count_a": r.count_a, "count_b": r.count_b, "log_ratio": _ratio(r.log_ratio),
-                    "ci_low": _rounded(r.ratio.low), "ci_high": _rounded(r.ratio.high)} if spec.has_ratio else {}),
-            } for r in table.rows],
+            "rows": rows(table.rows),
+            **sections,
         })
 
 

@@ -21,7 +21,16 @@ those codes' descendants. Off: each row counts only what is coded with it direct
 
 **Log ratio** between group A and group B (each a set of columns): ln(share in A / share in B),
 where share = a / n_A. 0 means equally common; "only in A" (+∞) and "only in B" (−∞) when the
-other group never has it; undefined (None) when neither group has it or a group is empty.
+other group never has it; undefined (None) when neither group has it (0/0) or a group is empty.
+An infinite ratio is written "only in A"/"only in B" (the default; spreadsheets leave the number empty
+and name it in the flag column) or, as papers print it, in a spelling chosen with ``infinity`` (INFINITIES);
+an undefined one is never written as an infinity, and the table's note says what each means.
+
+**Sections** (``sections``, off by default): the interviews are split by a second attribute, e.g. the label a
+probe's model predicted while the columns are the ground truth (the study's Table 2: "Women" and "Men"
+sections, W and M columns). Each section counts only its own interviews, has its own denominators and
+ratios, and lists the rows found in it; a section where nothing is coded says so. The counts are the
+same single query, over (section, column) cells.
 With the continuity correction, 0.5 is added to each cell of the 2×2 table (a + 0.5 of
 n_A + 1, b + 0.5 of n_B + 1), so every ratio is finite. The 95 % interval is Woolf's log
 method applied to a ratio of two shares: ln ratio ± 1.96 · √(1/a − 1/n_A + 1/b − 1/n_B)
@@ -41,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +63,7 @@ from interviews.models import Interview, Participant, Segment, Speaker
 from projects.models import Project
 from projects.numbers import rounded
 from reports.query_params import choice, flag
+from reports.writers import Heading
 from themes.models import Theme, ThemeCode
 
 LEVELS = ("code", "theme")
@@ -69,6 +79,15 @@ PARTICIPANT_FIELDS = {"participant": "Model (participant)", "provider": "Provide
                       "model_id": "Model id"}
 INTERVIEW_FIELDS = {"depth": "Interview depth", "origin": "Interview origin"}
 CASE_PREFIX, INTERVIEW_PREFIX = "case:", "interview:"
+# How an infinite log ratio is written. "words" names the group; the others put an infinity where the number goes.
+INFINITIES = {
+    "words": "only in A / only in B",
+    "symbol": "+∞ / −∞",
+    "paper": "+INF / –INF (as the study's Table 2)",
+    "inf": "inf / -inf (read as numbers by pandas and R)",
+}
+_INFINITY_TEXT = {"symbol": ("+∞", "\u2212∞"), "paper": ("+INF", "–INF"), "inf": ("inf", "-inf"),
+                  "words": ("only in A", "only in B")}
 
 
 class FrequencySpecError(ValueError):
@@ -86,6 +105,8 @@ class FrequencySpec:
     correction: bool = False
     # Codings a researcher made by accepting an AI suggestion; excluded, the table counts human coding only.
     with_suggestions: bool = True
+    sections: str = ""  # the attribute splitting the interviews into sections; "" for one flat table
+    infinity: str = "words"  # a key of INFINITIES
 
     @property
     def has_ratio(self) -> bool:
@@ -129,6 +150,10 @@ class Ratio:
     def finite(self) -> bool:
         return self.value is not None and not math.isinf(self.value)
 
+    @property
+    def infinite(self) -> bool:
+        return self.value is not None and math.isinf(self.value)
+
 
 @dataclass
 class FrequencyRow:
@@ -152,6 +177,25 @@ class FrequencyRow:
 
 
 @dataclass
+class Section:
+    """The rows of one value of the sections' attribute: counted over its interviews only."""
+
+    label: str
+    totals: list[int]
+    rows: list[FrequencyRow]
+    total_a: int = 0
+    total_b: int = 0
+
+    @property
+    def overall(self) -> int:
+        return sum(self.totals)
+
+    def overall_percent(self, row: FrequencyRow) -> float | None:
+        """The row's share over every column of the section: what it says when its columns are collapsed."""
+        return 100 * row.total / self.overall if self.overall else None
+
+
+@dataclass
 class FrequencyTable:
     level: str
     columns: list[Column]
@@ -164,6 +208,16 @@ class FrequencyTable:
     total_a: int = 0
     total_b: int = 0
     archived: set[str] = field(default_factory=set)  # uuids of the rows' codes out of use, their codings still counted
+    sections: list[Section] = field(default_factory=list)  # empty for a flat table
+    sections_label: str = ""
+
+    @property
+    def parts(self) -> list[Section]:
+        """The table's blocks of rows: its sections, or the one block of a flat table."""
+        return self.sections or [Section("", self.totals, self.rows, self.total_a, self.total_b)]
+
+    def _all_rows(self) -> Iterable[FrequencyRow]:
+        return (r for part in self.parts for r in part.rows)
 
     @property
     def max_percent(self) -> float:
@@ -173,10 +227,6 @@ class FrequencyTable:
     def overall(self) -> int:
         """The denominator over every column (each interview sits in exactly one)."""
         return sum(self.totals)
-
-    def overall_percent(self, row: FrequencyRow) -> float | None:
-        """The row's share over every column together: what the table says when its columns are collapsed."""
-        return 100 * row.total / self.overall if self.overall else None
 
     @property
     def totals_label(self) -> str:
@@ -191,6 +241,9 @@ class FrequencyTable:
                      else "Each row counts only what is coded with it directly.")
         if not self.spec.with_suggestions:
             parts.append("Codings made by accepting AI suggestions are left out.")
+        if self.sections:
+            parts.append(f"Sections: {self.sections_label}; each counts only its own interviews, with its own "
+                         f"totals and ratios, and lists the {self.level}s found in it.")
         if self.spec.has_ratio:
             parts.append(f"ln(A/B) compares group A ({', '.join(self.group_a_labels)}) with group B "
                          f"({', '.join(self.group_b_labels)}): the natural log of share in A over share in B.")
@@ -199,11 +252,21 @@ class FrequencyTable:
             parts.append("95% CI: Woolf's log method for a ratio of two shares, "
                          "ln ratio ± 1.96·√(1/a − 1/n_A + 1/b − 1/n_B); none for ratios only in A or only in B, "
                          "nor for rows in every unit of both groups (use the continuity correction for one).")
+            rows = list(self._all_rows())
+            if self.spec.infinity != "words" and any(r.ratio.infinite for r in rows):
+                plus, minus = _INFINITY_TEXT[self.spec.infinity]
+                parts.append(f"{plus} (or {minus}): only group A (or only group B) has the {self.level}; the other "
+                             "group's count is 0, so the ratio is infinite.")
+            if any(r.ratio.value is None for r in rows):
+                parts.append("— (empty in spreadsheets): undefined, not infinite: neither group has the "
+                             f"{self.level} (0/0), or a group has no {DENOMINATORS[self.spec.denominator]}.")
         return " ".join(parts)
 
     def headers(self) -> list[str]:
-        """Spreadsheet headers: numbers in columns of their own, the ratio's flag beside it."""
-        cols = ["Code" if self.level == "code" else "Theme"]
+        """Spreadsheet headers: numbers in columns of their own, the ratio's flag beside it; a sectioned table
+        names each row's section in a first column (one row per line, so the sheet stays sortable)."""
+        cols = ["Section"] if self.sections else []
+        cols.append("Code" if self.level == "code" else "Theme")
         for c in self.columns:
             cols += [f"{c.label} n", f"{c.label} %"]
         if self.spec.has_ratio:
@@ -211,41 +274,63 @@ class FrequencyTable:
         return cols
 
     def export_rows(self) -> Iterable[list[Any]]:
-        """Rows for CSV/XLSX: numeric columns hold numbers or nothing; infinite/undefined ratios are flagged."""
-        for r in self.rows:
-            cells: list[Any] = [_indent(r)]
-            for n, pct in zip(r.counts, r.percents, strict=True):
-                cells += [n, rounded(pct, 1)]
+        """Rows for CSV/XLSX: numbers where finite; an infinite ratio empty and flagged, or in the chosen spelling;
+        an undefined one empty and flagged; each section's rows, then its totals."""
+        for part in self.parts:
+            lead = [part.label] if self.sections else []
+            for r in part.rows:
+                cells: list[Any] = [*lead, _indent(r)]
+                for n, pct in zip(r.counts, r.percents, strict=True):
+                    cells += [n, rounded(pct, 1)]
+                if self.spec.has_ratio:
+                    cells += [r.count_a, r.count_b, self._sheet_ratio(r.ratio),
+                              _round(r.ratio.low), _round(r.ratio.high), r.ratio.flag]
+                yield cells
+            totals: list[Any] = [*lead, self.totals_label]
+            for n in part.totals:
+                totals += [n, None]
             if self.spec.has_ratio:
-                finite = r.ratio.finite
-                cells += [r.count_a, r.count_b, _round(r.ratio.value) if finite else None,
-                          _round(r.ratio.low), _round(r.ratio.high), r.ratio.flag]
-            yield cells
-        totals: list[Any] = [self.totals_label]
-        for n in self.totals:
-            totals += [n, None]
-        if self.spec.has_ratio:
-            totals += [self.total_a, self.total_b, None, None, None, ""]
-        yield totals
+                totals += [part.total_a, part.total_b, None, None, None, ""]
+            yield totals
+
+    def _sheet_ratio(self, ratio: Ratio) -> Any:
+        if ratio.finite:
+            return _round(ratio.value)
+        if ratio.value is None or self.spec.infinity == "words":
+            return None
+        if self.spec.infinity == "symbol":
+            return ratio.value  # the writers' own spreadsheet infinity (reports.writers.INFINITY_TEXT)
+        # A leading "+" would be guarded as a formula and show an apostrophe: +INF is the bare INF there, as +∞ is ∞.
+        return infinity_text(ratio.value, self.spec.infinity).removeprefix("+")
 
     def compact_headers(self) -> list[str]:
-        """One "n (%)" column per value, for tables in papers (LaTeX)."""
+        """One "n (%)" column per value, for tables in papers (LaTeX, Word)."""
         cols = ["Code" if self.level == "code" else "Theme", *(c.label for c in self.columns)]
         if self.spec.has_ratio:
             cols += ["A n", "B n", "ln(A/B)", "95% CI"]
         return cols
 
-    def compact_rows(self) -> Iterable[list[Any]]:
-        for r in self.rows:
-            cells: list[Any] = [_indent(r)]
-            cells += ["–" if pct is None else f"{n} ({rounded(pct, 1).text}%)" for n, pct in zip(r.counts, r.percents, strict=True)]
+    def compact_rows(self) -> Iterable[Sequence[Any] | Heading]:
+        """Rows for papers; a sectioned table heads each section's rows with its name, as the study's Table 2."""
+        for part in self.parts:
+            if self.sections:
+                yield Heading(part.label)
+                if not part.rows:
+                    yield [f"(no {self.level}s in these interviews)", *[None] * (len(self.compact_headers()) - 1)]
+            for r in part.rows:
+                cells: list[Any] = [_indent(r)]
+                cells += ["–" if pct is None else f"{n} ({rounded(pct, 1).text}%)"
+                          for n, pct in zip(r.counts, r.percents, strict=True)]
+                if self.spec.has_ratio:
+                    value = r.ratio.value
+                    ratio = (value if self.spec.infinity == "symbol" else infinity_text(value, self.spec.infinity)) \
+                        if r.ratio.infinite else format_ratio(value)  # ±inf as a float: each writer sets its own ∞
+                    cells += [r.count_a, r.count_b, ratio, format_interval(r.ratio)]
+                yield cells
+            totals: list[Any] = [self.totals_label, *part.totals]
             if self.spec.has_ratio:
-                cells += [r.count_a, r.count_b, format_ratio(r.ratio.value), format_interval(r.ratio)]
-            yield cells
-        totals: list[Any] = [self.totals_label, *self.totals]
-        if self.spec.has_ratio:
-            totals += [self.total_a, self.total_b, None, None]
-        yield totals
+                totals += [part.total_a, part.total_b, None, None]
+            yield totals
 
 
 def _indent(row: FrequencyRow) -> str:
@@ -280,13 +365,17 @@ def log_ratio(count_a: int, total_a: int, count_b: int, total_b: int) -> float |
     return ratio_estimate(count_a, total_a, count_b, total_b).value
 
 
-def format_ratio(value: float | None) -> str:
+def infinity_text(value: float, infinity: str = "words") -> str:
+    """An infinite ratio in the spelling `infinity` (a key of INFINITIES)."""
+    plus, minus = _INFINITY_TEXT[infinity]
+    return plus if value > 0 else minus
+
+
+def format_ratio(value: float | None, infinity: str = "words") -> str:
     if value is None:
-        return "—"
-    if value == math.inf:
-        return "only in A"
-    if value == -math.inf:
-        return "only in B"
+        return "—"  # undefined (0/0): never an infinity, whatever the spelling
+    if math.isinf(value):
+        return infinity_text(value, infinity)
     return _signed(value)
 
 
@@ -409,7 +498,18 @@ def spec_from_query(population: Population, query: Mapping[str, Any]) -> Frequen
         groups.append(frozenset(chosen))
     if groups[0] & groups[1]:
         raise FrequencySpecError("A value cannot be in both groups: the ratio compares two separate groups.")
+    sections = query.get("sections") or ""
+    if sections:
+        if sections not in {a.key for a in population.attributes()}:
+            raise FrequencySpecError(f"sections: there is no attribute {sections!r} in this project; choose a "
+                                     "participant field, a case variable or an interview attribute.")
+        if sections == attribute.key:
+            raise FrequencySpecError(f"sections: the columns are already by {attribute.label}; choose another "
+                                     "attribute for the sections (e.g. the predicted label when the columns are "
+                                     "the ground truth).")
     return FrequencySpec(level=level, group_a=groups[0], group_b=groups[1], by=attribute.key, denominator=denominator,
+                         sections=sections,
+                         infinity=choice(query, "infinity", {k: k for k in INFINITIES}, "words", FrequencySpecError),
                          rollup=flag(query, "rollup", True, FrequencySpecError),
                          correction=flag(query, "correction", False, FrequencySpecError),
                          with_suggestions=choice(query, "suggestions", {"include": True, "exclude": False}, True,
@@ -420,11 +520,24 @@ def spec_from_query(population: Population, query: Mapping[str, Any]) -> Frequen
 
 
 def frequency_table(project: Project, spec: FrequencySpec, population: Population | None = None) -> FrequencyTable:
-    """Counts and shares per code (or theme) × column, with the group log ratio (a fixed number of queries)."""
+    """Counts and shares per code (or theme) × column, with the group log ratio (a fixed number of queries).
+
+    A sectioned table counts (section, column) cells in the same single query; its flat rows (the heatmap's)
+    add the sections up, exact because every interview is in one section.
+    """
     population = population or Population.of(project)
     columns = population.columns(spec.by)
+    width = len(columns)
     index = {c.key: i for i, c in enumerate(columns)}
-    column_of = {iv: index[key] for iv, key in population.column_of(spec.by).items()}
+    column_of = population.column_of(spec.by)
+    sections = population.columns(spec.sections) if spec.sections else []
+    if sections:
+        section_index = {c.key: i for i, c in enumerate(sections)}
+        cell_of = {iv: section_index[key] * width + index[column_of[iv]]
+                   for iv, key in population.column_of(spec.sections).items()}
+    else:
+        cell_of = {iv: index[key] for iv, key in column_of.items()}
+    cells = width * max(len(sections), 1)
     # A code merged into another has handed it its codings: it would be a row of zeros beside its target.
     codes = list(Code.objects.for_project(project).filter(merged_into__isnull=True)
                  .only("id", "name", "uuid", "colour", "parent_id", "archived").order_by("position", "name"))
@@ -433,30 +546,46 @@ def frequency_table(project: Project, spec: FrequencySpec, population: Populatio
     else:
         items, members = _theme_items(project, codes, spec.rollup)
     # Kept under the version of the project's coding events (coding.queries.cached_counts) and everything else counted:
-    # the live codes (a trashed one leaves the coded segments), the rows' codes and the interviews' columns.
+    # the live codes (a trashed one leaves the coded segments), the rows' codes and the interviews' cells.
     inputs = (spec.denominator, spec.with_suggestions, [c.pk for c in codes],
-              sorted((k, sorted(v)) for k, v in members.items()), sorted(column_of.items()))
+              sorted((k, sorted(v)) for k, v in members.items()), sorted(cell_of.items()))
     counts, coded = cached_counts(project, "frequency", inputs,
-                                  lambda: _count(project, spec, members, column_of, len(columns)))
-    totals = _totals(project, spec, population, column_of, coded, len(columns))
+                                  lambda: _count(project, spec, members, cell_of, cells))
+    totals = _totals(project, spec, population, cell_of, coded, cells)
     picked_a = [i for c, i in index.items() if c in spec.group_a]
     picked_b = [i for c, i in index.items() if c in spec.group_b]
-    total_a, total_b = sum(totals[i] for i in picked_a), sum(totals[i] for i in picked_b)
-    rows = []
-    for key, label, uuid, colour, depth in items:
-        row_counts = counts.get(key) or [0] * len(columns)
-        row = FrequencyRow(label=label, uuid=uuid, colour=colour, depth=depth, counts=row_counts,
-                           percents=[100 * n / t if t else None for n, t in zip(row_counts, totals, strict=True)])
-        if spec.has_ratio:
-            row.count_a, row.count_b = sum(row_counts[i] for i in picked_a), sum(row_counts[i] for i in picked_b)
-            row.ratio = ratio_estimate(row.count_a, total_a, row.count_b, total_b, correction=spec.correction)
-        rows.append(row)
+
+    def block(label: str, counts: dict[Any, list[int]], totals: list[int], found_only: bool) -> Section:
+        """One block of rows over `width` columns: a section's (only the rows found in it) or the whole table's."""
+        total_a, total_b = sum(totals[i] for i in picked_a), sum(totals[i] for i in picked_b)
+        rows = []
+        for key, name, uuid, colour, depth in items:
+            row_counts = counts.get(key) or [0] * width
+            if found_only and not any(row_counts):
+                continue
+            row = FrequencyRow(label=name, uuid=uuid, colour=colour, depth=depth, counts=row_counts,
+                               percents=[100 * n / t if t else None for n, t in zip(row_counts, totals, strict=True)])
+            if spec.has_ratio:
+                row.count_a, row.count_b = sum(row_counts[i] for i in picked_a), sum(row_counts[i] for i in picked_b)
+                row.ratio = ratio_estimate(row.count_a, total_a, row.count_b, total_b, correction=spec.correction)
+            rows.append(row)
+        return Section(label, totals, rows, total_a, total_b)
+
+    parts = []
+    for n, section in enumerate(sections):
+        cut = slice(n * width, (n + 1) * width)
+        parts.append(block(section.label, {key: c[cut] for key, c in counts.items()}, totals[cut], found_only=True))
+    if sections:  # the whole table (the heatmap's) adds the sections up, column by column
+        counts = {key: [sum(c[i::width]) for i in range(width)] for key, c in counts.items()}
+        totals = [sum(totals[i::width]) for i in range(width)]
+    whole = block("", counts, totals, found_only=False)
     return FrequencyTable(
-        level=spec.level, columns=columns, totals=totals, rows=rows, spec=spec,
+        level=spec.level, columns=columns, totals=whole.totals, rows=whole.rows, spec=spec,
         by_label=population.attribute(spec.by).label,
         group_a_labels=[columns[i].label for i in picked_a], group_b_labels=[columns[i].label for i in picked_b],
-        total_a=total_a, total_b=total_b,
+        total_a=whole.total_a, total_b=whole.total_b,
         archived={str(c.uuid) for c in codes if c.archived} if spec.level == "code" else set(),
+        sections=parts, sections_label=population.attribute(spec.sections).label if sections else "",
     )
 
 

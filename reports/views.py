@@ -236,7 +236,7 @@ def _frequency(request: HttpRequest, membership, population: frequency.Populatio
     return frequency.frequency_table(membership.project, spec, population)
 
 
-FREQUENCY_CHOICES = ("level", "by", "a", "b", "denominator", "rollup", "correction", "suggestions")
+FREQUENCY_CHOICES = ("level", "by", "a", "b", "denominator", "rollup", "correction", "suggestions", "sections", "infinity")
 
 
 @login_required
@@ -250,6 +250,8 @@ def frequency_view(request: HttpRequest, project_uuid) -> HttpResponse:
         request.GET = request.GET.copy()
         for key in ("a", "b", "grouped"):
             request.GET.pop(key, None)
+        if request.GET.get("sections") == request.GET.get("by"):  # the sections' attribute became the columns'
+            request.GET.pop("sections")
     error, table = "", None
     try:
         table = _frequency(request, membership, population)
@@ -259,13 +261,16 @@ def frequency_view(request: HttpRequest, project_uuid) -> HttpResponse:
         for key in FREQUENCY_CHOICES:
             request.GET.pop(key, None)
         table = _frequency(request, membership, population)
+    breakdown = breakdown_shown(request, len(table.columns))
     context = _context(
-        membership, table=table, error=error, query=request.GET.urlencode(), attributes=population.attributes(),
-        denominators=frequency.DENOMINATORS.items(),
+        membership, table=table, error=error, breakdown=breakdown, query=request.GET.urlencode(), attributes=population.attributes(),
+        denominators=frequency.DENOMINATORS.items(), infinities=frequency.INFINITIES.items(),
         heatmap=mark_safe(heatmap_svg(table, _frequency_title(membership.project, table))),  # noqa: S308 - built with escaping
-        rows=[(r, list(zip(r.counts, r.percents, strict=True)), frequency.format_ratio(r.ratio.value),
-               frequency.format_interval(r.ratio), table.overall_percent(r)) for r in table.rows],
-        breakdown=breakdown_shown(request, len(table.columns)),
+        parts=[(part, [(r, list(zip(r.counts, r.percents, strict=True)),
+                        frequency.format_ratio(r.ratio.value, table.spec.infinity), frequency.format_interval(r.ratio),
+                        part.overall_percent(r)) for r in part.rows])
+               for part in table.parts],
+        span=1 + 2 * (len(table.columns) if breakdown else 1) + (4 if table.spec.has_ratio else 0),
     )
     if request.htmx and not request.htmx.boosted:
         # The error is shown inline in the fragment; htmx only swaps 2xx responses.
@@ -275,16 +280,17 @@ def frequency_view(request: HttpRequest, project_uuid) -> HttpResponse:
 
 def _frequency_title(project, table: frequency.FrequencyTable) -> str:
     what = "Code" if table.level == "code" else "Theme"
-    return f"{what} frequency by {table.by_label.lower()}: {project.name}"
+    sections = f" in sections by {table.sections_label.lower()}" if table.sections else ""
+    return f"{what} frequency by {table.by_label.lower()}{sections}: {project.name}"
 
 
-FREQUENCY_FORMATS = ("csv", "xlsx", "tex", "svg", "png")
+FREQUENCY_FORMATS = ("csv", "xlsx", "docx", "tex", "svg", "png")
 
 
 @login_required
 @require_GET
 def frequency_export(request: HttpRequest, project_uuid) -> HttpResponse:
-    """The frequency table as CSV/XLSX/LaTeX, or its heatmap as SVG/PNG."""
+    """The frequency table as CSV/XLSX/Word/LaTeX, or its heatmap as SVG/PNG."""
     membership = member_or_404(request, project_uuid)
     fmt = request.GET.get("format", "")
     if fmt not in FREQUENCY_FORMATS:
@@ -306,15 +312,21 @@ def frequency_export(request: HttpRequest, project_uuid) -> HttpResponse:
         response = HttpResponse(heatmap_png(table), content_type="image/png")
         response["Content-Disposition"] = f'attachment; filename="{stem}.png"'
         return response
-    # Papers get one "n (%)" column per group and the note in the caption; spreadsheets get numbers in
-    # columns of their own, with infinite or undefined ratios left empty and named in a flag column.
+    # Papers get one "n (%)" column per group, sections as headings, and the note in the caption (LaTeX) or under
+    # the table (Word); spreadsheets get numbers in columns of their own, a section column, and the note after the rows.
+    notes = [table.note()]
     if fmt == "tex":
-        headers, rows, caption = table.compact_headers(), table.compact_rows(), f"{title}. {table.note()}"
+        headers, rows, caption, notes = table.compact_headers(), table.compact_rows(), f"{title}. {table.note()}", []
+    elif fmt == "docx":
+        headers, rows, caption = table.compact_headers(), table.compact_rows(), title
     else:
         headers, rows, caption = table.headers(), table.export_rows(), title
-    numeric = frozenset(range(1, len(headers) - (1 if table.spec.has_ratio else 0)))  # the flag or interval is text
-    out = Table(caption=caption, headers=headers, rows=rows, row_count=len(table.rows) + 1, numeric=numeric,
-                widths=[3.0] + [1.2] * (len(headers) - 1), label=f"tab:{table.level}-frequency", **page_from_query(request.GET))
+    labels = 2 if table.sections and fmt in ("csv", "xlsx") else 1  # the section and the code are text
+    numeric = frozenset(range(labels, len(headers) - (1 if table.spec.has_ratio else 0)))  # the flag or interval is text
+    out = Table(caption=caption, headers=headers, rows=rows, notes=notes,
+                row_count=sum(len(p.rows) + 2 for p in table.parts), numeric=numeric,
+                widths=[1.5] * (labels - 1) + [3.0] + [1.2] * (len(headers) - labels),
+                label=f"tab:{table.level}-frequency", **page_from_query(request.GET))
     return _download(out, fmt, f"{stem}.{FORMATS[fmt][0]}")
 
 

@@ -88,6 +88,32 @@ def test_frequency_by_an_interview_attribute_with_correction(page, login, live_s
     expect(feeling.locator(".ratio")).to_have_text("0.00")
 
 
+def test_frequency_in_sections_like_the_studys_table_2(page, login, live_server, world, analyst):
+    from interviews.models import Interview
+
+    llama = Interview.objects.get(project=world.project, title="Llama on home")
+    for interview, truth, predicted in ((world.interviews["gpt"], "W", "woman"), (world.interviews["claude"], "M", "woman"),
+                                        (llama, "M", "man")):
+        interview.metadata = {"author_gender": truth, "predicted": predicted}
+        interview.save(update_fields=["metadata"])
+    login(page, analyst)
+    page.goto(f"{live_server.url}/p/{world.project.uuid}/reports/frequency/?by=interview:author_gender&a=W&b=M")
+    page.get_by_label("Sections by").select_option(label="Interview: predicted")
+    expect(page.locator("#frequency-table .section-heading")).to_have_text(["man", "woman"])
+    # Llama ("man") has nothing coded; in "woman" Structure is only in W (GPT), AI self only in M (Claude).
+    expect(page.locator("#frequency-table tbody").first).to_contain_text("No codes in these interviews.")
+    page.get_by_label("Infinite ln(A/B) as").select_option(label="+∞ / −∞")
+    woman = page.locator("#frequency-table tbody").nth(1)
+    expect(woman.locator("tr", has_text="Structure").locator(".ratio")).to_have_text("+∞")
+    expect(woman.locator("tr", has_text="AI self").locator(".ratio")).to_have_text("−∞")
+    expect(page.locator("#frequency-note")).to_contain_text("Sections: Interview: predicted")
+    # Columns by the sections' attribute: the sections go, rather than the page refusing the choice.
+    page.get_by_label("Columns by").select_option(label="Interview: predicted")
+    expect(page.locator("#frequency-table thead")).to_contain_text("woman")
+    expect(page.locator("#frequency-table .section-heading")).to_have_count(0)
+    expect(page.locator("#frequency-error")).to_have_count(0)
+
+
 def test_case_variables_table_and_statistics_summary(page, login, live_server, world, analyst):
     login(page, analyst)
     page.goto(f"{live_server.url}/p/{world.project.uuid}/interviews/participants/")

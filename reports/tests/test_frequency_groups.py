@@ -178,7 +178,7 @@ def test_spreadsheets_hold_numbers_only_and_flag_infinite_ratios(reviews, client
     rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
     assert rows[0] == ["Code", "M n", "M %", "W n", "W %", "Group A n", "Group B n", "ln(A/B)", "95% CI low",
                        "95% CI high", "ln(A/B) flag"]
-    by = {r[0]: r for r in rows}
+    by = {r[0]: r for r in rows if r}  # the note follows the rows, after a blank line
     assert by["Emotion"][7:] == ["-0.69", "-1.67", "0.29", ""]
     assert by["— Expressive"][5:] == ["2", "0", "", "", "", "only in A"]
     assert by["— Aggression"][-1] == "only in B"

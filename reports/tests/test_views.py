@@ -59,6 +59,7 @@ def queries(client, path: str, **kw) -> tuple[int, object]:
 
 READ_PAGES = [
     ("index", (), ""), ("excerpts", (), ""), ("frequency", (), ""), ("frequency_export", (), "?format=csv"),
+    ("frequency_export", (), "?format=docx&sections=participant&by=provider&infinity=symbol"),
     ("statistics_download", ("tex",), ""), ("statistics_download", ("csv",), ""), ("statistics_download", ("xlsx",), ""),
 ]
 
@@ -324,7 +325,7 @@ def test_frequency_exports(world, client_for, owner, fmt, tmp_path):
         rows = list(csv.reader(io.StringIO(data.decode("utf-8-sig"))))
         assert rows[0][:3] == ["Code", "Claude n", "Claude %"] and rows[0][-4:] == [
             "ln(A/B)", "95% CI low", "95% CI high", "ln(A/B) flag"]
-        by = {r[0]: r for r in rows}
+        by = {r[0]: r for r in rows if r}  # the note follows the rows, after a blank line
         # Numeric columns hold numbers or nothing; an infinite or undefined ratio is named in the flag column.
         assert by["Structure"][-4:] == ["", "", "", "only in A"] and by["AI self"][-4:] == ["", "", "", "only in B"]
         assert by["Unused"][-1] == "undefined"
