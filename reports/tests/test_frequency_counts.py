@@ -112,3 +112,20 @@ def test_a_trashed_code_outside_every_theme_leaves_the_theme_tables_coded_segmen
     assert frequency_table(world.project, spec).totals == [2, 5, 0]
     trash_move(obj=loose, actor=world.owner)
     assert frequency_table(world.project, spec).totals == [2, 4, 0]
+
+
+@pytest.mark.parametrize(("level", "denominator"), list(itertools.product(["code", "theme"], list(frequency.DENOMINATORS))))
+def test_sections_show_the_numbers_of_a_plain_recount_and_add_up_to_the_flat_table(tangled, monkeypatch, level,
+                                                                                 denominator):
+    spec = FrequencySpec(level=level, denominator=denominator, by="participant", sections="interface")
+    counted = frequency_table(tangled.project, spec)
+    recounted = _recounted(monkeypatch, tangled.project, spec)
+    assert [s.label for s in counted.sections] == ["api", "web"]  # Llama by API; GPT-4o and Claude on the web
+    for mine, plain in zip(counted.sections, recounted.sections, strict=True):
+        assert mine.totals == plain.totals
+        assert [(r.label, r.counts) for r in mine.rows] == [(r.label, r.counts) for r in plain.rows]
+    flat = frequency_table(tangled.project, FrequencySpec(level=level, denominator=denominator, by="participant"))
+    assert counted.totals == flat.totals and [r.counts for r in counted.rows] == [r.counts for r in flat.rows]
+    for i in range(len(flat.columns)):
+        assert sum(s.totals[i] for s in counted.sections) == flat.totals[i]
+    assert any(r.total for s in counted.sections for r in s.rows)
