@@ -221,7 +221,7 @@ class FrequencyTable:
 
     @property
     def max_percent(self) -> float:
-        return max((p for r in self.rows for p in r.percents if p is not None), default=0.0)
+        return max((p for r in self._all_rows() for p in r.percents if p is not None), default=0.0)
 
     @property
     def overall(self) -> int:

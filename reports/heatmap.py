@@ -2,7 +2,8 @@
 
 Cell colour is the share of the model's coded segments (0 → white, the table's largest
 share → full blue), so a glance compares models of different answer lengths. Each cell
-also prints its count and share, so the figure reads in greyscale too.
+also prints its count and share, so the figure reads in greyscale too. A sectioned table
+draws each section under its name, with its own shares, as the table does.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from xml.sax.saxutils import escape, quoteattr
 from PIL import Image, ImageDraw, ImageFont
 
 from projects.text import shortened
-from reports.frequency import FrequencyTable
+from reports.frequency import FrequencyRow, FrequencyTable
 
 CELL_W, CELL_H = 96, 30
 LABEL_W_MAX = 320
@@ -47,8 +48,20 @@ def _label(row) -> str:
     return ("   " if row.depth else "") + row.label
 
 
+def _lines(table: FrequencyTable) -> list[FrequencyRow | str]:
+    """The figure's lines from the top: the rows, each section's under its name (a str) when sectioned."""
+    if not table.sections:
+        return list(table.rows)
+    lines: list[FrequencyRow | str] = []
+    for part in table.sections:
+        empty = FrequencyRow(label=f"(no {table.level}s in these interviews)", uuid="", colour="", depth=0, counts=[],
+                             percents=[])
+        lines += [part.label, *(part.rows or [empty])]
+    return lines
+
+
 def _label_width(table: FrequencyTable) -> int:
-    longest = max((len(_label(r)) for r in table.rows), default=10)
+    longest = max((len(line if isinstance(line, str) else _label(line)) for line in _lines(table)), default=10)
     return min(LABEL_W_MAX, 24 + 7 * longest)
 
 
@@ -74,7 +87,8 @@ def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
     label_w = _label_width(table)
     turned, head_h, right = _column_head(table)
     width = label_w + CELL_W * len(table.columns) + 8 + right
-    height = head_h + CELL_H * len(table.rows) + 8
+    lines = _lines(table)
+    height = head_h + CELL_H * len(lines) + 8
     top = table.max_percent
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
@@ -88,8 +102,12 @@ def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
         place = (f'x="{x - 8:.0f}" y="{y}" transform="rotate(-45 {x - 8:.0f} {y})"' if turned
                  else f'x="{x:.0f}" y="{y}" text-anchor="middle"')
         out.append(f'<text {place} font-weight="600"><title>{escape(p.label)}</title>{shown}</text>')
-    for i, row in enumerate(table.rows):
+    for i, row in enumerate(lines):
         y = head_h + CELL_H * i
+        if isinstance(row, str):  # a section's name
+            out.append(f'<text x="6" y="{y + CELL_H / 2 + 4:.0f}" font-weight="700"><title>{escape(row)}</title>'
+                       f"{escape(_cut(row, ROW_LABEL_MAX))}</text>")
+            continue
         out.append(f'<text x="{6 + 12 * min(row.depth, 3)}" y="{y + CELL_H / 2 + 4:.0f}"><title>{escape(row.label)}</title>'
                    f"{escape(_cut(row.label, ROW_LABEL_MAX))}</text>")
         for j, (n, share) in enumerate(zip(row.counts, row.percents, strict=True)):
@@ -105,11 +123,12 @@ def heatmap_svg(table: FrequencyTable, title: str = "") -> str:
 
 # DejaVu (Debian's fonts-dejavu-core, where installed) covers far more scripts than Pillow's bundled font.
 SYSTEM_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+SYSTEM_BOLD_FONT = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
 
 
-def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
+def _font(size: int, path: str = SYSTEM_FONT) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
     try:
-        return ImageFont.truetype(SYSTEM_FONT, size)
+        return ImageFont.truetype(path, size)
     except OSError:
         return ImageFont.load_default(size=size)
 
@@ -117,7 +136,8 @@ def _font(size: int) -> ImageFont.FreeTypeFont | ImageFont.ImageFont:
 def heatmap_png(table: FrequencyTable, scale: int = 2) -> bytes:
     label_w, CELL_W = _label_width(table), _cell_w(table)  # noqa: N806 - the module constant, widened
     width = label_w + CELL_W * len(table.columns) + 8
-    height = HEAD_H + CELL_H * len(table.rows) + 8
+    lines = _lines(table)
+    height = HEAD_H + CELL_H * len(lines) + 8
     image = Image.new("RGB", (width * scale, height * scale), "white")
     draw = ImageDraw.Draw(image)
     font = _font(FONT_SIZE * scale)
@@ -125,8 +145,12 @@ def heatmap_png(table: FrequencyTable, scale: int = 2) -> bytes:
     for j, p in enumerate(table.columns):
         x = (label_w + CELL_W * j + CELL_W / 2) * scale
         draw.text((x, (HEAD_H - 14) * scale), p.label[:26], fill="#1f2328", font=font, anchor="ms")
-    for i, row in enumerate(table.rows):
+    bold = _font(FONT_SIZE * scale, SYSTEM_BOLD_FONT)
+    for i, row in enumerate(lines):
         y = HEAD_H + CELL_H * i
+        if isinstance(row, str):  # a section's name
+            draw.text((6 * scale, (y + CELL_H / 2) * scale), row[:44], fill="#1f2328", font=bold, anchor="lm")
+            continue
         draw.text((6 * scale, (y + CELL_H / 2) * scale), _label(row)[:44], fill="#1f2328", font=font, anchor="lm")
         for j, (n, share) in enumerate(zip(row.counts, row.percents, strict=True)):
             fill = _colour(share, top)

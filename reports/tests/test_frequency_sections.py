@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import xml.etree.ElementTree as ET
 
 import openpyxl
 import pytest
@@ -15,10 +16,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from docx import Document
+from PIL import Image
 
 from coding.models import Code
 from projects import live
 from reports.frequency import FrequencySpecError, format_ratio
+from reports.heatmap import heatmap_png, heatmap_svg
 from reports.tests.tables_world import code, seg
 from reports.tests.test_frequency_groups import Reviews, by_label, export, reviews, table  # noqa: F401 - fixture
 from reports.tests.test_views import compiles
@@ -171,6 +174,23 @@ def test_a_hostile_section_name_is_text_in_every_format(predicted, client_for, o
     assert docx_rows(export(c, predicted, "docx", SECTIONED))[1][0] == hostile
     page = c.get(reverse("reports:frequency", args=[predicted.project.uuid]) + "?" + SECTIONED).content.decode()
     assert "=HYPERLINK(&quot;http://evil.example/&quot;,&quot;x&quot;) &amp; {b}_%</th>" in page
+
+
+def test_the_heatmap_draws_each_section_under_its_name(predicted, client_for, owner):
+    t = table(predicted, SECTIONED)
+    svg = heatmap_svg(t, "Codes")
+    ET.fromstring(svg)  # well-formed
+    names = [e.text or e.find("{http://www.w3.org/2000/svg}title").tail
+             for e in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text") if e.get("font-weight") == "700"]
+    assert names == ["man", "unsure", "woman"] and "(no codes in these interviews)" in svg
+    assert svg.count("<rect") == 1 + (4 + 3) * 2  # the background, then man's 4 rows and woman's 3 over 2 columns
+    # Each section's own shares: Expressive is 1 of W's 2 coded segments in "man" (50%), not 2 of 4 overall.
+    assert "Expressive · W: 1 (50%)" in svg
+    flat = Image.open(io.BytesIO(heatmap_png(table(predicted, RATIOS))))
+    sectioned = Image.open(io.BytesIO(heatmap_png(t)))
+    assert sectioned.height > flat.height and sectioned.format == "PNG"
+    data = export(client_for(owner), predicted, "svg", SECTIONED)
+    assert b"font-weight=\"700\"" in data
 
 
 def test_the_sectioned_page_costs_the_queries_of_the_flat_one(predicted, client_for, owner):
