@@ -46,6 +46,7 @@ def _pages(project) -> dict[str, str]:
         "reports": reverse("reports:index", args=[p]),
         "excerpt table": reverse("reports:excerpts", args=[p]),
         "frequency": reverse("reports:frequency", args=[p]),
+        "frequency in sections": reverse("reports:frequency", args=[p]) + "?sections=provider&infinity=symbol",
         "probes": reverse("probes:list", args=[p]),
         "trash": reverse("projects:trash", args=[p]),
     }

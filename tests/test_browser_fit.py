@@ -130,7 +130,8 @@ def _queries(world: World) -> dict[str, list[str]]:
     return {
         "themes:snapshot_compare": [f"?a={snapshot}&b={snapshot}"],
         "coding:codebook": ["", "?breakdown=show"],
-        "reports:frequency": ["", "?breakdown=show", "?level=theme&breakdown=show"],
+        "reports:frequency": ["", "?breakdown=show", "?level=theme&breakdown=show",
+                              "?sections=provider&infinity=paper&breakdown=show"],
     }
 
 
