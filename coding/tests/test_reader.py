@@ -887,3 +887,50 @@ def test_long_texts_are_cut_and_counted_and_evidence_not_in_the_sentence_is_mark
     assert "Evidence: “Belonging  grows\nslowly”" in page
     assert "Evidence (<strong data-not-a-quote>not a quote</strong> of the sentence): time matters most" in page
     assert "“time matters most”" not in page and page.count("data-not-a-quote") == 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_moves_suggestions_left_on_merged_codes_to_the_last_code_once(
+        project, owner, interview, participant_segments, make_code):
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    from coding.models import Suggestion
+
+    s = participant_segments
+    a, b, c, trashed = (make_code(name) for name in ("Belonging", "Home", "Roots", "Food"))
+    services.code_merge(source=a, target=b, actor=owner)
+    services.code_merge(source=b, target=c, actor=owner)
+    Code.objects.filter(pk=a.pk).update(deleted_at="2026-11-01T00:00:00Z")  # merged, then put in the trash
+    Code.objects.filter(pk=trashed.pk).update(deleted_at="2026-11-01T00:00:00Z")
+    runs = [SuggestionRun.objects.create(project=project, model="m", endpoint_url="http://x", prompt_version="1",
+                                         codebook=[], windows=[]) for _ in range(2)]
+
+    def left(code, segment, run=runs[0], **kw):  # as merges left them before they moved suggestions
+        return Suggestion.objects.create(run=run, segment=segment, interview=interview, code=code, **kw)
+
+    via_two_merges, other_run = left(a, s[0]), left(a, s[0], run=runs[1])
+    on_target, same_as_target = left(c, s[1], rationale="kept"), left(b, s[1])
+    first_of_two, second_of_two = left(a, s[2]), left(b, s[2])
+    rejected = left(a, s[3], status="rejected")
+    in_trash = left(trashed, s[4])
+
+    def migrate_again() -> None:
+        executor = MigrationExecutor(connection)
+        executor.migrate([("coding", "0009_names_one_whatever_their_case")])
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+
+    migrate_again()
+    after = {x.pk: (x.segment_id, x.code_id, x.status) for x in Suggestion.objects.all()}
+    assert after == {
+        via_two_merges.pk: (s[0].pk, c.pk, "pending"), other_run.pk: (s[0].pk, c.pk, "pending"),
+        on_target.pk: (s[1].pk, c.pk, "pending"),
+        first_of_two.pk: (s[2].pk, c.pk, "pending"),
+        rejected.pk: (s[3].pk, a.pk, "rejected"),  # decided with the code it named
+        in_trash.pk: (s[4].pk, trashed.pk, "pending"),  # trashed, not merged: nowhere to go
+    }
+    assert not Suggestion.objects.filter(pk__in=[same_as_target.pk, second_of_two.pk]).exists()
+    assert Suggestion.objects.get(pk=on_target.pk).rationale == "kept"
+    migrate_again()
+    assert {x.pk: (x.segment_id, x.code_id, x.status) for x in Suggestion.objects.all()} == after
