@@ -52,7 +52,7 @@ def _datetime(value: dt.datetime | None) -> str | None:
         return None
     if value.tzinfo is not None:
         value = value.astimezone(dt.UTC)
-    return value.replace(tzinfo=None, microsecond=0).isoformat() + "Z"
+    return value.replace(tzinfo=None).isoformat() + "Z"  # fractions of a second too (xs:dateTime has them): exact
 
 
 class _Builder:

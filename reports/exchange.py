@@ -55,8 +55,9 @@ import json
 import re
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from itertools import pairwise
 from typing import BinaryIO
 
@@ -93,6 +94,10 @@ from themes.models import Memo, MemoRevision, Theme, ThemeCode, ThemeStatusChang
 
 TURNS_VARIABLE = "RTA turns"
 CASE_VARIABLES = ("provider", "model", "interface")
+SNAPSHOT_VARIABLE = "snapshot date"
+# A participant's free attribute named like one of ours travels under this prefix (the import takes it off).
+ATTRIBUTE_PREFIX = "attribute: "
+_VARIABLE_TYPES = {bool: "Boolean", int: "Integer", float: "Float", str: "Text"}
 # The note on a coding that was an accepted AI suggestion (REFI-QDA codings have no origin); the import reads it back.
 ACCEPTED_SUGGESTION_NOTE = "Accepted AI suggestion (RTA Studio's second reader)"
 # The note on the selection of a whole source that carries its interview's case codings; the import reads it back.
@@ -182,7 +187,8 @@ class _Exporter:
             guid=str(interview.uuid), name=interview.title, text="".join(pieces),
             description=_provenance_description(interview, turns),
             creating_user=self.user_guid(interview.created_by),
-            created=interview.conducted_at or interview.created_at,
+            # The date the interview was conducted, absent when it has none: an import must not date it at export time.
+            created=interview.conducted_at,
             variable_values=[refiqda.VariableValue(_guid("variable", TURNS_VARIABLE), json.dumps(turn_map))],
         )
         selections: dict[tuple[int, int], refiqda.Selection] = {}
@@ -335,12 +341,22 @@ def project_to_refiqda(project: Project) -> refiqda.Project:
     variables = [refiqda.Variable(guid=_guid("variable", name), name=name) for name in CASE_VARIABLES]
     variables.append(refiqda.Variable(guid=_guid("variable", TURNS_VARIABLE), name=TURNS_VARIABLE,
                                       description="Where each turn's text lies in this source (code points, JSON)."))
+    variables.append(refiqda.Variable(guid=_guid("variable", SNAPSHOT_VARIABLE), name=SNAPSHOT_VARIABLE, type="Date",
+                                      description="The date of the model snapshot interviewed."))
+    participants = list(Participant.objects.filter(project=project).order_by("label"))
+    attribute_variables, attribute_value = _attribute_variables(participants)
+    variables += attribute_variables
     cases = []
-    for p in Participant.objects.filter(project=project).order_by("label"):
+    for p in participants:
         values = [p.provider, p.model_id, p.interface]
         cases.append(refiqda.Case(
             guid=str(p.uuid), name=p.label,
-            variable_values=[refiqda.VariableValue(_guid("variable", n), v) for n, v in zip(CASE_VARIABLES, values, strict=True)],
+            variable_values=[
+                *(refiqda.VariableValue(_guid("variable", n), v) for n, v in zip(CASE_VARIABLES, values, strict=True)),
+                # Absent values are left out, so they come back absent (not as an empty date or attribute).
+                *([refiqda.VariableValue(_guid("variable", SNAPSHOT_VARIABLE), p.snapshot_date)] if p.snapshot_date else []),
+                *(refiqda.VariableValue(_guid("attribute", key), attribute_value(key, value))
+                  for key, value in sorted((p.attributes or {}).items()))],
             source_refs=[str(i.uuid) for i in interviews if i.participant_id == p.pk]))
     sets = theme_sets(project, code_guids)
     qp = refiqda.Project(
@@ -352,6 +368,37 @@ def project_to_refiqda(project: Project) -> refiqda.Project:
                   sets=sets)
     qp.users = list(ex.users.values())
     return qp
+
+
+def _attribute_variables(participants: list[Participant]) -> tuple[list[refiqda.Variable], Callable[[str, object], object]]:
+    """A case variable per free participant attribute, typed by its values (Text when they differ in type), and
+    how to write one value: as itself, or as text (JSON for a list or an object) in a Text variable."""
+    kinds: dict[str, set[type]] = defaultdict(set)
+    for p in participants:
+        for key, value in (p.attributes or {}).items():
+            if value is not None:
+                kinds[key].add(type(value))
+    types = {key: _VARIABLE_TYPES.get(next(iter(k)), "Text") if len(k) == 1 else "Text" for key, k in kinds.items()}
+    reserved = {*CASE_VARIABLES, TURNS_VARIABLE.lower(), SNAPSHOT_VARIABLE}
+    variables = [refiqda.Variable(guid=_guid("attribute", key), type=types.get(key, "Text"),
+                                  name=f"{ATTRIBUTE_PREFIX}{key}" if key.strip().lower() in reserved else key)
+                 for key in sorted({key for p in participants for key in (p.attributes or {})})]
+
+    def value(key: str, v: object) -> object:
+        if v is None or isinstance(v, str) or types[key] != "Text":
+            return v
+        return json.dumps(v, ensure_ascii=False)
+
+    return variables, value
+
+
+def _attribute(value: object) -> object:
+    """A case variable's value as a participant attribute (JSON): a decimal as a number, a date as its ISO text."""
+    if isinstance(value, Decimal):
+        return float(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
 
 
 def _export_memos(ex: _Exporter, qp: refiqda.Project, project: Project, *, sources: dict[int, refiqda.TextSource],
@@ -594,16 +641,21 @@ class _Importer:
         """Participant per source guid, from the cases that name the sources."""
         by_source: dict[str, Participant] = {}
         taken: set[str] = set()
-        var_names = {g: n for n, g in self.variables.items()}
+        var_names = {refiqda.norm_guid(v.guid): v.name.strip() for v in self.qp.variables}  # attributes keep their case
+        ours = {*CASE_VARIABLES, SNAPSHOT_VARIABLE}
         for case in self.qp.cases:
-            values = {var_names.get(refiqda.norm_guid(vv.variable_guid), ""): vv.value for vv in case.variable_values}
-            attrs = {k: (v if isinstance(v, (str, int, bool)) or v is None else str(v))
-                     for k, v in values.items() if k and k not in CASE_VARIABLES}
+            named = {var_names.get(refiqda.norm_guid(vv.variable_guid), ""): vv.value for vv in case.variable_values}
+            values = {k.lower(): v for k, v in named.items() if k.lower() in ours}
+            attrs = {k.removeprefix(ATTRIBUTE_PREFIX): _attribute(v) for k, v in named.items()
+                     if k and k.lower() not in ours and k.lower() != TURNS_VARIABLE.lower()}
             interface = str(values.get("interface") or "web").lower()
+            snapshot = values.get(SNAPSHOT_VARIABLE)
             p = Participant.objects.create(
                 project=self.project, label=_unique_name(case.name or "Case", taken, 100),
                 provider=str(values.get("provider") or "")[:100], model_id=str(values.get("model") or "")[:200],
                 interface=interface if interface in Participant.Interface.values else Participant.Interface.WEB,
+                snapshot_date=snapshot.date() if isinstance(snapshot, dt.datetime) else
+                snapshot if isinstance(snapshot, dt.date) else None,
                 attributes=attrs)
             for ref in case.source_refs:
                 by_source.setdefault(refiqda.norm_guid(ref), p)
@@ -872,6 +924,9 @@ class _Importer:
                                                kind=memo.kind, author=author)
         if name:
             self.kept += [(memo, "author_id", name), (memo, "updated_by_id", name), (revision, "author_id", name)]
+        if dates := _note_dates(note):
+            Memo.objects.filter(pk=memo.pk).update(**dates)
+            MemoRevision.objects.filter(pk=revision.pk).update(created_at=dates["updated_at"])
         self.result.memos += 1
 
     def import_familiarisation_notes(self, found: list[tuple[refiqda.Note, str, Interview, Turn | None, str]]) -> None:
@@ -880,7 +935,7 @@ class _Importer:
         A note whose place its author already has (people kept as names all write as the importer) becomes a
         familiarisation memo on the interview, so no note is lost.
         """
-        rows, names, taken = [], [], set()
+        rows, names, file_notes, taken = [], [], [], set()
         for note, text, interview, turn, quote in sorted(found, key=lambda f: self.person(f[0].creating_user)[0] is None):
             account, name = self.person(note.creating_user)
             author = account or self.owner  # a note needs an account: a name-only author's is the importer's
@@ -894,9 +949,20 @@ class _Importer:
             taken.add(place)
             rows.append(Note(interview=interview, turn=turn, author=author, text=text))
             names.append(name)
+            file_notes.append(note)
         Note.objects.bulk_create(rows)
+        for row, note in zip(rows, file_notes, strict=True):
+            if dates := _note_dates(note):
+                Note.objects.filter(pk=row.pk).update(**dates)
         self.kept.extend((row, "author_id", name) for row, name in zip(rows, names, strict=True) if name)
         self.result.notes += len(rows)
+
+
+def _note_dates(note: refiqda.Note) -> dict[str, dt.datetime]:
+    """A note's written and last changed times as the file has them (a date the file leaves out: the import's own);
+    saving stamps the import time, so they are set after."""
+    written = note.created or note.modified
+    return {"created_at": written, "updated_at": note.modified or written} if written else {}
 
 
 def split_spans(text: str, cuts: Iterable[int]) -> list[tuple[int, int, str]]:

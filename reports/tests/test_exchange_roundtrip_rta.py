@@ -363,3 +363,52 @@ def test_the_import_summary_counts_in_words_and_names_notes_and_whole_interview_
         "1 interview, 2 codes, 1 coding, 0 themes and 3 memos"
     assert ImportResult(project, interviews=2, notes=1, case_codings=4).summary == \
         "2 interviews, 0 codes, 0 codings, 0 themes, 0 memos, 1 familiarisation note and 4 whole-interview codings"
+
+
+# -- what may be absent comes back absent, what is there comes back exactly ------------------------------------------
+
+
+def _interview_with(project, title: str, participant, **fields) -> Interview:
+    from interviews.models import Turn
+
+    interview = Interview.objects.create(project=project, participant=participant, title=title, **fields)
+    Turn.objects.create(interview=interview, position=0, speaker=Speaker.PARTICIPANT, text="Home is people.")
+    return interview
+
+
+def test_dates_and_participant_facts_left_out_come_back_left_out_and_those_given_exactly(project, owner):
+    import datetime as dt
+
+    from interviews.models import Participant
+
+    bare = Participant.objects.create(project=project, label="Bare bot")
+    full = Participant.objects.create(
+        project=project, label="DeepSeek", provider="DeepSeek", model_id="deepseek-chat", interface="api",
+        snapshot_date=dt.date(2025, 1, 20),
+        attributes={"Region": "CN", "context window": 64000, "open weights": True, "temperature": 0.7,
+                    "notes": None, "model": "shadows ours", "tags": ["a", 1]})
+    conducted = dt.datetime(2026, 3, 4, 5, 6, 7, 891011, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30)))
+    _interview_with(project, "Undated", bare)
+    _interview_with(project, "Dated", full, conducted_at=conducted)
+    memo_written = dt.datetime(2025, 6, 1, 9, 30, 15, 250000, tzinfo=dt.UTC)
+    memo = Memo.objects.create(project=project, title="On dates", body="Why dates matter.", kind="analytic", author=owner)
+    Memo.objects.filter(pk=memo.pk).update(created_at=memo_written, updated_at=memo_written + dt.timedelta(days=2))
+    undated = Interview.objects.get(project=project, title="Undated")
+    note = Note.objects.create(interview=undated, author=owner, text="First read.")
+    Note.objects.filter(pk=note.pk).update(created_at=memo_written, updated_at=memo_written + dt.timedelta(hours=1))
+
+    result = project_import_qdpx(source=_export(project, "codepoints"), owner=owner, name="Round trip")
+
+    back = {i.title: i for i in Interview.objects.filter(project=result.project).select_related("participant")}
+    assert back["Undated"].conducted_at is None
+    assert back["Dated"].conducted_at == conducted  # the same instant, to the microsecond
+    bare_back, full_back = back["Undated"].participant, back["Dated"].participant
+    assert (bare_back.provider, bare_back.model_id, bare_back.snapshot_date, bare_back.attributes) == ("", "", None, {})
+    assert (full_back.provider, full_back.model_id, full_back.interface, full_back.snapshot_date) == (
+        "DeepSeek", "deepseek-chat", "api", dt.date(2025, 1, 20))
+    assert full_back.attributes == {"Region": "CN", "context window": 64000, "open weights": True, "temperature": 0.7,
+                                    "notes": None, "model": "shadows ours", "tags": '["a", 1]'}
+    memo_back = Memo.objects.get(project=result.project, title="On dates")
+    assert (memo_back.created_at, memo_back.updated_at) == (memo_written, memo_written + dt.timedelta(days=2))
+    note_back = Note.objects.get(interview=back["Undated"])
+    assert (note_back.created_at, note_back.updated_at) == (memo_written, memo_written + dt.timedelta(hours=1))
