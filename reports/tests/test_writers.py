@@ -140,7 +140,7 @@ def test_markdown_keeps_text_literal():
     ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
     ("“q”", "``q''"), ("‘q’", "`q'"), ("a–b", "a--b"), ("a—b", "a---b"), ("wait…", r"wait\ldots{}"),
     ("a--b", "a-{}-b"), ("``x''", r"\textasciigrave{}\textasciigrave{}x'{}'"),
-    ("a  b", r"a\ \ b"), ("a\n\tx = 1", r"a\newline{}\null\ \ \ \ x = 1"), (" lead", " lead"), ("if x:\n  y", r"if x:\newline{}\null\ \ y"), ("a\tb", r"a\ \ \ b"), ("[...]", "{[}...{]}"), ("🏠", r"\rtachar{1F3E0}{🏠}"),
+    ("a  b", r"a\ \ b"), ("a\n\tx = 1", r"a\newline{}\null\ \ \ \ x = 1"), (" lead", " lead"), ("if x:\n  y", r"if x:\newline{}\null\ \ y"), ("a\tb", r"a\ \ \ b"), ("[...]", "{[}...{]}"), ("🏠", r"\rtaemoji{\rtachar{1F3E0}{🏠}}"),
     ("é ß ł", "é ß ł"), ("a\nb", r"a\newline{}b"), ("<<", r"\textless{}\textless{}"),
 ])
 def test_latex_escapes_every_special_character(raw, tex):

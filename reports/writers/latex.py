@@ -6,14 +6,25 @@ the page; words longer than the column (hashes, links) may break anywhere (\\all
 
 The output is a complete document that compiles with pdfLaTeX, XeLaTeX or LuaLaTeX;
 the table environment between the marked lines can be pasted into a paper that loads
-booktabs, longtable, array and xcolor (for a quote's context, set in grey).
+booktabs, longtable, array and xcolor (for a quote's context, set in grey) and defines
+the \\rta... commands of the preamble.
+
+Chinese, Japanese, Korean, Arabic, Persian, Hebrew and emoji (interviews with DeepSeek and
+others hold them) are set by LuaLaTeX: each run of them is wrapped (\\rtacjk, \\rtaarabic,
+\\rtahebrew, \\rtaemoji) and set in a Noto font (Serif CJK SC, Naskh Arabic, Serif Hebrew,
+Color Emoji) that is loaded the first time the document uses it, so a table without them
+loads none. A run of Arabic or Hebrew words (with the spaces, punctuation and numbers between
+them) is one \\rtartl: it reads right to left inside the left-to-right table, its numbers left
+to right (\\rtaltr). Without the font, a run prints its code points, as under pdfLaTeX. Emoji
+print as colour images, which PDF text does not hold. XeLaTeX would set the fonts but not the
+direction; the tests compile with pdfLaTeX and LuaLaTeX only.
 
 Escaping keeps the exact text: the ten specials (\\ & % $ # _ { } ~ ^) become their
 text commands, typographic quotes and dashes become LaTeX's own spellings, ligatures
 that would change the text (-- '' << >> ,,) are broken with {}, a backtick is \\textasciigrave
 (plain, TeX prints it as ‘), runs of spaces and a line's indentation are kept (a tab as
 TAB_WIDTH spaces), and characters
-pdfLaTeX cannot set (emoji, CJK...) go through \\rtachar, which prints the character
+pdfLaTeX cannot set (Greek, emoji, CJK...) go through \\rtachar, which prints the character
 under XeLaTeX/LuaLaTeX and its code point under pdfLaTeX instead of failing.
 """
 
@@ -22,7 +33,9 @@ under XeLaTeX/LuaLaTeX and its code point under pdfLaTeX instead of failing.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
+from itertools import pairwise
 
 from interviews.rendering import BOLD, CODE, ITALIC, MUTED, STRUCK, RichText
 from projects.numbers import number_text
@@ -94,14 +107,42 @@ TAB_WIDTH = 4
 
 PREAMBLE = r"""\documentclass[11pt]{article}
 \usepackage{iftex}
+\newcommand{\rtacodepoint}[2]{\texttt{<U+#1>}}
 \ifPDFTeX
   \usepackage[utf8]{inputenc}
   \usepackage[T1]{fontenc}
-  \newcommand{\rtachar}[2]{\texttt{<U+#1>}}
+  \let\rtachar\rtacodepoint
+  \DeclareRobustCommand{\rtascript}[2]{#2}
+  \DeclareRobustCommand{\rtartl}[1]{#1}
+  \DeclareRobustCommand{\rtaltr}[1]{#1}
 \else
   \usepackage{fontspec}
   \newcommand{\rtachar}[2]{#2}
+  %% A script's font is looked up the first time it is used and kept (globally) for the next runs;
+  %% not installed, its runs print code points.
+  \makeatletter
+  \DeclareRobustCommand{\rtascript}[2]{{\ifcsname rta@font@#1\endcsname\else\rta@load{#1}\fi\csname rta@font@#1\endcsname#2}}
+  \newcommand{\rta@load}[1]{\edef\rta@spec{\csname rta@spec@#1\endcsname}\expandafter\rta@loadfont\rta@spec{#1}}
+  \newcommand{\rta@loadfont}[3]{\IfFontExistsTF{#1}%%
+    {\fontspec{#1}[#2]\expandafter\xdef\csname rta@font@#3\endcsname{\noexpand\fontfamily{\f@family}\noexpand\selectfont}}%%
+    {\expandafter\gdef\csname rta@font@#3\endcsname{\let\rtachar\rtacodepoint}}}
+  \newcommand{\rta@spec@cjk}{{Noto Serif CJK SC}{}}
+  \newcommand{\rta@spec@arabic}{{Noto Naskh Arabic}{Renderer=HarfBuzz}}
+  \newcommand{\rta@spec@hebrew}{{Noto Serif Hebrew}{Renderer=HarfBuzz}}
+  \newcommand{\rta@spec@emoji}{{Noto Color Emoji}{Renderer=HarfBuzz}}
+  \makeatother
+  \ifLuaTeX
+    \DeclareRobustCommand{\rtartl}[1]{{\textdir TRT#1}}
+    \DeclareRobustCommand{\rtaltr}[1]{{\textdir TLT#1}}
+  \else
+    \DeclareRobustCommand{\rtartl}[1]{#1}
+    \DeclareRobustCommand{\rtaltr}[1]{#1}
+  \fi
 \fi
+\newcommand{\rtacjk}[1]{\rtascript{cjk}{#1}}
+\newcommand{\rtaarabic}[1]{\rtascript{arabic}{#1}}
+\newcommand{\rtahebrew}[1]{\rtascript{hebrew}{#1}}
+\newcommand{\rtaemoji}[1]{\rtascript{emoji}{#1}}
 \usepackage[%(paper)s,margin=2cm%(landscape)s]{geometry}
 \usepackage{booktabs,longtable,array,xcolor}
 \newcolumntype{L}[1]{>{\raggedright\arraybackslash\hspace{0pt}}p{#1}}
@@ -129,13 +170,106 @@ def latex_escape(value: Cell) -> str:
     if isinstance(value, float):
         return _number(value)
     text = _CONTROL.sub("", "\n".join(line.expandtabs(TAB_WIDTH) for line in str(value).split("\n")))
-    text = _LONG_RUN.sub(lambda m: _CHUNK.sub(r"\1" + _ALLOW_BREAK, m.group()), text)
+    if not _OTHER_SCRIPT.search(text):
+        return _escaped(text)
+    return "".join(_escaped(text[start:end]) if kind is None else _script_run(kind, text[start:end])
+                   for kind, start, end in _script_runs(text))
+
+
+def _escaped(text: str, *, long_words: bool = True) -> str:
+    """`text` (controls already out) escaped: the specials, kept spaces, break points, \\rtachar for wide characters.
+
+    `long_words`: break points in long unbroken runs (a CJK run has its own, where the rules allow them).
+    """
+    if long_words:
+        text = _LONG_RUN.sub(lambda m: _CHUNK.sub(r"\1" + _ALLOW_BREAK, m.group()), text)
     text = _LIGATURE.sub(_BREAK, text)
     text = text.translate(_TRANSLATE).replace(_BREAK, "{}")
     text = _INDENT.sub(lambda m: r"\null" + "\\ " * len(m.group()), text)
     text = _SPACE_RUN.sub(lambda m: "\\ " * len(m.group()), text)
     text = _WIDE.sub(lambda m: r"\rtachar{%04X}{%s}" % (ord(m.group()), m.group()), text)
     return text.replace("\n", r"\newline{}").replace(_ALLOW_BREAK, r"\allowbreak{}")
+
+
+# Runs the main font cannot set, wrapped for LuaLaTeX (see the module's docstring). Ranges, not a font's coverage:
+# the preamble's fonts cover these blocks.
+_CJK = ("\u1100-\u11ff\u2e80-\u2fdf\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3130-\u318f\u31a0-\u31ff"
+        "\u3200-\u33ff\u3400-\u4dbf\u4e00-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff\ufe30-\ufe4f"
+        "\uff00-\uffef\U00020000-\U0003134f")
+_EMOJI_START = "\u2600-\u27bf\U0001f000-\U0001faff"
+_EMOJI_JOINED = "\u200d\ufe0f\u20e3\U000e0020-\U000e007f"  # zero-width joiner, emoji presentation, keycap, tags
+_DIGITS = "0-9\u0660-\u0669\u06f0-\u06f9"
+_ARABIC_DIGIT = re.compile("[\u0660-\u0669\u06f0-\u06f9]")  # set in the Arabic font
+_OTHER_SCRIPT = re.compile(f"[\u0590-\u08ff\ufb1d-\ufdff\ufe70-\ufeff{_CJK}{_EMOJI_START}]")
+_RUNS = re.compile(f"(?P<cjk>[{_CJK}]+)|(?P<emoji>[{_EMOJI_START}][{_EMOJI_START}{_EMOJI_JOINED}]*)")
+# Inside a right-to-left run: numbers (with their separators) read left to right; letters by script.
+_RTL_RUNS = re.compile(f"(?P<number>[{_DIGITS}]+(?:[.,:/\u066b\u066c][{_DIGITS}]+)*)"
+                       f"|(?P<arabic>[\u0600-\u06ff\u0750-\u077f\u0870-\u08ff\ufb50-\ufdff\ufe70-\ufeff]+)"
+                       f"|(?P<hebrew>[\u0590-\u05ff\ufb1d-\ufb4f]+)"
+                       f"|(?P<emoji>[{_EMOJI_START}][{_EMOJI_START}{_EMOJI_JOINED}]*)")
+# Japanese and Chinese line breaking: never before closing punctuation and small kana, never after opening brackets.
+_NO_BREAK_BEFORE = set("、。，．・：；？！）」』】〕〉》〙〗｝］ー々ぁぃぅぇぉっゃゅょゎァィゥェォッャュョヮヵヶ…‥〜")
+_NO_BREAK_AFTER = set("（「『【〔〈《〘〖｛［")
+
+
+def _script_runs(text: str) -> Iterator[tuple[str | None, int, int]]:
+    """(kind, start, end) covering `text`: "rtl", "cjk", "emoji", or None for text the main font sets.
+
+    A right-to-left run is what the Unicode bidirectional algorithm makes one in a left-to-right paragraph: from an
+    Arabic or Hebrew letter to the last one before a left-to-right letter or a line's end, with the spaces,
+    punctuation and numbers between.
+    """
+    pos = 0
+    for start, end in _rtl_spans(text):
+        yield from _ltr_runs(text, pos, start)
+        yield "rtl", start, end
+        pos = end
+    yield from _ltr_runs(text, pos, len(text))
+
+
+def _rtl_spans(text: str) -> list[tuple[int, int]]:
+    spans, start, last = [], None, 0
+    for i, char in enumerate(text):
+        bidi = unicodedata.bidirectional(char)
+        if bidi in ("R", "AL") or (bidi in ("EN", "AN") and start is not None):  # a number after them reads with them
+            start, last = i if start is None else start, i
+        elif bidi in ("L", "B", "S") and start is not None:
+            spans.append((start, last + 1))
+            start = None
+    if start is not None:
+        spans.append((start, last + 1))
+    return spans
+
+
+def _ltr_runs(text: str, start: int, end: int) -> Iterator[tuple[str | None, int, int]]:
+    pos = start
+    for m in _RUNS.finditer(text, start, end):
+        if m.start() > pos:
+            yield None, pos, m.start()
+        yield m.lastgroup, m.start(), m.end()
+        pos = m.end()
+    if pos < end:
+        yield None, pos, end
+
+
+def _script_run(kind: str, text: str) -> str:
+    if kind == "cjk":  # no spaces between words: a break may come between any two characters, as the rules allow
+        marked = "".join(c + (_ALLOW_BREAK if c not in _NO_BREAK_AFTER and n not in _NO_BREAK_BEFORE else "")
+                         for c, n in pairwise(text)) + text[-1]
+        return r"\rtacjk{%s}" % _escaped(marked, long_words=False)
+    if kind == "emoji":
+        return r"\rtaemoji{%s}" % _escaped(text)
+    parts, pos = [], 0
+    for m in _RTL_RUNS.finditer(text):
+        parts.append(_escaped(text[pos:m.start()]))
+        inner = _escaped(m.group())
+        if m.lastgroup == "number":
+            parts.append(r"\rtaltr{%s}" % (r"\rtaarabic{%s}" % inner if _ARABIC_DIGIT.search(m.group()) else inner))
+        else:
+            parts.append(r"\rta%s{%s}" % (m.lastgroup, inner))
+        pos = m.end()
+    parts.append(_escaped(text[pos:]))
+    return r"\rtartl{%s}" % "".join(parts)
 
 
 def _number(value: float) -> str:
