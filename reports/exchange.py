@@ -21,7 +21,10 @@ Export
     last "Kind: ..." paragraph; familiarisation notes → Notes ("Kind: familiarisation note") on the
     source or on a selection of their turn's text; themes → Sets of codes with status and parent
     theme in the Description (refiqda.conventions); participants → Cases with the variables
-    provider, model and interface.
+    provider, model and interface, their snapshot date and one per free attribute.
+  * What may be absent is left out, so it comes back absent: a source's creationDateTime is the
+    interview's conducted date (none when it has none), a participant without a snapshot date or an
+    attribute has no value for it. Dates keep their fractions of a second.
   * Positions in code points (the standard) or UTF-16 code units (NVivo).
 
 Import (into a NEW project, all in one transaction)
