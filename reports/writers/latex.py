@@ -105,7 +105,9 @@ _INDENT = re.compile(r"(?<=\n) +")
 _SPACE_RUN = re.compile(r" {2,}")
 TAB_WIDTH = 4
 
-PREAMBLE = r"""\documentclass[11pt]{article}
+PREAMBLE = r"""%% Quotes in Chinese, Japanese, Korean, Arabic, Persian, Hebrew or emoji print with LuaLaTeX (lualatex) and the
+%% Noto fonts (Serif CJK SC, Naskh Arabic, Serif Hebrew, Color Emoji); pdfLaTeX prints their code points.
+\documentclass[11pt]{article}
 \usepackage{iftex}
 \newcommand{\rtacodepoint}[2]{\texttt{<U+#1>}}
 \ifPDFTeX
