@@ -38,7 +38,7 @@ import json
 import uuid
 import zipfile
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -556,9 +556,19 @@ def _load(archive: _Archive) -> tuple[dict, dict[str, ModelPlan], dict[str, list
     return manifest, plans, entries
 
 
+# Told how far a long import is: (done, total, what is counted), e.g. (1200, 98000, "records").
+Progress = Callable[[int, int, str], None]
+
+
+def no_progress(done: int, total: int, what: str) -> None:
+    pass
+
+
 class _Restorer:
-    def __init__(self, archive: _Archive, *, owner, name: str, members: str, people: Mapping[str, Any]) -> None:
+    def __init__(self, archive: _Archive, *, owner, name: str, members: str, people: Mapping[str, Any],
+                 progress: Progress | None = None) -> None:
         self.archive, self.owner, self.name, self.members = archive, owner, name, members
+        self.progress = progress or no_progress
         self.pk_maps: dict[str, dict[int, int]] = defaultdict(dict)
         self.accounts: dict[str, Any] = {k: v for k, v in people.items() if v is not None}
         # (model label, row, field, name) of people kept as names only, written once the rows have their keys.
@@ -591,11 +601,15 @@ class _Restorer:
         self.check_people(people)
         uuids = self.new_uuids(plans, entries)
         deferred: list[tuple[ModelPlan, list[models.Model], list[dict]]] = []
+        done, total = 0, sum(len(entries.get(plan.label, [])) for plan in backup_plan())
+        self.progress(done, total, "records")
         for plan in backup_plan():
             rows = entries.get(plan.label, [])
+            done += len(rows)
             if plan.label in ACCOUNT_ONLY:
                 rows = [r for r in rows if self.keep_account_row(plan.label, r)]
             deferred.append((plan, self.insert(plan, rows, uuids), rows))
+            self.progress(done, total, "records")
         for plan, objs, rows in deferred:
             self.fix_deferred(plan, objs, rows)
         project = Project.objects.get(pk=next(iter(self.pk_maps[PROJECT_LABEL].values())))
@@ -771,15 +785,18 @@ def restore_accounts(restorer) -> list:
 
 @transaction.atomic
 def project_restore(*, source: BinaryIO | bytes | str, owner, name: str = "", members: str = "me",
-                    people: Mapping[str, Any] | None = None, filename: str = "backup.zip") -> RestoreResult:
+                    people: Mapping[str, Any] | None = None, filename: str = "backup.zip",
+                    progress: Progress | None = None) -> RestoreResult:
     """Restore a backup into a new project owned by `owner`; lands whole or not at all, and never creates accounts.
 
     `people` maps a username in the backup to the existing account that person is here (chosen by the
-    restorer); everyone else is kept as a name only.
+    restorer); everyone else is kept as a name only. `progress(done, total, "records")` is told how far the
+    restore is as it goes.
     """
     if members not in ("me", "all"):
         raise ValueError("members must be 'me' or 'all'")
-    return _Restorer(_Archive(source, filename), owner=owner, name=name, members=members, people=people or {}).run()
+    return _Restorer(_Archive(source, filename), owner=owner, name=name, members=members, people=people or {},
+                     progress=progress).run()
 
 
 def backup_filename(project: Project) -> str:

@@ -91,7 +91,7 @@ from refiqda.conventions import (
     theme_description,
     unique_name,
 )
-from reports.backup import MAX_PEOPLE, BackupPerson
+from reports.backup import MAX_PEOPLE, BackupPerson, Progress, no_progress
 from reports.models import PersonName
 from themes.models import Memo, MemoRevision, Theme, ThemeCode, ThemeStatusChange
 
@@ -671,10 +671,11 @@ class _Importer:
                 project=self.project, label=_unique_name("Imported source", self._taken_labels, 100))
         return self._default
 
-    def import_sources(self) -> None:
+    def import_sources(self, progress: Progress) -> None:
         participants = self.participants()
         titles: set[str] = set()
-        for src in self.qp.sources:
+        progress(0, len(self.qp.sources), "interviews")
+        for done, src in enumerate(self.qp.sources, start=1):
             if src.text is None:
                 self.warn(f"Source {src.name!r} has no text in the file; not imported.")
                 continue
@@ -684,6 +685,7 @@ class _Importer:
                 self.warn(f"Two sources are called {src.name!r}; the second is imported as {title!r}.")
             self.import_source(src, participant, title)
             self.result.interviews += 1
+            progress(done, len(self.qp.sources), "interviews")
 
     def import_source(self, src: refiqda.TextSource, participant: Participant, title: str) -> None:
         text = src.text or ""
@@ -1019,11 +1021,12 @@ def _accounts(in_file: list[BackupPerson], owner, people: Mapping[str, object], 
 @transaction.atomic
 def project_import_qdpx(*, source: refiqda.Project | bytes | BinaryIO | str, owner, name: str = "",
                         filename: str = "", people: Mapping[str, object] | None = None,
-                        members: str = "me") -> ImportResult:
+                        members: str = "me", progress: Progress | None = None) -> ImportResult:
     """Create a new project owned by `owner` from a .qdpx; lands whole or not at all, and never creates accounts.
 
     `people` maps a user GUID of the file to the existing account that person is here (chosen by the importer);
     everyone else is kept as a name only. `members="all"` also makes the mapped people analysts of the project.
+    `progress(done, total, "interviews")` is told how far the import is as it goes.
     """
     if members not in ("me", "all"):
         raise ValueError("members must be 'me' or 'all'")
@@ -1034,7 +1037,7 @@ def project_import_qdpx(*, source: refiqda.Project | bytes | BinaryIO | str, own
                              description=qp.description)
     importer = _Importer(qp, owner=owner, project=project, filename=filename, accounts=accounts)
     importer.import_codes()
-    importer.import_sources()
+    importer.import_sources(progress or no_progress)
     importer.import_sets()
     importer.import_memos()
     importer.keep_names()

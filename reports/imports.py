@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import timedelta
 from typing import IO
 
+from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
@@ -24,7 +25,7 @@ from django.utils import timezone
 import refiqda
 from projects.blobs import BlobMissing, blob_create, blob_open, blobs_delete
 from projects.jobs import enqueue, job_lock
-from reports.backup import BackupError, BackupPerson, backup_people, project_restore, restore_accounts
+from reports.backup import BackupError, BackupPerson, Progress, backup_people, project_restore, restore_accounts
 from reports.exchange import project_import_qdpx, qdpx_people, qdpx_read
 from reports.models import ProjectImportJob
 
@@ -33,6 +34,7 @@ Job = ProjectImportJob
 
 PENDING_UPLOAD = timedelta(hours=24)  # an upload waiting for its people step is removed after this
 MAX_WARNINGS = 20
+PROGRESS_KEPT_SECONDS = 6 * 3600  # longer than any import may run
 REFUSED = {Job.Kind.RESTORE: "This backup cannot be restored", Job.Kind.QDPX: "This file cannot be imported"}
 FILE_GONE = "The uploaded file is no longer kept (an upload waits a day for its import). Nothing was imported; choose it again."
 OUT_OF_MEMORY = ("Reading this file needed more memory than a worker process may use (RTA_MEMORY_LIMIT_MB). "
@@ -134,6 +136,22 @@ def _read(job: Job) -> None:
         status=Job.Status.PEOPLE, people=[dataclasses.asdict(p) for p in people])
 
 
+def import_progress(job: Job) -> dict | None:
+    """How far the worker said it is: {"done", "total", "what"}, or None before it says. Kept in the cache, as the
+    import's rows stay invisible to the page until its one transaction commits."""
+    return cache.get(_progress_key(job)) if job.status == Job.Status.RUNNING else None
+
+
+def _progress_key(job: Job) -> str:
+    return f"project-import-progress:{job.pk}"
+
+
+def _progress_told(job: Job) -> Progress:
+    def tell(done: int, total: int, what: str) -> None:
+        cache.set(_progress_key(job), {"done": done, "total": total, "what": what}, PROGRESS_KEPT_SECONDS)
+    return tell
+
+
 def _drop_upload(job: Job) -> None:
     blobs_delete([job.blob.uuid] if job.blob else [])
 
@@ -160,12 +178,13 @@ def _import(job: Job, qdpx: refiqda.Project | None = None) -> None:
             return  # discarded, or finished by an earlier delivery
         if job.kind == Job.Kind.RESTORE:
             restored = project_restore(source=_source(job), owner=owner, filename=job.filename,
-                                       name=job.project_name, people=people, members=members)
+                                       name=job.project_name, people=people, members=members, progress=_progress_told(job))
             project, warnings = restored.project, restored.warnings
             summary = f"Restored “{project.name}” ({sum(restored.counts.values()):,} records)."
         else:
             imported = project_import_qdpx(source=qdpx or _source(job), owner=owner, filename=job.filename,
-                                           name=job.project_name, people=people, members=members)
+                                           name=job.project_name, people=people, members=members,
+                                           progress=_progress_told(job))
             project, warnings = imported.project, imported.warnings
             summary = f"Imported {imported.summary}."
         if len(warnings) > MAX_WARNINGS:

@@ -19,7 +19,7 @@ from projects.permissions import member_or_404, owner_or_403
 from reports.backup import BackupPerson, backup_filename, project_backup, restore_accounts
 from reports.exchange import project_export_qdpx
 from reports.exports import exportjob_create_archive, project_export_in_worker, qdpx_filename
-from reports.imports import job_people, projectimport_create, projectimport_discard, projectimport_queue
+from reports.imports import import_progress, job_people, projectimport_create, projectimport_discard, projectimport_queue
 from reports.models import ExportJob, ProjectImportJob
 
 
@@ -184,11 +184,12 @@ def import_job(request: HttpRequest, job_uuid: uuid.UUID) -> HttpResponse:
     if request.method == "GET" and request.htmx and not request.htmx.boosted:
         if job.status == ProjectImportJob.Status.PEOPLE:
             return HttpResponse(headers={"HX-Refresh": "true"})  # the file is read: reload to show the people step
-        return render(request, "reports/import_job.html#job-status", {"job": job, "can_act": True})
+        return render(request, "reports/import_job.html#job-status", {"job": job, "can_act": True,
+                                                                      "progress": import_progress(job)})
     if job.status != ProjectImportJob.Status.PEOPLE:
         if request.method == "POST":  # queued already: a double submit changes nothing
             return redirect("exchange_import_job", job.uuid)
-        return render(request, "reports/import_job.html", {"job": job, "can_act": True})
+        return render(request, "reports/import_job.html", {"job": job, "can_act": True, "progress": import_progress(job)})
     form = PeopleForm(request.POST or None, people=job_people(job), accounts=restore_accounts(request.user),
                       kind=job.kind, restorer=request.user, initial={"project_name": job.project_name})
     if request.method == "POST" and form.is_valid():

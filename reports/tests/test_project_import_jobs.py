@@ -18,8 +18,9 @@ from django.utils import timezone
 
 from projects.jobs import jobs_resend
 from projects.models import Membership, Project, StoredBlob
-from reports.backup import project_backup
-from reports.imports import ACCOUNT_GONE, projectimport_run
+from reports.backup import project_backup, project_restore
+from reports.exchange import project_export_qdpx, project_import_qdpx
+from reports.imports import ACCOUNT_GONE, _progress_told, projectimport_run
 from reports.models import ProjectImportJob
 from tests.faults import wait_until
 
@@ -183,3 +184,36 @@ def test_a_restore_runs_in_a_real_worker_from_upload_to_project(celery_worker, d
     restored = Project.objects.get(name="Restored by the worker")
     assert list(restored.memberships.values_list("user__username", "role")) == [("oscar", "owner")]
     assert not StoredBlob.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_restore_and_a_qdpx_import_say_how_far_they_are(demo_project, outsider):
+    told: list[tuple[int, int, str]] = []
+    project_restore(source=_backup(demo_project).read(), owner=outsider, people={"demo": outsider},
+                    progress=lambda *said: told.append(said))
+    done = [d for d, _, _ in told]
+    assert told[0][0] == 0 and done == sorted(done) and len(told) > 3
+    assert {(total, what) for _, total, what in told} == {(done[-1], "records")} and done[-1] > 50
+
+    told.clear()
+    qdpx = io.BytesIO()
+    project_export_qdpx(project=demo_project, out=qdpx)
+    project_import_qdpx(source=qdpx.getvalue(), owner=outsider, filename="demo.qdpx", progress=lambda *said: told.append(said))
+    interviews = demo_project.interviews.count()
+    assert told == [(n, interviews, "interviews") for n in range(interviews + 1)]
+
+
+@pytest.mark.django_db
+def test_the_job_page_shows_how_far_the_worker_is_while_it_imports(client_for, outsider):
+    c = client_for(outsider)
+    job_url = _post_upload(c, "restore", SimpleUploadedFile("big.zip", b"junk"))["Location"]
+    job = Job.objects.get()
+    Job.objects.filter(pk=job.pk).update(status=Job.Status.RUNNING)
+    assert "<progress id=\"import-progress\">" in c.get(job_url).content.decode()  # nothing said yet
+    job.refresh_from_db()
+    _progress_told(job)(1200, 9800, "records")
+    for page in (c.get(job_url), c.get(job_url, headers={"HX-Request": "true"})):
+        text = page.content.decode()
+        assert "1200 of 9800 records" in text and 'value="1200" max="9800"' in text
+    Job.objects.filter(pk=job.pk).update(status=Job.Status.FAILED, error="Stopped")
+    assert "9800" not in c.get(job_url).content.decode()
