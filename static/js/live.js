@@ -75,8 +75,10 @@
       if (now.hasAttribute("hx-get")) { window.htmx.trigger(now, "live"); return; }
       // The part itself is the request's source: htmx queues requests per source element and keeps only the
       // last one waiting, so with the page's body as every part's source a part's refresh could be dropped.
+      // The event marks the request as live news, not polling: without it the check below cancels it while the
+      // stream is up, and such a part never changed.
       window.htmx.ajax("GET", window.location.pathname + window.location.search,
-                       { source: now, target: now, select: "#" + el.id, swap: "outerHTML" });
+                       { source: now, event: new CustomEvent("live"), target: now, select: "#" + el.id, swap: "outerHTML" });
     }, 25);
   }
 
