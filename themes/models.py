@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import uuid
+from functools import cached_property
 
 from django.conf import settings
 from django.db import models
@@ -367,9 +368,27 @@ class Decision(ThemeOnRecord, models.Model):
     class Meta:
         ordering = ["created_at", "id"]
 
+    # Kinds that act on a second theme, named by uuid in the payload (with its name then under "<key>_name").
+    TARGET_KEYS = {Kind.MERGE: "into", Kind.MOVE_CODES: "to"}
+
+    @property
+    def target_name_on_record(self) -> str:
+        key = self.TARGET_KEYS.get(self.kind)
+        return self.payload.get(f"{key}_name", "") if key else ""
+
+    @cached_property
+    def target_theme(self) -> Theme | None:
+        """The theme a merge folds into or codes move to, as it is now (None if deleted for good, or no such kind).
+        Pages set this for all their decisions at once (themes.queries.with_target_themes)."""
+        key = self.TARGET_KEYS.get(self.kind)
+        if key is None:
+            return None
+        return Theme.objects.select_related("merged_into").filter(uuid=self.payload.get(key)).first()
+
     @property
     def cannot_apply(self) -> str:
-        """Why a pending decision can no longer be applied (its theme merged away, trashed, deleted), or ""."""
+        """Why a pending decision can no longer be applied as it stands (its theme, or the theme it merges into or moves
+        codes to, merged away, trashed or deleted), or ""."""
         theme = self.theme
         if theme is None:
             return "theme deleted for good"
@@ -377,4 +396,21 @@ class Decision(ThemeOnRecord, models.Model):
             return f"theme merged into “{theme.merged_into.name}”"
         if theme.deleted_at is not None:
             return "theme in the trash"
+        if self.kind not in self.TARGET_KEYS:
+            return ""
+        target = self.target_theme
+        if target is None:
+            return f"target theme “{self.target_name_on_record}” deleted for good"
+        if target.merged_into_id:
+            return f"target theme “{target.name}” merged into “{target.merged_into.name}”"
+        if target.deleted_at is not None:
+            return f"target theme “{target.name}” in the trash"
         return ""
+
+    @property
+    def trashed_theme(self) -> Theme | None:
+        """The theme (this decision's or its target) that keeps it from being applied and that restoring would bring back."""
+        for theme in (self.theme, self.target_theme if self.kind in self.TARGET_KEYS else None):
+            if theme is not None and theme.deleted_at is not None and not theme.merged_into_id:
+                return theme
+        return None

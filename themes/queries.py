@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from coding.models import Code
 from projects.models import AuditEvent
 from themes.excerpts import excerpt_counts, recent_excerpt_counts
-from themes.models import Comment, Theme, ThemeCode, ThreadRead
+from themes.models import Comment, Decision, Theme, ThemeCode, ThreadRead
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
@@ -319,3 +319,14 @@ def theme_notice(project, theme_uuid, *, shown_name: str | None = None) -> Theme
     if shown_name is not None and shown_name != theme.name:
         return ThemeNotice("renamed", theme, event=theme_last_edit(theme))
     return None
+
+
+def with_target_themes(decisions: list[Decision]) -> list[Decision]:
+    """Load the themes merges fold into and code moves go to, for all the decisions in one query (Decision.target_theme)."""
+    wanted = {d.payload.get(Decision.TARGET_KEYS[d.kind]) for d in decisions if d.kind in Decision.TARGET_KEYS}
+    wanted = {u for u in wanted if isinstance(u, str)}
+    found = {str(t.uuid): t for t in Theme.objects.filter(uuid__in=wanted).select_related("merged_into")} if wanted else {}
+    for decision in decisions:
+        if decision.kind in Decision.TARGET_KEYS:
+            decision.target_theme = found.get(decision.payload.get(Decision.TARGET_KEYS[decision.kind]))
+    return decisions

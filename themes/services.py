@@ -24,7 +24,7 @@ from projects import live
 from projects.audit import audit_record
 from projects.models import AuditEvent, Project
 from projects.names import name_kept_unique, normalised_name
-from themes import snapshots
+from themes import queries, snapshots
 from themes.models import (
     AgendaItem,
     Comment,
@@ -873,6 +873,9 @@ def _applicable_decision(decision: Decision) -> Decision:
     if theme.deleted_at is not None:
         state = "was merged into another theme" if theme.merged_into_id else "is in the trash; restore it first"
         raise ValidationError({"decision": f"Theme “{theme.name}” {state}."})
+    if reason := decision.cannot_apply:  # the theme it merges into or moves codes to is gone
+        then = "restore it from the trash first, or set the decision aside" if decision.trashed_theme else "set the decision aside"
+        raise ValidationError({"decision": f"This decision cannot be applied: {reason}; {then}. Nothing was changed."})
     return decision
 
 
@@ -989,7 +992,7 @@ def _set_aside_unappliable(review: Review, actor) -> None:
     than as one the meeting left undone."""
     now = timezone.now()
     pending = Decision.objects.filter(review=review, applied_at__isnull=True, declined_at__isnull=True).select_related("theme__merged_into")
-    for decision in pending:
+    for decision in queries.with_target_themes(list(pending)):
         if reason := decision.cannot_apply:
             decision.declined_at, decision.declined_by, decision.declined_reason = now, actor, f"Cannot be applied: {reason}."
             decision.save(update_fields=["declined_at", "declined_by", "declined_reason"])

@@ -118,7 +118,8 @@ def _review_context(review: Review, *, errors: dict | None = None, conflict: dic
         codes_by_theme.setdefault(tc.theme_id, []).append(tc.code)
     for item in agenda:
         item.codes = codes_by_theme.get(item.theme_id, [])
-    decisions = list(Decision.objects.filter(review=review).select_related("theme__merged_into", "applied_by", "created_by", "declined_by"))
+    decisions = queries.with_target_themes(list(
+        Decision.objects.filter(review=review).select_related("theme__merged_into", "applied_by", "created_by", "declined_by")))
     attendees = list(review.attendees.all())
     return {
         "review": review, "agenda": agenda, "decisions": decisions, "errors": errors or {},
@@ -325,7 +326,8 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
         membership, review=review, theme=theme, index=index, count=len(agenda), codes=codes, groups=theme_excerpt_sample(theme),
         threads=threads, themes=Theme.objects.for_project(membership.project).exclude(pk=theme.pk), statuses=Theme.Status.choices,
         kinds=Decision.Kind.choices,
-        decisions=list(Decision.objects.filter(review=review, theme=theme).select_related("theme__merged_into", "applied_by", "declined_by")),
+        decisions=queries.with_target_themes(list(
+            Decision.objects.filter(review=review, theme=theme).select_related("theme__merged_into", "applied_by", "declined_by"))),
         prev_index=index - 1 if index > 0 else None, next_index=index + 1 if index + 1 < len(agenda) else None,
         shortcuts=shortcuts.PRESENTER,
         lead=presenting.present_position(review),

@@ -308,6 +308,30 @@ def test_the_agenda_follows_a_rename_and_keeps_an_open_decision_form(page, login
     expect(other.get_by_label("Why (note)").last).to_have_value("half-written")
 
 
+def test_a_merge_whose_target_is_trashed_meanwhile_turns_from_apply_to_set_aside_live(page, login, second_page, project, owner,
+                                                                                        analyst, meeting):
+    review = meeting["review"]
+    services.decision_record(review=review, theme=meeting["honesty"], actor=owner, kind="merge",
+                             payload={"into": str(meeting["friendship"].uuid)})
+    login(page, owner)
+    page.goto(f"/p/{project.uuid}/themes/reviews/{review.uuid}/")
+    other = second_page(analyst)
+    other.goto(f"/p/{project.uuid}/themes/reviews/{review.uuid}/present/0/")
+    listening(page)
+    listening(other)
+    expect(page.locator("#live-decisions").get_by_role("button", name="Apply")).to_be_visible()
+
+    services.theme_delete(theme=meeting["friendship"], actor=analyst)  # from the board, say: the board's news is sent
+    for screen in (page, other):
+        decisions = screen.locator("#live-decisions")
+        expect(decisions).to_contain_text("cannot be applied: target theme “Friendship” in the trash", timeout=LIVE_MS)
+        expect(decisions.get_by_role("button", name="Apply")).to_have_count(0)
+    expect(page.locator("#live-decisions").get_by_role("link", name="Restore “Friendship” from the trash")).to_be_visible()
+    expect(other.locator("#live-decisions")).to_contain_text("A project owner can restore “Friendship” from the trash")
+    page.locator("#live-decisions").get_by_role("button", name="Set aside").click()
+    expect(page.locator(".messages")).to_contain_text("set aside: Cannot be applied: target theme “Friendship” in the trash.")
+
+
 @pytest.fixture
 def page_with_refusals(browser, live_server, login) -> Iterator[Callable]:
     """A browser whose requests may be refused with `statuses` (the console reports each): any other error fails the test."""

@@ -51,6 +51,12 @@ def grow(project, owner, analyst, make_code, make_interview, code_segment):
              for t in Theme.objects.for_project(project).exclude(id__in=AgendaItem.objects.filter(review=state["review"]).values("theme_id"))]
         )
         services.decision_record(review=state["review"], theme=state["first"], actor=owner, kind="status", payload={"status": "reviewed"})
+        # Decisions aiming at another theme, which then goes to the trash: the page says so for each without a query each.
+        target = services.theme_create(project=project, actor=owner, name=f"Target {n}")
+        services.decision_record(review=state["review"], theme=state["first"], actor=owner, kind="merge", payload={"into": str(target.uuid)})
+        services.decision_record(review=state["review"], theme=state["first"], actor=owner, kind="move_codes",
+                                 payload={"to": str(target.uuid), "codes": [str(code.uuid)]})
+        services.theme_delete(theme=target, actor=owner)
         services.snapshot_take(project=project, actor=owner, label=f"round {n}")
 
     more.state = state
