@@ -74,3 +74,39 @@ def test_the_journals_about_select_fits_its_column(page, login, project, owner, 
     page.goto(f"/p/{project.uuid}/themes/memos/")
     width = page.locator("#f-target").bounding_box()["width"]
     assert width <= page.evaluate("document.documentElement.clientWidth")
+
+
+@pytest.mark.parametrize("width", [1280, 1024])
+def test_the_new_theme_form_and_every_theme_are_reachable_on_a_laptop_board(page, login, project, owner, make_code, width):
+    """Five themes are wider than the board: the new-theme form stays in view beside them, and each theme is reached by
+    keyboard (the columns scroll within their box, the page never sideways)."""
+    names = ["Honesty about limits", "Friendship", "Performing humility", "Care as labour", "Home as practice"]
+    for name in names:
+        theme = services.theme_create(project=project, actor=owner, name=name)
+        services.theme_add_code(theme=theme, actor=owner, code=make_code(f"code of {name}"))
+    page.set_viewport_size({"width": width, "height": 800})
+    login(page, owner)
+    page.goto(f"/p/{project.uuid}/themes/")
+    page.wait_for_load_state("networkidle")
+    viewport = page.evaluate("document.documentElement.clientWidth")
+
+    def within_window(locator) -> bool:
+        box = locator.bounding_box()
+        return box is not None and box["x"] >= 0 and box["x"] + box["width"] <= viewport
+
+    for control in (page.get_by_label("Name", exact=True), page.get_by_role("button", name="Add theme")):
+        assert within_window(control), f"{control} at {width}px: {control.bounding_box()}"
+    for name in names:
+        # By keyboard: a theme's first control takes the focus, and its column is scrolled into view within the board.
+        page.get_by_role("link", name=name, exact=True).focus()
+        column = page.locator(f'.columns > [data-theme-name="{name}"]')
+        assert within_window(column.locator(".theme-name")), f"“{name}” at {width}px: {column.bounding_box()}"
+        assert within_window(page.get_by_role("button", name="Add theme"))
+    assert page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth") <= 0
+    assert page.evaluate("window.scrollX") == 0
+    assert overflow(page)["worst"] is None
+
+    page.get_by_label("Name", exact=True).fill("Shared meals")
+    page.keyboard.press("Enter")
+    page.locator('[data-theme-name="Shared meals"]').wait_for()
+    assert within_window(page.get_by_role("button", name="Add theme"))
