@@ -31,7 +31,7 @@ from django.db.models.functions import MD5, Cast, Concat
 
 from coding.models import Code, Coding, Note, Suggestion
 from coding.render import CodeInfo, CoderInfo, initials
-from interviews.models import Interview, Participant, Segment, Speaker, Turn
+from interviews.models import Interview, Participant, Segment, Speaker, Turn, turn_number
 from projects import live
 from projects.models import Membership, Project
 
@@ -262,6 +262,17 @@ def interview_segments(interview: Interview) -> list[tuple[int, int, int, str, s
         Segment.objects.filter(interview=interview).order_by("position")
         .values_list("id", "turn_id", "position", "text", "speaker", "kind")
     )
+
+
+def familiarisation_notes(interview: Interview) -> list[Note]:
+    """The coding workspace's familiarisation notes on an interview, the whole interview's first, then by turn, each
+    with its turn's number (`turn_no`, None for the interview) and author (one query): the journal shows them beside
+    its familiarisation memos on the same interview."""
+    notes = list(Note.objects.for_interview(interview).select_related("turn").order_by(
+        F("turn__position").asc(nulls_first=True), "created_at"))
+    for note in notes:
+        note.turn_no = turn_number(note.turn.position) if note.turn_id else None
+    return notes
 
 
 def interview_notes(interview: Interview) -> dict[int | None, list[Note]]:

@@ -62,6 +62,7 @@ from projects.middleware import is_query_cancelled
 from projects.models import Membership
 from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
+from themes.queries import familiarisation_memos
 
 
 def _code(membership: Membership, code_uuid: UUID) -> Code:
@@ -429,6 +430,7 @@ def workspace(request: HttpRequest, project_uuid: UUID, interview_uuid: UUID) ->
         "coders": [coders[c] for c in coders_here if c in coders], "coded": coded, "codable": codable,
         "project_coded": project_coded, "project_codable": project_codable, "any_speaker": any_speaker,
         "interview_notes": render_notes(key="interview", notes=notes.get(None, []), me=request.user.pk, coders=coders),
+        "familiarisation_memos": familiarisation_memos(interview),
         "config": {"apply": reverse("coding:apply", args=[project_uuid, interview_uuid]),
                    "remove": reverse("coding:remove", args=[project_uuid, interview_uuid]),
                    "create": reverse("coding:create_inline", args=[project_uuid, interview_uuid]),

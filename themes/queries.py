@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from coding.models import Code
 from projects.models import AuditEvent
 from themes.excerpts import excerpt_counts, recent_excerpt_counts
-from themes.models import Comment, Decision, Theme, ThemeCode, ThreadRead
+from themes.models import Comment, Decision, Memo, Theme, ThemeCode, ThreadRead
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
 
@@ -330,3 +330,10 @@ def with_target_themes(decisions: list[Decision]) -> list[Decision]:
         if decision.kind in Decision.TARGET_KEYS:
             decision.target_theme = found.get(decision.payload.get(Decision.TARGET_KEYS[decision.kind]))
     return decisions
+
+
+def familiarisation_memos(interview) -> list[Memo]:
+    """The journal's familiarisation memos on an interview, newest first, with their authors (one query): the coding
+    workspace lists them beside its own familiarisation notes on the same interview."""
+    return list(Memo.objects.alive().filter(interview=interview, kind=Memo.Kind.FAMILIARISATION)
+                .select_related("author").order_by("-updated_at", "-id"))

@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from coding.models import Code
+from coding.queries import familiarisation_notes
 from interviews.models import Interview
 from projects.models import Membership
 from projects.pagination import paginate
@@ -125,7 +126,10 @@ def memo_detail(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     memo = _memo(membership, memo_uuid)
     revisions = list(memo.revisions.select_related("author").defer("body"))
-    return render(request, "themes/memo_detail.html", _ctx(membership, memo=memo, html=render_markdown(memo.body), revisions=revisions))
+    # A memo on an interview shows the workspace's familiarisation notes on it too: researchers look for them in one place.
+    notes = familiarisation_notes(memo.interview) if memo.interview else []
+    return render(request, "themes/memo_detail.html", _ctx(membership, memo=memo, html=render_markdown(memo.body), revisions=revisions,
+                                                           workspace_notes=notes))
 
 
 @login_required

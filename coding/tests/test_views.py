@@ -123,8 +123,9 @@ def test_workspace_queries_do_not_grow(client_for, owner, analyst, project, make
     interview = Interview.objects.get(title=f"Interview {n - 1}")
     c = client_for(owner)
     # session, user, membership+project, interview+participant, codes, members, turns+segments+codings (one),
-    # notes, pending AI suggestions, project progress (cached for a minute afterwards), unread-mentions badge
-    with django_assert_num_queries(11):
+    # notes, pending AI suggestions, project progress (cached for a minute afterwards), the journal's familiarisation
+    # memos on the interview, unread-mentions badge
+    with django_assert_num_queries(12):
         r = c.get(reverse("coding:workspace", args=[project.uuid, interview.uuid]))
     assert r.status_code == 200
     body = r.content.decode()
