@@ -275,6 +275,12 @@ def familiarisation_notes(interview: Interview) -> list[Note]:
     return notes
 
 
+def interview_with_note_count(project: Project, interview_uuid: str) -> Interview | None:
+    """The project's interview (not in the trash) with its number of familiarisation notes as `note_count`, or None."""
+    return (Interview.objects.for_project(project).filter(uuid=interview_uuid)
+            .annotate(note_count=Count("familiarisation_notes")).first())
+
+
 def interview_notes(interview: Interview) -> dict[int | None, list[Note]]:
     out: dict[int | None, list[Note]] = defaultdict(list)
     for note in Note.objects.filter(interview=interview).order_by("created_at"):

@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from coding.models import Code
-from coding.queries import familiarisation_notes
+from coding.queries import familiarisation_notes, interview_with_note_count
 from interviews.models import Interview
 from projects.models import Membership
 from projects.pagination import paginate
@@ -79,16 +79,21 @@ def journal(request: HttpRequest, project_uuid) -> HttpResponse:
         memos = memos.filter(interview__isnull=True, code__isnull=True, theme__isnull=True)
     elif target in TARGETS:
         memos = memos.filter(**{f"{target}__isnull": False})
-    elif ":" in target:  # one particular theme, code or interview ("theme:<uuid>")
+    workspace_interview = None
+    if ":" in target:  # one particular theme, code or interview ("theme:<uuid>")
         name, _, value = target.partition(":")
         if name in TARGETS:
             memos = memos.filter(**{f"{name}__uuid": value}) if _is_uuid(value) else memos.none()
+        # The workspace's familiarisation notes on that interview are the same phase of work: say where they are.
+        if name == "interview" and _is_uuid(value):
+            workspace_interview = interview_with_note_count(membership.project, value)
     memos = paginate(request, memos)
     for memo in memos:
         memo.html = render_markdown(memo.body)
     members = Membership.objects.filter(project=membership.project).select_related("user")
     return render(request, "themes/journal.html", _ctx(membership, memos=memos, members=members, choices=_choices(membership, with_memos=True),
-                                                       filters={"kind": kind, "author": author, "target": target}))
+                                                       filters={"kind": kind, "author": author, "target": target},
+                                                       workspace_interview=workspace_interview))
 
 
 def _is_uuid(value: str) -> bool:

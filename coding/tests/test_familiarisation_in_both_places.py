@@ -102,3 +102,37 @@ def test_both_pages_cost_the_same_with_more_notes_and_memos(client_for, project,
     # session, user, membership+project, memo with its targets, revisions, the workspace's notes, unread-mentions badge
     with django_assert_num_queries(7):
         assert client.get(memo_url).status_code == 200
+
+
+def test_the_journal_filtered_to_an_interview_points_to_its_workspace_notes(client_for, project, owner, analyst, viewer, interview,
+                                                                            make_interview, django_assert_num_queries):
+    note_save(interview=interview, author=owner, text="Reads like a brochure.")
+    note_save(interview=interview, author=analyst, text="Hedges.", turn=Turn.objects.get(interview=interview, position=1))
+    other = make_interview(title="Claude on belonging")
+    url = reverse("themes:journal", args=[project.uuid])
+    client = client_for(viewer)
+    html = client.get(url, {"target": f"interview:{interview.uuid}"}).content.decode()
+    ws = reverse("coding:workspace", args=[project.uuid, interview.uuid])
+    assert (f"The coding workspace has 2 familiarisation notes on “{interview.title}”: "
+            f'<a href="{ws}">open the interview in the coding workspace</a>.') in html
+    assert "The coding workspace has no familiarisation notes yet on “Claude on belonging”" in \
+        client.get(url, {"target": f"interview:{other.uuid}"}).content.decode()
+    assert "The coding workspace has" not in client.get(url).content.decode()
+    assert "The coding workspace has" not in client.get(url, {"target": "interview:not-a-uuid"}).content.decode()
+
+
+@pytest.mark.parametrize("n", [1, 4])
+def test_the_journal_on_one_interview_costs_the_same_with_more_notes_and_memos(client_for, project, owner, analyst, viewer, interview,
+                                                                              django_assert_num_queries, n):
+    turns = list(Turn.objects.filter(interview=interview).order_by("position"))
+    for i in range(n):
+        for author in (owner, analyst, viewer):
+            note_save(interview=interview, author=author, text=f"note {i}", turn=turns[i % len(turns)] if i else None)
+        themes.memo_create(project=project, actor=analyst, title=f"Read {i}", body="b", kind="familiarisation", interview=interview)
+    client = client_for(owner)
+    url = reverse("themes:journal", args=[project.uuid]) + f"?target=interview:{interview.uuid}"
+    client.get(url)
+    # session, user, membership+project, a page of memos, members, the "About" menus' themes, codes and interviews,
+    # unread-mentions badge, and the interview with its workspace notes counted
+    with django_assert_num_queries(10):
+        assert client.get(url).status_code == 200
