@@ -12,7 +12,7 @@ from django.db import OperationalError, transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from coding import queries, shortcuts
 from coding.agreement import per_code_agreement
@@ -310,6 +310,7 @@ def codebook_history(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def codebook_import_view(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     errors: list[str] = []

@@ -29,6 +29,7 @@ def _ctx(membership: Membership, **extra) -> dict:
 
 
 @login_required
+@require_GET
 def reader_home(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     project = membership.project

@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from conduct import services
 from conduct.answering import deployment_base_url
@@ -36,6 +36,7 @@ def _errors(exc: ValidationError) -> str:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def conduct_home(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     project = membership.project
@@ -89,6 +90,7 @@ def guide_list(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def guide_create(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     form = GuideForm(request.POST or None, project=membership.project)
@@ -105,6 +107,7 @@ def guide_create(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def guide_detail(request: HttpRequest, project_uuid: UUID, guide_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     guide = get_object_or_404(Guide, project=membership.project, uuid=guide_uuid)
@@ -171,6 +174,7 @@ def _render_participants(
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def participant_edit(request: HttpRequest, project_uuid: UUID, participant_uuid: UUID | None = None) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     project = membership.project

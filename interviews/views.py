@@ -16,7 +16,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from interviews.forms import InterviewForm
 from interviews.models import Interview, Participant, Segment, Speaker, Turn, per_interview_count
@@ -38,6 +38,7 @@ def _wants_fragment(request: HttpRequest) -> bool:
 
 
 @login_required
+@require_GET
 def interview_list(request: HttpRequest, project_uuid) -> HttpResponse:
     """The project's interviews with turn counts and coding progress; filter by participant, depth, origin."""
     membership = member_or_404(request, project_uuid)
@@ -88,6 +89,7 @@ def _interview_or_404(membership, interview_uuid, interviews=None) -> Interview:
 
 
 @login_required
+@require_GET
 def interview_detail(request: HttpRequest, project_uuid, interview_uuid) -> HttpResponse:
     """The transcript, turn by turn, as rendered Markdown or as its coding segments."""
     membership = member_or_404(request, project_uuid)
@@ -144,6 +146,7 @@ def _branch_or_404(interview: Interview, number: int) -> dict:
 
 
 @login_required
+@require_GET
 def interview_branch(request: HttpRequest, project_uuid, interview_uuid, number: int) -> HttpResponse:
     """One alternative branch of an imported conversation, read-only: the shared turns, then the branch's own."""
     membership = member_or_404(request, project_uuid)
@@ -186,6 +189,7 @@ def interview_branch_import(request: HttpRequest, project_uuid, interview_uuid, 
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def interview_edit(request: HttpRequest, project_uuid, interview_uuid) -> HttpResponse:
     """Correct an interview's title, date, depth, notes or participant after it came in."""
     membership = writer_or_403(request, project_uuid)
@@ -222,6 +226,7 @@ def _segments_html(segments: list[Segment]) -> SafeString:
 
 
 @login_required
+@require_GET
 def turn_metadata(request: HttpRequest, project_uuid, interview_uuid, turn_uuid) -> JsonResponse:
     """A turn's full provenance record (request, raw response, usage…) as JSON."""
     membership = member_or_404(request, project_uuid)
@@ -237,6 +242,7 @@ def turn_metadata(request: HttpRequest, project_uuid, interview_uuid, turn_uuid)
 
 
 @login_required
+@require_GET
 def statistics(request: HttpRequest, project_uuid) -> HttpResponse:
     """Descriptive statistics per participant with the across-model summary; ?depth=, ?unfinished=1 and ?probes=1
     (interviews made from probe rationales) filter.

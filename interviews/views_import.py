@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from interviews.models import ImportJob, Interview, Participant
 from interviews.parsers import FORMATS, NOT_A_SPEAKER, ExchangeFileError, ParseError
@@ -44,6 +44,7 @@ FORMAT_LABELS = {
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def import_start(request: HttpRequest, project_uuid) -> HttpResponse:
     """The upload page (GET) and the upload itself (POST, analysts and owners)."""
     membership = member_or_404(request, project_uuid)

@@ -10,7 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from interviews.attribute_sheet import SheetError, read_sheet, sheet_attributes, sheet_interview_attributes, table_sheet
 from interviews.forms import AttributeFormSet, ParticipantForm, attribute_initial, shown_value
@@ -33,6 +33,7 @@ def participant_list(request: HttpRequest, project_uuid) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def participant_edit(request: HttpRequest, project_uuid, participant_uuid) -> HttpResponse:
     """Describe an imported participant: label, provider, model, interface, snapshot and case attributes."""
     membership = writer_or_403(request, project_uuid)
@@ -64,6 +65,7 @@ NEW_VARIABLE_COLUMNS = 1
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def participant_variables(request: HttpRequest, project_uuid) -> HttpResponse:
     """Case variables of every participant in one table, edited in place or set from an uploaded CSV/XLSX sheet;
     interview attributes (ground truth, condition, wave...) from a sheet too."""

@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.db.models import Count, Prefetch
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from probes import services
 from probes.forms import ConditionForm, ItemImportForm, ProbeForm, SetupForm
@@ -45,6 +45,7 @@ def _errors(exc: ValidationError) -> str:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def probe_list(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     """The project's probes, and a form to start one."""
     membership = member_or_404(request, project_uuid)
@@ -166,6 +167,7 @@ def probe_setup(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> H
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def condition_edit(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, condition_uuid: UUID | None = None) -> HttpResponse:
     """Create a condition, or save an edit as its next version."""
     membership = member_or_404(request, project_uuid)

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.celery import app as celery_app
 from projects import services
@@ -38,6 +38,7 @@ def project_create(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def project_settings(request: HttpRequest, project_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     project = membership.project
@@ -121,6 +122,7 @@ def member_remove(request: HttpRequest, project_uuid, username: str) -> HttpResp
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def positionality(request: HttpRequest, project_uuid) -> HttpResponse:
     """Each member, viewers included, writes their own positionality statement."""
     membership = member_or_404(request, project_uuid)

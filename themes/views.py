@@ -12,7 +12,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import strip_tags
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from coding.models import Code
 from interviews.models import Participant, Segment
@@ -169,6 +169,7 @@ def theme_status(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def theme_edit(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     """Edit from a known version; if a colleague saved since, show their text next to yours and keep yours in the form."""
     membership = writer_or_403(request, project_uuid)
@@ -432,6 +433,7 @@ def _comment_id(value: str | None) -> int | None:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     """GET: the thread fragment (polled; 204 when nothing changed). POST: a new comment or reply."""
     membership = member_or_404(request, project_uuid)

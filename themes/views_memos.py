@@ -9,7 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from coding.models import Code
 from coding.queries import familiarisation_notes, interview_with_note_count
@@ -105,6 +105,7 @@ def _is_uuid(value: str) -> bool:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def memo_new(request: HttpRequest, project_uuid) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     data = request.POST if request.method == "POST" else request.GET
@@ -138,6 +139,7 @@ def memo_detail(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def memo_edit(request: HttpRequest, project_uuid, memo_uuid) -> HttpResponse:
     """Edit from a known revision; if a colleague saved since, show both texts and their diff."""
     membership = writer_or_403(request, project_uuid)

@@ -14,7 +14,7 @@ from django.urls import reverse
 from django.utils.formats import date_format
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.utils.timezone import localtime
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from coding.models import Code
 from projects.models import Membership
@@ -68,6 +68,7 @@ def _meeting_form(membership: Membership, data) -> tuple[dict, dict]:
 
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def review_list(request: HttpRequest, project_uuid) -> HttpResponse:
     """Meetings (newest first) and the form to schedule one."""
     membership = member_or_404(request, project_uuid)
@@ -337,6 +338,7 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
 # ---------------------------------------------------------------- snapshots
 
 @login_required
+@require_http_methods(["GET", "POST"])
 def snapshot_list(request: HttpRequest, project_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     if request.method == "POST":
