@@ -26,6 +26,7 @@ from projects.forms import add_service_errors
 from projects.models import Membership
 from projects.pagination import paginate
 from projects.permissions import member_or_404, owner_or_403, writer_or_403
+from projects.submissions import submitted_once
 
 
 def _errors(exc: ValidationError) -> str:
@@ -37,6 +38,7 @@ def _errors(exc: ValidationError) -> str:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@submitted_once
 def conduct_home(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     project = membership.project

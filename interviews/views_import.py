@@ -24,6 +24,7 @@ from interviews.services_import import (
 )
 from projects.jobs import job_send_again, job_sent_again_notice
 from projects.permissions import member_or_404, writer_or_403
+from projects.submissions import submitted_once
 
 RECENT_JOBS = 10
 # Conversations listed with a checkbox on the preview page; the rest are summed up ("and N more") and can be
@@ -45,6 +46,7 @@ FORMAT_LABELS = {
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@submitted_once
 def import_start(request: HttpRequest, project_uuid) -> HttpResponse:
     """The upload page (GET) and the upload itself (POST, analysts and owners)."""
     membership = member_or_404(request, project_uuid)

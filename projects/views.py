@@ -14,6 +14,7 @@ from projects.forms import MemberAddForm, MemberRoleForm, PositionalityForm, Pro
 from projects.models import Invitation, Membership, Role
 from projects.pagination import paginate
 from projects.permissions import member_or_404, owner_or_403
+from projects.submissions import submitted_once
 from projects.views_invitations import invitation_link_pop, invitation_link_share
 
 
@@ -26,6 +27,7 @@ def project_list(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
+@submitted_once
 def project_create(request: HttpRequest) -> HttpResponse:
     form = ProjectForm(request.POST)
     if not form.is_valid():

@@ -12,10 +12,12 @@ from django.views.decorators.http import require_http_methods, require_POST
 from accounts import services
 from accounts.models import ApiToken
 from projects.forms import ApiTokenForm, add_service_errors
+from projects.submissions import submitted_once
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@submitted_once(repeat=lambda request, token_uuid: _render(request, ApiTokenForm(), sent_before=token_uuid))
 def api_tokens(request: HttpRequest) -> HttpResponse:
     """The list and the form; a created key is shown in the answer to the POST only, never stored."""
     if request.method != "POST":
@@ -28,7 +30,10 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
     except ValidationError as exc:
         add_service_errors(form, exc)
         return _render(request, form, status=400)
-    return _render(request, ApiTokenForm(), issued=issued)
+    response = _render(request, ApiTokenForm(), issued=issued)
+    # The key is not kept anywhere, the answer that shows it included: a repeated send names the token instead.
+    response.submission_target = str(issued.token.uuid)
+    return response
 
 
 @login_required
@@ -42,6 +47,8 @@ def api_token_revoke(request: HttpRequest, api_token_uuid) -> HttpResponse:
 
 
 def _render(request: HttpRequest, form: ApiTokenForm, *, issued: services.IssuedApiToken | None = None,
-            status: int = 200) -> HttpResponse:
-    context = {"form": form, "tokens": ApiToken.objects.for_user(request.user), "issued": issued}
+            sent_before: str | None = None, status: int = 200) -> HttpResponse:
+    tokens = ApiToken.objects.for_user(request.user)
+    context = {"form": form, "tokens": tokens, "issued": issued,
+               "sent_before": tokens.filter(uuid=sent_before).first() if sent_before else None}
     return render(request, "projects/api_tokens.html", context, status=status)

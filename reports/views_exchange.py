@@ -16,6 +16,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from projects.jobs import job_send_again, job_sent_again_notice
 from projects.permissions import member_or_404, owner_or_403
+from projects.submissions import submitted_once
 from reports.backup import BackupPerson, backup_filename, project_backup, restore_accounts
 from reports.exchange import project_export_qdpx
 from reports.exports import exportjob_create_archive, project_export_in_worker, qdpx_filename
@@ -153,6 +154,7 @@ def download_backup(request: HttpRequest, project_uuid) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@submitted_once
 def import_project(request: HttpRequest) -> HttpResponse:
     """Bring a project in: a .qdpx from another tool or an RTA Studio backup, each into a new project. The upload
     is kept and handed to the worker, which reads it; its page follows the job."""

@@ -20,6 +20,7 @@ from projects.forms import row_id
 from projects.models import Membership
 from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
+from projects.submissions import submitted_once
 from themes import queries, services
 from themes.excerpts import theme_excerpt_summary, theme_excerpts, theme_interviews
 from themes.models import Comment, Exemplar, Memo, Theme, ThreadRead
@@ -434,6 +435,7 @@ def _comment_id(value: str | None) -> int | None:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@submitted_once
 def thread(request: HttpRequest, project_uuid, theme_uuid) -> HttpResponse:
     """GET: the thread fragment (polled; 204 when nothing changed). POST: a new comment or reply."""
     membership = member_or_404(request, project_uuid)

@@ -17,6 +17,7 @@ from interviews.models import Interview
 from projects.models import Membership
 from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
+from projects.submissions import submitted_once
 from themes import services
 from themes.models import Memo, MemoRevision, Theme
 from themes.rendering import render_markdown
@@ -106,6 +107,7 @@ def _is_uuid(value: str) -> bool:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@submitted_once
 def memo_new(request: HttpRequest, project_uuid) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     data = request.POST if request.method == "POST" else request.GET

@@ -20,6 +20,7 @@ from coding.models import Code
 from projects.models import Membership
 from projects.pagination import paginate
 from projects.permissions import member_or_404, writer_or_403
+from projects.submissions import submitted_once
 from themes import presenting, queries, services, shortcuts, snapshots
 from themes.excerpts import theme_excerpt_sample
 from themes.models import AgendaItem, Comment, Decision, Review, Snapshot, Theme, ThemeCode
@@ -69,6 +70,7 @@ def _meeting_form(membership: Membership, data) -> tuple[dict, dict]:
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@submitted_once
 def review_list(request: HttpRequest, project_uuid) -> HttpResponse:
     """Meetings (newest first) and the form to schedule one."""
     membership = member_or_404(request, project_uuid)
@@ -186,6 +188,7 @@ def _their_notes_label(current: Review) -> str:
 
 @login_required
 @require_POST
+@submitted_once
 def decision_create(request: HttpRequest, project_uuid, review_uuid) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     review = _review(membership, review_uuid)
@@ -339,6 +342,7 @@ def review_present(request: HttpRequest, project_uuid, review_uuid, index: int) 
 
 @login_required
 @require_http_methods(["GET", "POST"])
+@submitted_once
 def snapshot_list(request: HttpRequest, project_uuid) -> HttpResponse:
     membership = member_or_404(request, project_uuid)
     if request.method == "POST":

@@ -218,6 +218,18 @@ def test_member_starts_a_session_with_several_models(project, analyst, guide, li
     assert Turn.objects.filter(interview__conduct_seat__session=session, speaker="participant", status="pending").count() == 2
 
 
+def test_a_start_sent_twice_starts_one_session(project, analyst, guide, live, client_for):
+    """A double click on "Start" would send the opening prompt to every model twice."""
+    a = live("A", "model-a")
+    client = client_for(analyst)
+    key = re.search(r'name="submission_key" value="(\w+)"', client.get(url("home", project)).content.decode()).group(1)
+    data = {"guide": guide.uuid, "participants": [a.uuid], "submission_key": key}
+    first, second = client.post(url("home", project), data), client.post(url("home", project), data)
+    session = ConductSession.objects.get(project=project)
+    assert first.status_code == second.status_code == 302
+    assert first.url == second.url == url("session", project, session_uuid=session.uuid)
+
+
 def test_starting_needs_a_participant(project, analyst, guide, live, client_for):
     live("A", "model-a")
     response = client_for(analyst).post(url("home", project), {"guide": guide.uuid})

@@ -32,9 +32,20 @@
     if (composer && event.detail.elt === composer && event.detail.successful) {
       composer.reset();
       composer.querySelector("[name=parent]").value = "";
+      // The next comment is a new submission: a resend of this one's key would be answered as this one was
+      // (projects/submissions.py), without posting.
+      var key = composer.querySelector("[name=submission_key]");
+      if (key) { key.value = newSubmissionKey(); }
       composer.querySelector(".replying").hidden = true;
     }
   });
+
+  function newSubmissionKey() {
+    if (window.crypto && window.crypto.randomUUID) { return window.crypto.randomUUID().replace(/-/g, ""); }
+    var bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    return Array.prototype.map.call(bytes, function (b) { return ("0" + b.toString(16)).slice(-2); }).join("");
+  }
 
   // A comment refused because a colleague trashed or merged the theme meanwhile (409): the comment stays in the form
   // and the server's sentence says what happened, instead of the generic "Something went wrong".

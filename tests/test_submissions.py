@@ -1,0 +1,204 @@
+"""A write form sent twice with its submission key writes once and answers as the first send did (projects/submissions.py).
+
+Each form is fetched as a browser would (its key comes from the page), then sent twice: one row, the same answer.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.urls import reverse
+
+from accounts.models import ApiToken
+from interviews.models import ImportJob
+from projects import submissions
+from projects.models import Project
+from themes import services as theme_services
+from themes.models import Comment, Decision, Memo, Review, Snapshot, Theme
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+KEY = re.compile(r'name="submission_key" value="([0-9a-f]{32})"')
+
+
+def _key_on(client: Client, url: str) -> str:
+    page = client.get(url)
+    assert page.status_code == 200, url
+    keys = KEY.findall(page.content.decode())
+    assert keys, f"the form on {url} carries no submission key"
+    return keys[0]
+
+
+def _same_answer(first, second) -> bool:
+    return (first.status_code, first.get("Location"), first.content) == (second.status_code, second.get("Location"), second.content)
+
+
+@pytest.fixture
+def theme(project, owner) -> Theme:
+    return theme_services.theme_create(project=project, actor=owner, name="Honesty about limits")
+
+
+@pytest.fixture
+def review(project, owner, theme) -> Review:
+    return theme_services.review_create(project=project, actor=owner, title="Second review", date=datetime.date(2026, 3, 2),
+                                        themes=[theme])
+
+
+@dataclass(frozen=True)
+class Form:
+    """A write form: the page it is on, where it posts, what it sends, and the rows it makes."""
+
+    name: str
+    page: Callable[[Project, Theme, Review], str]
+    action: Callable[[Project, Theme, Review], str]
+    data: Callable[[Project, Theme, Review], dict]
+    rows: Callable[[], int]
+    extra: dict | None = None
+
+
+FORMS = [
+    Form("memo", lambda p, t, r: reverse("themes:memo_new", args=[p.uuid]), lambda p, t, r: reverse("themes:memo_new", args=[p.uuid]),
+         lambda p, t, r: {"title": "Who speaks", "body": "The model hedges.", "kind": Memo.Kind.REFLEXIVE}, Memo.objects.count),
+    Form("comment", lambda p, t, r: reverse("themes:detail", args=[p.uuid, t.uuid]), lambda p, t, r: reverse("themes:thread", args=[p.uuid, t.uuid]),
+         lambda p, t, r: {"body": "Is this one theme or two?"}, Comment.objects.count),
+    Form("comment (htmx)", lambda p, t, r: reverse("themes:detail", args=[p.uuid, t.uuid]),
+         lambda p, t, r: reverse("themes:thread", args=[p.uuid, t.uuid]), lambda p, t, r: {"body": "Is this one theme or two?"},
+         Comment.objects.count, extra=HTMX),
+    Form("meeting", lambda p, t, r: reverse("themes:reviews", args=[p.uuid]), lambda p, t, r: reverse("themes:reviews", args=[p.uuid]),
+         lambda p, t, r: {"title": "Third review", "date": "2026-04-01", "themes": [str(t.uuid)]}, Review.objects.count),
+    Form("decision", lambda p, t, r: reverse("themes:review", args=[p.uuid, r.uuid]),
+         lambda p, t, r: reverse("themes:decision_create", args=[p.uuid, r.uuid]),
+         lambda p, t, r: {"theme": str(t.uuid), "kind": Decision.Kind.RENAME, "name": "Admitting limits", "theme_version": t.version},
+         Decision.objects.count),
+    Form("snapshot", lambda p, t, r: reverse("themes:snapshots", args=[p.uuid]), lambda p, t, r: reverse("themes:snapshots", args=[p.uuid]),
+         lambda p, t, r: {"label": "Before the merge"}, Snapshot.objects.count),
+    Form("project", lambda p, t, r: reverse("projects:list"), lambda p, t, r: reverse("projects:create"),
+         lambda p, t, r: {"name": "Second study"}, Project.objects.count),
+    Form("transcript import", lambda p, t, r: reverse("interviews:import_start", args=[p.uuid]),
+         lambda p, t, r: reverse("interviews:import_start", args=[p.uuid]),
+         lambda p, t, r: {"format": "auto", "files": _transcript()}, ImportJob.objects.count),
+]
+
+
+def _transcript() -> io.BytesIO:
+    upload = io.BytesIO(b"Interviewer: Who are you?\nParticipant: A model that hedges.\n")
+    upload.name = "gpt.txt"
+    return upload
+
+
+@pytest.mark.parametrize("form", FORMS, ids=lambda f: f.name)
+def test_a_form_sent_twice_writes_once_and_answers_as_the_first_time(form: Form, project, theme, review, owner, client_for):
+    client = client_for(owner)
+    args = (project, theme, review)
+    key = _key_on(client, form.page(*args))
+    before = form.rows()
+
+    first = client.post(form.action(*args), {**form.data(*args), "submission_key": key}, **(form.extra or {}))
+    second = client.post(form.action(*args), {**form.data(*args), "submission_key": key}, **(form.extra or {}))
+
+    assert first.status_code < 400, first.content[:300]
+    assert form.rows() == before + 1
+    assert _same_answer(first, second)
+
+
+def test_an_api_token_sent_twice_is_made_once_and_its_key_is_not_shown_again(owner, client_for):
+    client = client_for(owner)
+    key = _key_on(client, reverse("api_tokens"))
+    data = {"name": "notebook", "lifetime_days": 30, "submission_key": key}
+
+    first = client.post(reverse("api_tokens"), data)
+    second = client.post(reverse("api_tokens"), data)
+
+    token = ApiToken.objects.get(user=owner)
+    shown = first.context["issued"].key
+    assert second.status_code == 200 and shown not in second.content.decode()
+    assert "Token “notebook” was already created" in second.content.decode()
+    assert ApiToken.objects.filter(user=owner).count() == 1 and token.name == "notebook"
+
+
+def _post_memo(client: Client, project, key: str | None, title: str = "Who speaks"):
+    data = {"title": title, "body": "The model hedges.", "kind": Memo.Kind.REFLEXIVE}
+    return client.post(reverse("themes:memo_new", args=[project.uuid]), data | ({"submission_key": key} if key else {}))
+
+
+def test_two_keys_are_two_memos(project, owner, client_for):
+    client = client_for(owner)
+    _post_memo(client, project, submissions.new_submission_key())
+    _post_memo(client, project, submissions.new_submission_key())
+    assert Memo.objects.count() == 2
+
+
+def test_a_form_without_a_key_is_served_as_before(project, owner, client_for):
+    client = client_for(owner)
+    assert _post_memo(client, project, None).status_code == 302
+    assert _post_memo(client, project, None).status_code == 302
+    assert Memo.objects.count() == 2
+
+
+def test_the_same_key_from_another_member_is_another_submission(project, owner, analyst, client_for):
+    key = submissions.new_submission_key()
+    first, second = _post_memo(client_for(owner), project, key), _post_memo(client_for(analyst), project, key)
+    assert Memo.objects.filter(author__in=[owner, analyst]).values("author").distinct().count() == 2
+    assert first["Location"] != second["Location"]
+
+
+def test_a_refused_send_frees_its_key_for_the_corrected_form(project, owner, client_for):
+    client = client_for(owner)
+    key = submissions.new_submission_key()
+    assert _post_memo(client, project, key, title="").status_code == 400
+    assert _post_memo(client, project, key).status_code == 302
+    assert Memo.objects.count() == 1
+
+
+def test_a_viewers_refused_send_writes_nothing_and_claims_nothing(project, viewer, owner, client_for):
+    key = submissions.new_submission_key()
+    assert _post_memo(client_for(viewer), project, key).status_code == 403
+    assert _post_memo(client_for(owner), project, key).status_code == 302
+    assert Memo.objects.count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_sends_at_once_make_one_memo_and_the_same_answer(project, owner, monkeypatch):
+    """The second send arrives while the first is writing: it waits for the first's answer instead of writing."""
+    second_is_waiting = threading.Event()
+    first_answer = submissions._first_answer
+    memo_create = theme_services.memo_create
+
+    def waiting(slot):
+        second_is_waiting.set()
+        return first_answer(slot)
+
+    def slow_create(**kwargs):
+        assert second_is_waiting.wait(timeout=60), "the second send never came to wait for the first"
+        return memo_create(**kwargs)
+
+    monkeypatch.setattr(submissions, "_first_answer", waiting)
+    monkeypatch.setattr(theme_services, "memo_create", slow_create)
+    key = submissions.new_submission_key()
+    answers = []
+
+    def send():
+        try:
+            client = Client()
+            client.force_login(owner)
+            answers.append(_post_memo(client, project, key))
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=send) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert len(answers) == 2
+    assert Memo.objects.count() == 1
+    memo = Memo.objects.get()
+    assert {a.status_code for a in answers} == {302}
+    assert {a["Location"] for a in answers} == {reverse("themes:memo", args=[project.uuid, memo.uuid])}
