@@ -20,6 +20,7 @@ from coding.models import Code, Suggestion, SuggestionRun
 from projects.forms import add_service_errors
 from projects.models import Membership, Role
 from projects.permissions import member_or_404, owner_or_403, writer_or_403
+from projects.submissions import submitted_once
 
 REVIEW_PAGE = 200  # suggestions shown at once in the review queue; filters narrow it
 
@@ -80,6 +81,7 @@ def reader_settings_view(request: HttpRequest, project_uuid: UUID) -> HttpRespon
 
 @login_required
 @require_POST
+@submitted_once
 def reader_start(request: HttpRequest, project_uuid: UUID) -> HttpResponse:
     """First an estimate of what would be sent; starting takes a second, explicit click."""
     membership = writer_or_403(request, project_uuid)

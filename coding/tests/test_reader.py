@@ -357,10 +357,14 @@ def test_starting_shows_the_estimate_first_then_starts(
     body = estimate.content.decode()
     assert estimate.status_code == 200 and "1 window: 2 requests" in body and endpoint_server.base_url in body
     assert not SuggestionRun.objects.exists() and endpoint_server.requests == []
+    # A double click on Start sends the estimate page's form twice: one run, both answers lead to it.
+    key = re.search(r'name="submission_key" value="(\w+)"', body).group(1)
     with django_capture_on_commit_callbacks(execute=True):
-        started = client.post(url, data | {"confirm": "start"})
+        started = client.post(url, data | {"confirm": "start", "submission_key": key})
+        again = client.post(url, data | {"confirm": "start", "submission_key": key})
     run = SuggestionRun.objects.get()
     assert started.status_code == 302 and started.url == reverse("coding:reader_run", args=[project.uuid, run.uuid])
+    assert again.status_code == 302 and again.url == started.url
     assert client.post(url, {}).status_code == 400
 
 
