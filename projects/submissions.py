@@ -29,7 +29,8 @@ FIELD = "submission_key"
 ANSWER_SECONDS = 24 * 60 * 60
 # A claim whose request died (a killed worker) stops holding its key after this.
 CLAIM_SECONDS = 5 * 60
-# A second send waits this long for the first's answer before saying it is still being made.
+# A second send waits this long for the first's answer before saying it is still being made (it holds a web thread
+# meanwhile, as the first send does; a double click waits about as long as the first answer takes).
 WAIT_SECONDS = 30.0
 POLL_SECONDS = 0.05
 # Answers bigger than this are not kept; a repeat of one says that the form was saved, without the page.
@@ -103,6 +104,8 @@ def _kept(response: HttpResponse) -> dict:
     target = getattr(response, TARGET_ATTRIBUTE, None)
     if target is not None:
         return {"target": target}
+    if not response.streaming and not getattr(response, "is_rendered", True):
+        response.render()  # a TemplateResponse: what it will send is what is kept
     if response.streaming or len(response.content) > MAX_KEPT_BYTES:
         return {"sent": True}
     return {"status": response.status_code, "body": response.content,
