@@ -240,6 +240,23 @@ def test_a_comment_mentions_a_member_from_the_at_list_and_posts_with_ctrl_enter(
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_double_click_on_post_makes_one_comment_and_the_next_comment_posts(page, login, live_server, project, owner):
+    theme = services.theme_create(project=project, actor=owner, name="Belonging")
+    login(page, owner)
+    page.goto(f"{live_server.url}/p/{project.uuid}/themes/t/{theme.uuid}/")
+    thread = page.locator("#thread")
+    page.locator("#comment-body").fill("Said once")
+    page.get_by_role("button", name="Post").dblclick()
+    expect(thread).to_contain_text("Said once")
+    expect(page.get_by_role("button", name="Post")).to_be_enabled()
+    # The composer's next comment is a new submission, not a repeat of the first one's key.
+    page.locator("#comment-body").fill("Said twice")
+    page.get_by_role("button", name="Post").click()
+    expect(thread).to_contain_text("Said twice")
+    assert sorted(Comment.objects.values_list("body", flat=True)) == ["Said once", "Said twice"]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_older_threads_load_on_request_and_stay_when_posting(page, login, live_server, project, owner, analyst, make_code,
                                                              make_interview, code_segment):
     from themes.views import THREAD_LATEST
