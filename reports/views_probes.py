@@ -19,12 +19,17 @@ from reports.writers import FORMATS, page_from_query
 ANSWER_FORMATS = ("csv", "xlsx")
 
 
+def _probe(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> Probe:
+    """The live probe of a project the reader is a member of (404 otherwise)."""
+    membership = member_or_404(request, project_uuid)
+    return get_object_or_404(Probe.objects.live().select_related("project"), project=membership.project, uuid=probe_uuid)
+
+
 @login_required
 @require_GET
 def probe_answers(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fmt: str) -> HttpResponse:
     """Every answer of the probe with provenance, as CSV or XLSX."""
-    membership = member_or_404(request, project_uuid)
-    probe = get_object_or_404(Probe.objects.live().select_related("project"), project=membership.project, uuid=probe_uuid)
+    probe = _probe(request, project_uuid, probe_uuid)
     if fmt not in ANSWER_FORMATS:
         raise Http404("Answers download as csv or xlsx.")
     return _download(answers_table(probe), fmt, probe_filename(probe, "answers", fmt))
@@ -34,8 +39,7 @@ def probe_answers(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fm
 @require_GET
 def probe_summary(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fmt: str) -> HttpResponse:
     """Table 1 (with the subsets chosen on the results page) in any table format."""
-    membership = member_or_404(request, project_uuid)
-    probe = get_object_or_404(Probe.objects.live().select_related("project"), project=membership.project, uuid=probe_uuid)
+    probe = _probe(request, project_uuid, probe_uuid)
     if fmt not in FORMATS:
         raise Http404(f"Choose one of {', '.join(FORMATS)}.")
     return _download(summary_table(probe, scores_from_query(probe, request.GET)), fmt, probe_filename(probe, "scores", fmt))
@@ -45,8 +49,7 @@ def probe_summary(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fm
 @require_GET
 def probe_table1(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID, fmt: str) -> HttpResponse:
     """Table 1 as the paper prints it (a column group per condition over its subsets), with the results page's choices."""
-    membership = member_or_404(request, project_uuid)
-    probe = get_object_or_404(Probe.objects.live().select_related("project"), project=membership.project, uuid=probe_uuid)
+    probe = _probe(request, project_uuid, probe_uuid)
     if fmt not in FORMATS:
         raise Http404(f"Choose one of {', '.join(FORMATS)}.")
     table = paper_table(scores_from_query(probe, request.GET), request.GET.get("rate", ""))
