@@ -69,6 +69,16 @@ def test_every_script_prints_in_reading_order_without_missing_glyphs(tmp_path):
     assert [line.split()[2] for line in images.splitlines()[2:]].count("image") == 2
 
 
+def test_other_scripts_print_through_the_main_fonts_fallbacks(tmp_path):
+    quotes = [["Greek", "Ελληνικά κείμενα"], ["Russian", "Русский язык"], ["Vietnamese", "Tiếng Việt"],
+              ["Thai", "ภาษาไทย"], ["Georgian", "ქართული"], ["Hindi", "हिन्दी भाषा"], ["Chinese", "中文"]]
+    text, log = _compile("lualatex", _tex(quotes, caption="Ελληνικά"), tmp_path)
+    assert "Missing character" not in log
+    printed = _readable(text)
+    for language, quote in quotes:  # pdftotext splits a Devanagari conjunct with a space
+        assert quote.replace(" ", "") in printed.replace(" ", ""), (language, printed)
+
+
 def test_a_plain_table_loads_no_other_font_and_a_missing_font_prints_code_points(tmp_path):
     _, log = _compile("lualatex", _tex([["English", "Home is a feeling."]], caption="Quotes"), tmp_path)
     assert "Noto" not in log

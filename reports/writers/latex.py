@@ -15,7 +15,9 @@ others hold them) are set by LuaLaTeX: each run of them is wrapped (\\rtacjk, \\
 Color Emoji) that is loaded the first time the document uses it, so a table without them
 loads none. A run of Arabic or Hebrew words (with the spaces, punctuation and numbers between
 them) is one \\rtartl: it reads right to left inside the left-to-right table, its numbers left
-to right (\\rtaltr). Without the font, a run prints its code points, as under pdfLaTeX. Emoji
+to right (\\rtaltr). Without the font, a run prints its code points, as under pdfLaTeX. Any other
+character the main font lacks (Greek, Cyrillic, Devanagari, Thai, Georgian...) is set by LuaLaTeX with the
+installed Noto fonts as the main font's fallbacks, loaded the first time one is used. Emoji
 print as colour images, which PDF text does not hold. XeLaTeX would set the fonts but not the
 direction; the tests compile with pdfLaTeX and LuaLaTeX only.
 
@@ -105,8 +107,9 @@ _INDENT = re.compile(r"(?<=\n) +")
 _SPACE_RUN = re.compile(r" {2,}")
 TAB_WIDTH = 4
 
-PREAMBLE = r"""%% Quotes in Chinese, Japanese, Korean, Arabic, Persian, Hebrew or emoji print with LuaLaTeX (lualatex) and the
-%% Noto fonts (Serif CJK SC, Naskh Arabic, Serif Hebrew, Color Emoji); pdfLaTeX prints their code points.
+PREAMBLE = r"""%% Quotes in Chinese, Japanese, Korean, Arabic, Persian, Hebrew, emoji or another script (Greek, Cyrillic, Devanagari,
+%% Thai...) print with LuaLaTeX (lualatex) and the Noto fonts (fonts-noto-core, fonts-noto-cjk, fonts-noto-color-emoji);
+%% pdfLaTeX prints their code points.
 \documentclass[11pt]{article}
 \usepackage{iftex}
 \newcommand{\rtacodepoint}[2]{\texttt{<U+#1>}}
@@ -119,11 +122,26 @@ PREAMBLE = r"""%% Quotes in Chinese, Japanese, Korean, Arabic, Persian, Hebrew o
   \DeclareRobustCommand{\rtaltr}[1]{#1}
 \else
   \usepackage{fontspec}
-  \newcommand{\rtachar}[2]{#2}
   %% A script's font is looked up the first time it is used and kept (globally) for the next runs;
   %% not installed, its runs print code points.
   \makeatletter
-  \DeclareRobustCommand{\rtascript}[2]{{\ifcsname rta@font@#1\endcsname\else\rta@load{#1}\fi\csname rta@font@#1\endcsname#2}}
+  \DeclareRobustCommand{\rtascript}[2]{{\ifcsname rta@font@#1\endcsname\else\csname rta@before@#1\endcsname\rta@load{#1}\fi
+    \let\rtachar\rta@bare\csname rta@font@#1\endcsname#2}}
+  \newcommand{\rta@bare}[2]{#2}
+  %% Any other character the main font lacks (Greek, Cyrillic, Devanagari, Thai...) is set in the main font with
+  %% the installed Noto fonts as its fallbacks (LuaLaTeX), or printed as its code point.
+  \DeclareRobustCommand{\rtachar}[2]{\rtascript{other}{#2}}
+  \newcommand{\rta@spec@other}{{RTA no fallback font}{}}
+  \newcommand{\rta@fallbacks}{}
+  \newcommand{\rta@fallback}[1]{\IfFontExistsTF{#1}{\xdef\rta@fallbacks{\rta@fallbacks"#1:mode=harf;",}}{}}
+  \newcommand{\rta@before@other}{\ifLuaTeX
+    \rta@fallback{Noto Serif}\rta@fallback{Noto Serif Devanagari}\rta@fallback{Noto Serif Bengali}%%
+    \rta@fallback{Noto Serif Tamil}\rta@fallback{Noto Serif Thai}\rta@fallback{Noto Serif Georgian}%%
+    \rta@fallback{Noto Serif Armenian}\rta@fallback{Noto Serif Ethiopic}\rta@fallback{Noto Sans Symbols}%%
+    \ifx\rta@fallbacks\@empty\else
+      \directlua{luaotfload.add_fallback("rtafallback", {\rta@fallbacks})}%%
+      \gdef\rta@spec@other{{Latin Modern Roman}{RawFeature={fallback=rtafallback}}}%%
+    \fi\fi}
   \newcommand{\rta@load}[1]{\edef\rta@spec{\csname rta@spec@#1\endcsname}\expandafter\rta@loadfont\rta@spec{#1}}
   \newcommand{\rta@loadfont}[3]{\IfFontExistsTF{#1}%%
     {\fontspec{#1}[#2]\expandafter\xdef\csname rta@font@#3\endcsname{\noexpand\fontfamily{\f@family}\noexpand\selectfont}}%%
