@@ -35,6 +35,7 @@ from projects.api_filters import query_filters
 from projects.api_parsers import SafeJSONParser
 from projects.api_permissions import ProjectScopedMixin
 from projects.jobs import job_send_again
+from projects.submissions import created_once
 
 
 class ParticipantSerializer(serializers.ModelSerializer):
@@ -358,6 +359,7 @@ class InterviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.Retriev
     retrieve=extend_schema(responses=ImportJobDetailSerializer),
     destroy=extend_schema(responses={204: None, 409: ConflictSerializer}),
 )
+@created_once
 class ImportViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin,
                     mixins.DestroyModelMixin, viewsets.GenericViewSet):
     """Imports, in one call or two.

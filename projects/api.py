@@ -15,6 +15,7 @@ from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 from projects.models import AuditEvent, Membership, Project, Role
 from projects.services import membership_add, membership_change_role, membership_remove, project_create
+from projects.submissions import created_once
 from projects.trash import TrashList, trash_kinds, trash_restore
 from projects.views_audit import AuditFilterForm
 
@@ -41,6 +42,7 @@ class MembershipSerializer(serializers.ModelSerializer):
         read_only_fields = ["positionality", "joined_at"]
 
 
+@created_once
 class ProjectViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     """Projects the user is a member of; creating one makes the user its owner."""
 

@@ -8,6 +8,10 @@ the user and the URL, runs, and keeps its answer under the key. A send of a key 
 waits for the first send's answer if that is still being made, then answers as it did (the same redirect, the same
 fragment). A refused send (4xx, an exception) frees its key, so the corrected form can be sent again.
 
+The API's creates take the key from an `Idempotency-Key` header instead (a viewset decorated with
+`@created_once`): a client that sends a create again after a timeout gets the
+first answer (the same row, 201) instead of a second row.
+
 A POST without a key (an older page, a script) is served as before, as it is while Redis is unreachable: the
 guard is lost then, never the write.
 """
@@ -23,8 +27,12 @@ from typing import Any
 
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.utils.decorators import method_decorator
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 FIELD = "submission_key"
+HEADER = "Idempotency-Key"
 # Long enough for the browser's "send again" on a page left open over a day; short enough to forget them.
 ANSWER_SECONDS = 24 * 60 * 60
 # A claim whose request died (a killed worker) stops holding its key after this.
@@ -81,9 +89,14 @@ def submitted_once(view: Callable | None = None, *, repeat: Repeat | None = None
     return decorate(view) if view is not None else decorate
 
 
+def created_once(viewset: type) -> type:
+    """On an API viewset: its create, sent again with the same Idempotency-Key header, answers as the first did."""
+    return method_decorator(submitted_once, name="create")(viewset)
+
+
 def _slot(request: HttpRequest) -> str | None:
     """The cache key of this send: the form's key, for this user and this URL (a key reused elsewhere is another)."""
-    key = request.POST.get(FIELD, "") if request.method == "POST" else ""
+    key = (request.POST.get(FIELD, "") or request.headers.get(HEADER, "")) if request.method == "POST" else ""
     if not key or not request.user.is_authenticated:
         return None
     digest = hashlib.sha256(f"{request.user.pk}\0{request.path}\0{key}".encode()).hexdigest()[:40]
@@ -104,6 +117,10 @@ def _kept(response: HttpResponse) -> dict:
     target = getattr(response, TARGET_ATTRIBUTE, None)
     if target is not None:
         return {"target": target}
+    if isinstance(response, Response) and not response.is_rendered:
+        # An API answer, not yet rendered for its client (the viewset renders it after this): its data is kept.
+        return {"status": response.status_code, "data": response.data,
+                "headers": {name: response[name] for name in KEPT_HEADERS if response.has_header(name)}}
     if not response.streaming and not getattr(response, "is_rendered", True):
         response.render()  # a TemplateResponse: what it will send is what is kept
     if response.streaming or len(response.content) > MAX_KEPT_BYTES:
@@ -114,13 +131,14 @@ def _kept(response: HttpResponse) -> dict:
 
 def _answer_again(kept: dict | str, request: HttpRequest, args: tuple, kwargs: dict, repeat: Repeat | None) -> HttpResponse:
     if kept == IN_FLIGHT:
-        return _conflict("This form is still being saved from when you first sent it; reload the page in a moment "
-                         "to see the result.")
+        return _conflict(request, still_running=True)
     if "sent" in kept or ("target" in kept and repeat is None):
-        return _conflict("This form was already sent and saved; reload the page to see the result.")
+        return _conflict(request, still_running=False)
     if "target" in kept and repeat is not None:
         return repeat(request, kept["target"], *args, **kwargs)
     headers = kept["headers"]
+    if "data" in kept:
+        return Response(kept["data"], status=kept["status"], headers=headers)
     if "Location" in headers:
         response = HttpResponseRedirect(headers["Location"], kept["body"])
         response.status_code = kept["status"]
@@ -131,5 +149,11 @@ def _answer_again(kept: dict | str, request: HttpRequest, args: tuple, kwargs: d
     return response
 
 
-def _conflict(message: str) -> HttpResponse:
-    return HttpResponse(message, status=409, content_type="text/plain; charset=utf-8")
+def _conflict(request: HttpRequest, *, still_running: bool) -> HttpResponse:
+    if isinstance(request, Request):
+        said = (f"A request with this {HEADER} is still being handled; send it again in a moment for its answer."
+                if still_running else f"A request with this {HEADER} was already handled; its answer is no longer kept.")
+        return Response({"detail": said}, status=409)
+    said = ("This form is still being saved from when you first sent it; reload the page in a moment to see the result."
+            if still_running else "This form was already sent and saved; reload the page to see the result.")
+    return HttpResponse(said, status=409, content_type="text/plain; charset=utf-8")

@@ -202,3 +202,65 @@ def test_two_sends_at_once_make_one_memo_and_the_same_answer(project, owner, mon
     memo = Memo.objects.get()
     assert {a.status_code for a in answers} == {302}
     assert {a["Location"] for a in answers} == {reverse("themes:memo", args=[project.uuid, memo.uuid])}
+
+
+# ---------------------------------------------------------------- the API: an Idempotency-Key header
+
+API_CREATES = [
+    ("memo", lambda p, t: (f"/api/projects/{p.uuid}/memos/", {"title": "Field note", "body": "b", "kind": "analytic"}),
+     lambda p: Memo.objects.filter(project=p).count()),
+    ("comment", lambda p, t: (f"/api/projects/{p.uuid}/comments/", {"theme": str(t.uuid), "body": "Is this one theme?"}),
+     lambda p: Comment.objects.filter(theme__project=p).count()),
+    ("meeting", lambda p, t: (f"/api/projects/{p.uuid}/reviews/", {"title": "Review", "date": "2026-03-02", "agenda": [str(t.uuid)]}),
+     lambda p: Review.objects.filter(project=p).count()),
+    ("project", lambda p, t: ("/api/projects/", {"name": "Sent twice"}), lambda p: Project.objects.filter(name="Sent twice").count()),
+]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name, request_for, count", API_CREATES, ids=[c[0] for c in API_CREATES])
+def test_an_api_create_sent_again_with_its_idempotency_key_makes_one_row(name, request_for, count, project, theme, owner):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(owner)
+    url, body = request_for(project, theme)
+    before = count(project)
+    first = api.post(url, body, format="json", headers={"Idempotency-Key": "retry-1"})
+    again = api.post(url, body, format="json", headers={"Idempotency-Key": "retry-1"})
+    assert first.status_code == again.status_code == 201, first.content
+    assert again.json() == first.json() and count(project) == before + 1
+    other = api.post(url, {**body, "name": "Sent twice (2)"} if name == "project" else body, format="json",
+                     headers={"Idempotency-Key": "retry-2"})
+    assert other.status_code == 201 and other.json() != first.json()
+    assert api.post(url, {**body, "name": "Sent twice (3)"} if name == "project" else body, format="json").status_code == 201
+
+
+@pytest.mark.django_db
+def test_an_api_create_refused_frees_its_idempotency_key(project, owner):
+    from rest_framework.test import APIClient
+
+    api = APIClient()
+    api.force_authenticate(owner)
+    url = f"/api/projects/{project.uuid}/memos/"
+    refused = api.post(url, {"title": "t", "body": "b", "kind": "no such kind"}, format="json", headers={"Idempotency-Key": "k"})
+    assert refused.status_code == 400 and "kind" in refused.json()
+    fixed = api.post(url, {"title": "t", "body": "b", "kind": "analytic"}, format="json", headers={"Idempotency-Key": "k"})
+    assert fixed.status_code == 201 and Memo.objects.filter(project=project).count() == 1
+
+
+@pytest.mark.django_db
+def test_a_transcript_upload_sent_again_with_its_idempotency_key_is_one_import(project, owner, client_for, settings, tmp_path):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    settings.MEDIA_ROOT = tmp_path
+    client = client_for(owner)
+    url = f"/api/projects/{project.uuid}/imports/"
+
+    def send() -> dict:
+        body = {"files": [SimpleUploadedFile("talk.txt", b"User: Hello?\nAssistant: Hello.\n")], "start": "false"}
+        response = client.post(url, body, headers={"Idempotency-Key": "upload-1"})
+        assert response.status_code == 201, response.content
+        return response.json()
+
+    assert send() == send() and ImportJob.objects.filter(project=project).count() == 1

@@ -27,6 +27,7 @@ from projects.api_exceptions import drf_error
 from projects.api_filters import query_filters
 from projects.api_permissions import ProjectScopedMixin
 from projects.models import Project
+from projects.submissions import created_once
 from themes import services, snapshots
 from themes.models import Comment, Decision, Exemplar, Memo, MemoRevision, Review, Snapshot, Theme, ThemeCode
 
@@ -352,6 +353,7 @@ class MemoFilter(serializers.Serializer):
 
 
 @extend_schema_view(list=extend_schema(parameters=[MemoFilter]))
+@created_once
 class MemoViewSet(ProjectScopedMixin, viewsets.ModelViewSet):
     """Memos; an update must send base_version, and gets 409 with the newer revision if someone saved since."""
 
@@ -428,6 +430,7 @@ class CommentResolveSerializer(serializers.Serializer):
 
 
 @extend_schema_view(list=extend_schema(parameters=[CommentFilter]))
+@created_once
 class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.CreateModelMixin, viewsets.GenericViewSet):
     """Theme discussion: list (?theme=uuid, ?mentions=username), post, resolve/reopen."""
 
@@ -567,6 +570,7 @@ def _closed(exc: services.ReviewClosed) -> Response:
     return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
 
 
+@created_once
 class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
     """Review meetings: schedule (with agenda and attendees), record and apply decisions, close."""
 
