@@ -30,6 +30,7 @@ from projects.models import Project
 from projects.submissions import created_once
 from themes import services, snapshots
 from themes.models import Comment, Decision, Exemplar, Memo, MemoRevision, Review, Snapshot, Theme, ThemeCode
+from themes.queries import with_target_themes
 
 
 class InProject(serializers.SlugRelatedField):
@@ -465,11 +466,17 @@ class CommentViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveM
 class DecisionSerializer(serializers.ModelSerializer):
     theme = serializers.SlugRelatedField(slug_field="uuid", read_only=True, allow_null=True)  # null once deleted from the trash
     theme_name = serializers.CharField(source="theme_label", read_only=True)
+    cannot_apply = serializers.SerializerMethodField(
+        help_text="Why this pending decision can no longer be applied as it stands (its theme, or the theme it merges "
+                  "into or moves codes to, merged away, in the trash or deleted), or empty: set it aside instead.")
 
     class Meta:
         model = Decision
         fields = ["uuid", "theme", "theme_name", "theme_version", "kind", "payload", "note", "created_at", "applied_at",
-                  "declined_at", "declined_reason"]
+                  "declined_at", "declined_reason", "cannot_apply"]
+
+    def get_cannot_apply(self, decision: Decision) -> str:
+        return "" if decision.applied_at or decision.declined_at else decision.cannot_apply
 
 
 class DecisionRecordedSerializer(DecisionSerializer):
@@ -527,6 +534,13 @@ class ReviewClosedSerializer(serializers.Serializer):
     snapshot = serializers.UUIDField(help_text="The snapshot of the theme structure the meeting left.")
 
 
+class ReviewListSerializer(serializers.ListSerializer):
+    def to_representation(self, data):
+        reviews = list(data.all() if hasattr(data, "all") else data)
+        with_target_themes([d for review in reviews for d in review.decisions.all()])  # one query for the page
+        return super().to_representation(reviews)
+
+
 class ReviewSerializer(serializers.ModelSerializer):
     attendees = serializers.SlugRelatedField(slug_field="username", many=True, read_only=True)
     agenda = serializers.SerializerMethodField()
@@ -537,6 +551,12 @@ class ReviewSerializer(serializers.ModelSerializer):
         fields = ["uuid", "title", "date", "status", "notes", "notes_version", "attendees", "agenda", "decisions",
                   "created_at", "closed_at"]
         read_only_fields = ["uuid", "status", "notes", "notes_version", "created_at", "closed_at"]
+        list_serializer_class = ReviewListSerializer
+
+    def to_representation(self, review: Review) -> dict:
+        decisions = [d for d in review.decisions.all() if "target_theme" not in d.__dict__]  # not loaded with its page
+        with_target_themes(decisions)
+        return super().to_representation(review)
 
     def get_agenda(self, review: Review) -> list[str | None]:
         """Theme uuids in agenda order; null for a theme since deleted from the trash."""
@@ -578,7 +598,7 @@ class ReviewViewSet(ProjectScopedMixin, mixins.ListModelMixin, mixins.RetrieveMo
     lookup_field = "uuid"
 
     def get_queryset(self):
-        return Review.objects.filter(project=self.project).prefetch_related("attendees", "agenda__theme", "decisions__theme")
+        return Review.objects.filter(project=self.project).prefetch_related("attendees", "agenda__theme", "decisions__theme__merged_into")
 
     @extend_schema(request=ReviewCreateSerializer, responses={201: ReviewSerializer})
     def create(self, request: Request, *args, **kwargs) -> Response:

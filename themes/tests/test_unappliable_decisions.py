@@ -165,3 +165,27 @@ def test_the_live_decisions_part_follows_the_board_and_is_fetched_again_with_the
     after = client.get(reverse("themes:review", args=[project.uuid, aimed["review"].uuid]), HTTP_HX_REQUEST="true").content.decode()
     part = after[after.index('id="live-decisions"'):]
     assert part.count("cannot be applied: target theme “Candour” in the trash") == 2
+
+
+def test_the_api_says_why_a_pending_decision_cannot_be_applied_in_one_query_for_the_targets(aimed, project, owner,
+                                                                                              django_assert_max_num_queries):
+    from rest_framework.test import APIClient
+
+    review = aimed["review"]
+    redefine = services.decision_record(review=review, theme=aimed["friendship"], actor=owner, kind="redefine",
+                                        payload={"definition": "Warmth."})
+    applied = services.decision_record(review=review, theme=aimed["honesty"], actor=owner, kind="status",
+                                       payload={"status": "reviewed"})
+    services.decision_apply(decision=applied, actor=owner)
+    services.theme_delete(theme=aimed["candour"], actor=owner)
+    api = APIClient()
+    api.force_authenticate(owner)
+    base = f"/api/projects/{project.uuid}/reviews/"
+    expected = {str(aimed["merge"].uuid): "target theme “Candour” in the trash",
+                str(aimed["move"].uuid): "target theme “Candour” in the trash", str(redefine.uuid): "", str(applied.uuid): ""}
+    assert {d["uuid"]: d["cannot_apply"] for d in api.get(f"{base}{review.uuid}/").json()["decisions"]} == expected
+    with django_assert_max_num_queries(12) as counted:
+        listed = api.get(base).json()["results"]
+    assert {d["uuid"]: d["cannot_apply"] for r in listed for d in r["decisions"]} == expected
+    targets = [q for q in counted.captured_queries if 'FROM "themes_theme"' in q["sql"] and '"uuid" IN' in q["sql"]]
+    assert len(targets) == 1, targets  # the targets of every decision on the page, at once
