@@ -50,7 +50,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,12 @@ INFINITIES = {
     "paper": "+INF / –INF (as the study's Table 2)",
     "inf": "inf / -inf (read as numbers by pandas and R)",
 }
+# The order of the rows. Sorted rows stay under their parent: siblings are sorted among themselves.
+ORDERS = {
+    "codebook": "as in the codebook",
+    "ratio": "by ln(A/B), A's most first",
+    "count": "by count, most first",
+}
 _INFINITY_TEXT = {"symbol": ("+∞", "\u2212∞"), "paper": ("+INF", "–INF"), "inf": ("inf", "-inf"),
                   "words": ("only in A", "only in B")}
 
@@ -107,6 +113,7 @@ class FrequencySpec:
     with_suggestions: bool = True
     sections: str = ""  # the attribute splitting the interviews into sections; "" for one flat table
     infinity: str = "words"  # a key of INFINITIES
+    order: str = "codebook"  # a key of ORDERS
 
     @property
     def has_ratio(self) -> bool:
@@ -244,6 +251,8 @@ class FrequencyTable:
         if self.sections:
             parts.append(f"Sections: {self.sections_label}; each counts only its own interviews, with its own "
                          f"totals and ratios, and lists the {self.level}s found in it.")
+        if self.spec.order != "codebook":
+            parts.append(f"Rows {ORDERS[self.spec.order]}, each under its parent.")
         if self.spec.has_ratio:
             parts.append(f"ln(A/B) compares group A ({', '.join(self.group_a_labels)}) with group B "
                          f"({', '.join(self.group_b_labels)}): the natural log of share in A over share in B.")
@@ -507,8 +516,11 @@ def spec_from_query(population: Population, query: Mapping[str, Any]) -> Frequen
             raise FrequencySpecError(f"sections: the columns are already by {attribute.label}; choose another "
                                      "attribute for the sections (e.g. the predicted label when the columns are "
                                      "the ground truth).")
+    order = choice(query, "order", {k: k for k in ORDERS}, "codebook", FrequencySpecError)
+    if order == "ratio" and not (groups[0] and groups[1]):
+        raise FrequencySpecError("order: rows go by ln(A/B) only when both groups A and B are chosen.")
     return FrequencySpec(level=level, group_a=groups[0], group_b=groups[1], by=attribute.key, denominator=denominator,
-                         sections=sections,
+                         sections=sections, order=order,
                          infinity=choice(query, "infinity", {k: k for k in INFINITIES}, "words", FrequencySpecError),
                          rollup=flag(query, "rollup", True, FrequencySpecError),
                          correction=flag(query, "correction", False, FrequencySpecError),
@@ -569,7 +581,7 @@ def frequency_table(project: Project, spec: FrequencySpec, population: Populatio
                 row.count_a, row.count_b = sum(row_counts[i] for i in picked_a), sum(row_counts[i] for i in picked_b)
                 row.ratio = ratio_estimate(row.count_a, total_a, row.count_b, total_b, correction=spec.correction)
             rows.append(row)
-        return Section(label, totals, rows, total_a, total_b)
+        return Section(label, totals, _ordered(rows, spec.order), total_a, total_b)
 
     parts = []
     for n, section in enumerate(sections):
@@ -590,6 +602,44 @@ def frequency_table(project: Project, spec: FrequencySpec, population: Populatio
 
 
 Item = tuple[Any, str, str, str, int]  # key, label, uuid, colour, depth
+
+
+def _ordered(rows: list[FrequencyRow], order: str) -> list[FrequencyRow]:
+    """The rows (depth-first, children after their parent) with each parent's children, and the top level, sorted
+    by `order`; ties keep the codebook's order."""
+    if order == "codebook":
+        return rows
+    key = _ORDER_KEYS[order]
+
+    def nested(rows: list[FrequencyRow]) -> list[tuple[FrequencyRow, list]]:
+        nodes, i = [], 0
+        while i < len(rows):
+            end = i + 1
+            while end < len(rows) and rows[end].depth > rows[i].depth:
+                end += 1
+            nodes.append((rows[i], nested(rows[i + 1:end])))
+            i = end
+        return nodes
+
+    def flat(nodes: list[tuple[FrequencyRow, list]]) -> Iterable[FrequencyRow]:
+        for row, children in sorted(nodes, key=lambda node: key(node[0])):
+            yield row
+            yield from flat(children)
+
+    return list(flat(nested(rows)))
+
+
+def _by_ratio(row: FrequencyRow) -> tuple[int, float]:
+    """Only in A first, then the finite ratios from A's most to B's most, then only in B, then the undefined."""
+    value = row.ratio.value
+    if value is None:
+        return (3, 0.0)
+    if math.isinf(value):
+        return (0, 0.0) if value > 0 else (2, 0.0)
+    return (1, -value)
+
+
+_ORDER_KEYS: dict[str, Callable[[FrequencyRow], Any]] = {"ratio": _by_ratio, "count": lambda row: -row.total}
 
 
 def _tree(nodes: list[Any], parent_of: dict[int, int | None]) -> list[tuple[Any, int]]:

@@ -236,7 +236,7 @@ def _frequency(request: HttpRequest, membership, population: frequency.Populatio
     return frequency.frequency_table(membership.project, spec, population)
 
 
-FREQUENCY_CHOICES = ("level", "by", "a", "b", "denominator", "rollup", "correction", "suggestions", "sections", "infinity")
+FREQUENCY_CHOICES = ("level", "by", "a", "b", "denominator", "rollup", "correction", "suggestions", "sections", "infinity", "order")
 
 
 @login_required
@@ -265,6 +265,7 @@ def frequency_view(request: HttpRequest, project_uuid) -> HttpResponse:
     context = _context(
         membership, table=table, error=error, breakdown=breakdown, query=request.GET.urlencode(), attributes=population.attributes(),
         denominators=frequency.DENOMINATORS.items(), infinities=frequency.INFINITIES.items(),
+        orders=frequency.ORDERS.items(),
         heatmap=mark_safe(heatmap_svg(table, _frequency_title(membership.project, table))),  # noqa: S308 - built with escaping
         parts=[(part, [(r, list(zip(r.counts, r.percents, strict=True)),
                         frequency.format_ratio(r.ratio.value, table.spec.infinity), frequency.format_interval(r.ratio),

@@ -273,3 +273,19 @@ def test_zero_over_zero_is_undefined_not_infinite_whatever_the_spelling(reviews,
     plain = rows_of_csv(export(c, reviews, "csv", RATIOS))
     note = next(r[0] for r in plain if r and r[0].startswith("Note: "))
     assert "0/0" not in note and "only group A" not in note
+
+
+def test_rows_go_by_log_ratio_or_count_each_under_its_parent(predicted, client_for, owner):
+    man = table(predicted, SECTIONED + "&order=ratio").sections[0]
+    # Only in A (W) first, the finite ratios A's most first, only in B last; Expressive and Aggression stay under Emotion.
+    assert [(r.label, r.depth) for r in man.rows] == [("Courtesy", 0), ("Emotion", 0), ("Expressive", 1), ("Aggression", 1)]
+    assert [r.label for r in table(predicted, SECTIONED + "&order=count").sections[0].rows] == [
+        "Emotion", "Aggression", "Expressive", "Courtesy"]
+    assert [r.label for r in table(predicted, SECTIONED).sections[0].rows] == ["Emotion", "Expressive", "Aggression", "Courtesy"]
+    assert "Rows by ln(A/B), A's most first, each under its parent." in table(predicted, RATIOS + "&order=ratio").note()
+    with pytest.raises(FrequencySpecError, match="only when both groups A and B are chosen"):
+        table(predicted, "by=interview:author_gender&a=W&order=ratio")
+    csv_rows = rows_of_csv(export(client_for(owner), predicted, "csv", SECTIONED + "&order=ratio"))
+    assert [row[1] for row in csv_rows[1:5]] == ["Courtesy", "Emotion", "— Expressive", "— Aggression"]
+    page = client_for(owner).get(reverse("reports:frequency", args=[predicted.project.uuid]) + "?" + SECTIONED + "&order=ratio")
+    assert '<option value="ratio" selected>' in page.content.decode()
