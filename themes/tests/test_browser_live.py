@@ -72,14 +72,20 @@ def test_a_colleagues_comment_and_presence_appear_on_the_open_theme_page(page, l
     expect(page.locator("#presence")).to_contain_text("arjun · theme “Friendship”", timeout=LIVE_MS)
 
 
-def test_a_decision_recorded_in_the_meeting_appears_on_everyones_screen(page, login, second_page, project, owner, analyst, meeting):
-    review = meeting["review"]
+def meeting_on_two_screens(page, login, second_page, owner, analyst, review):
+    """The owner on the meeting's page, the analyst following the presenter (returned), both listening."""
     login(page, owner)
-    page.goto(f"/p/{project.uuid}/themes/reviews/{review.uuid}/")
+    page.goto(f"/p/{review.project.uuid}/themes/reviews/{review.uuid}/")
     other = second_page(analyst)
-    other.goto(f"/p/{project.uuid}/themes/reviews/{review.uuid}/present/0/")
+    other.goto(f"/p/{review.project.uuid}/themes/reviews/{review.uuid}/present/0/")
     listening(page)
     listening(other)
+    return other
+
+
+def test_a_decision_recorded_in_the_meeting_appears_on_everyones_screen(page, login, second_page, project, owner, analyst, meeting):
+    review = meeting["review"]
+    other = meeting_on_two_screens(page, login, second_page, owner, analyst, review)
 
     other.get_by_label("Decision on “Honesty”").select_option("rename")
     other.get_by_label("New name", exact=True).fill("Candour about limits")  # the label of the kind chosen
@@ -313,12 +319,7 @@ def test_a_merge_whose_target_is_trashed_meanwhile_turns_from_apply_to_set_aside
     review = meeting["review"]
     services.decision_record(review=review, theme=meeting["honesty"], actor=owner, kind="merge",
                              payload={"into": str(meeting["friendship"].uuid)})
-    login(page, owner)
-    page.goto(f"/p/{project.uuid}/themes/reviews/{review.uuid}/")
-    other = second_page(analyst)
-    other.goto(f"/p/{project.uuid}/themes/reviews/{review.uuid}/present/0/")
-    listening(page)
-    listening(other)
+    other = meeting_on_two_screens(page, login, second_page, owner, analyst, review)
     expect(page.locator("#live-decisions").get_by_role("button", name="Apply")).to_be_visible()
 
     services.theme_delete(theme=meeting["friendship"], actor=analyst)  # from the board, say: the board's news is sent
