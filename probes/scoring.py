@@ -16,8 +16,12 @@ from probes.models import Answer, ConditionVersion, Probe
 from probes.stats import TestResult, difference_test, wilson
 from projects.numbers import PValue, rounded
 
-ALL, CITES, NONE = "all", "cites", "none"
-SUBSET_NAMES = {ALL: "All answers", CITES: "Cites the chosen categories", NONE: "Cites none of them"}
+ALL, CITES, NONE, UNCITED = "all", "cites", "none", "uncited"
+SUBSET_NAMES = {ALL: "All answers", CITES: "Cites the chosen categories", NONE: "Cites none of them",
+                UNCITED: "Cites no category"}
+# What the "None" subset holds: answers citing none of the chosen categories, or (as the study's Table 1 counts it)
+# answers citing no category at all, shown for every condition whether or not categories are chosen.
+NONE_MEANINGS = {"chosen": "cites none of the chosen categories", "any": "cites no category at all"}
 
 
 @dataclass
@@ -72,6 +76,7 @@ class Scores:
     truth_column: str
     chosen: list[str]
     cells: list[Cell]
+    none: str = "chosen"  # a key of NONE_MEANINGS
     novel: dict[str, list[tuple[str, int]]] = field(default_factory=dict)  # condition → [(category, count)]
     # Ground-truth values no condition's label matches: every answer about them counts as wrong.
     unmatched_truths: list[str] = field(default_factory=list)
@@ -107,8 +112,9 @@ class _Row:
     status: str
 
 
-def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | None = None) -> Scores:
-    """Table 1 for the probe: one Cell per condition × version × model × subset (only "all" when nothing is chosen).
+def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | None = None, none: str = "chosen") -> Scores:
+    """Table 1 for the probe: one Cell per condition × version × model × subset (only "all" when nothing is chosen,
+    and "None" meaning "cites none of them"; with `none="any"`, "None" is the answers citing no category at all).
 
     Answers asked with different versions of a condition answered different prompts: each version gets cells of
     its own, and Scores.notes() says so.
@@ -144,12 +150,13 @@ def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | No
     groups = sorted({row.truth for cell_rows in rows.values() for row in cell_rows})
     cells = []
     for (condition, version, model), cell_rows in rows.items():
-        subsets = [ALL, CITES, NONE] if chosen_set else [ALL]
+        subsets = [ALL, *([CITES] if chosen_set else []), *([NONE] if chosen_set and none == "chosen" else []),
+                   *([UNCITED] if none == "any" else [])]
         for subset in subsets:
             cells.append(_cell(condition, version, model, subset, labels[condition], cell_rows, chosen_set, groups))
     novel = {condition: _novel(cell_rows_of(rows, condition), offered[condition]) for condition in offered}
     unmatched = sorted((t for t in spellings.values() if t and t not in named), key=str.lower)
-    return Scores(truth_column=truth_column, chosen=list(chosen or []), cells=cells, novel=novel,
+    return Scores(truth_column=truth_column, chosen=list(chosen or []), cells=cells, none=none, novel=novel,
                   unmatched_truths=unmatched, versions=versions, repetitions=probe.repetitions,
                   groups=_in_label_order(set(groups), labels))
 
@@ -163,8 +170,9 @@ def _in_label_order(groups: set[str], labels: dict[str, list[str]]) -> list[str]
 def scores_from_query(probe: Probe, query: Any) -> Scores:
     """The scores a results page or download asks for: `truth` (a label column; the probe's first otherwise) and the
     categories `cites` chooses for the subsets."""
-    truth = query.get("truth", "")
-    return probe_scores(probe, truth_column=truth if truth in probe.label_columns else "", chosen=query.getlist("cites"))
+    truth, none = query.get("truth", ""), query.get("none", "")
+    return probe_scores(probe, truth_column=truth if truth in probe.label_columns else "", chosen=query.getlist("cites"),
+                        none=none if none in NONE_MEANINGS else "chosen")
 
 
 def _named_as_labels(spellings: dict[str, str], labels: dict[str, list[str]]) -> dict[str, str]:
@@ -191,6 +199,8 @@ def _in_subset(row: _Row, subset: str, chosen: set[str]) -> bool:
         return True
     if row.status != Answer.Status.DONE:
         return False  # an answer not parsed cites nothing we know of: it is in neither subset, only in All
+    if subset == UNCITED:
+        return not row.categories
     cites = any(c.lower() in chosen for c in row.categories)
     return cites if subset == CITES else not cites
 
@@ -270,7 +280,7 @@ def _round(value: float | None) -> float | None:
 # --- Table 1 as the paper prints it -----------------------------------------------------------------
 
 DASH = "–"  # a rate, accuracy or P-value with nothing to compute it from
-SUBSET_HEADINGS = {ALL: "All", NONE: "None"}  # CITES is headed by the chosen categories
+SUBSET_HEADINGS = {ALL: "All", NONE: "None", UNCITED: "None"}  # CITES is headed by the chosen categories
 
 
 @dataclass
@@ -379,8 +389,12 @@ def _paper_notes(scores: Scores, rate_label: str, rows: list[list[Any]]) -> list
     ]
     if scores.chosen:
         listed = ", ".join(f"“{c}”" for c in scores.chosen)
+        none = "citing none of them" if scores.none == "chosen" else "citing no category at all"
         notes.append(f"“{' or '.join(scores.chosen)}”: answers whose rationale cites any of {listed}; “None”: answers "
-                     "citing none of them. Unparsed and failed answers are in neither, only in “All”.")
+                     f"{none}. Unparsed and failed answers are in neither, only in “All”.")
+    elif scores.none == "any":
+        notes.append("“None”: answers whose rationale cites no category at all. Unparsed and failed answers are only "
+                     "in “All”.")
     if any(value == DASH for row in rows for value in row[1:]):
         notes.append(f"{DASH}: undefined, as no parsed answer is counted there (N = 0), or, for the P-value, there is "
                      "nothing to compare (one group or one predicted label). Such groups and columns are kept so the "

@@ -19,7 +19,7 @@ from probes.forms import ConditionForm, ItemImportForm, ProbeForm, SetupForm
 from probes.items import ItemFilters, ItemImportError
 from probes.models import Answer, Condition, ConditionVersion, Probe
 from probes.running import probe_dry_run, progress, token_estimate
-from probes.scoring import categories_cited, paper_table, scores_from_query
+from probes.scoring import NONE_MEANINGS, categories_cited, paper_table, scores_from_query
 from projects.models import Membership
 from projects.permissions import member_or_404, writer_or_403
 
@@ -276,6 +276,7 @@ def results(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> HttpR
         membership, probe=probe, scores=scores, paper=paper_table(scores, request.GET.get("rate", "")),
         categories=categories_cited(probe), chosen=scores.chosen, truth=scores.truth_column, unparsed=unparsed,
         conditions=probe.conditions.order_by("name"), paper_formats=PAPER_FORMATS,
+        none_meanings=NONE_MEANINGS.items(),
     )
     return render(request, "probes/results.html", context)
 

@@ -176,3 +176,19 @@ def test_a_group_without_answers_in_a_subset_keeps_its_row_on_the_page_and_in_th
     assert [r[4:10] for r in rows if r[:4] == ["Primed", "1", "GPT-4o", "Cites the chosen categories"]] == [
         ["man", "0", "0", "woman", "0", ""], ["man", "0", "0", "man", "0", ""],
         ["woman", "2", "2", "woman", "2", "1.0"], ["woman", "2", "2", "man", "0", "0.0"]]
+
+
+def test_none_may_hold_the_answers_citing_no_category_at_all_as_the_study_counts_it(classified, project, viewer, client_for):
+    table = paper_table(probe_scores(classified, chosen=[EMOTION], none="any"))
+    assert table.headers == HEADERS and table.column_groups == GROUPS
+    # Primed: only item 4 (a woman's review, labelled "man") cites nothing; items 5–8 cite other categories.
+    assert as_text(table.rows)[:2] == [["N (woman/man)", "4/4", "0/0", "4/4", "4/4", "2/0", "1/0"],
+                                       ["woman", "1.00", DASH, "1.00", "0.75", "1.00", "0.00"]]
+    assert any("“None”: answers citing no category at all" in note for note in table.notes)
+    nothing_chosen = paper_table(probe_scores(classified, none="any"))
+    assert nothing_chosen.headers == ["Ground truth", "All", "None", "All", "None"]
+    assert as_text(nothing_chosen.rows)[0] == ["N (woman/man)", "4/4", "4/4", "4/4", "1/0"]
+    page = client_for(viewer).get(url("results", project, classified) + "?none=any")
+    assert '<option value="any" selected>' in page.content.decode()
+    rows = list(csv.reader(io.StringIO(download(client_for(viewer), project, classified, "csv", "?none=any").decode("utf-8-sig"))))
+    assert rows[2] == ["N (woman/man)", "4/4", "4/4", "4/4", "1/0"]
