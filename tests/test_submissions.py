@@ -13,7 +13,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from django.db import connection
 from django.test import Client
 from django.urls import reverse
 
@@ -21,6 +20,7 @@ from accounts.models import ApiToken
 from interviews.models import ImportJob
 from projects import submissions
 from projects.models import Project
+from projects.tests.race import in_two_threads
 from themes import services as theme_services
 from themes.models import Comment, Decision, Memo, Review, Snapshot, Theme
 
@@ -185,18 +185,11 @@ def test_two_sends_at_once_make_one_memo_and_the_same_answer(project, owner, mon
     answers = []
 
     def send():
-        try:
-            client = Client()
-            client.force_login(owner)
-            answers.append(_post_memo(client, project, key))
-        finally:
-            connection.close()
+        client = Client()
+        client.force_login(owner)
+        answers.append(_post_memo(client, project, key))
 
-    threads = [threading.Thread(target=send) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
+    in_two_threads(send)
     assert len(answers) == 2
     assert Memo.objects.count() == 1
     memo = Memo.objects.get()

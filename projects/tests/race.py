@@ -1,4 +1,4 @@
-"""Two people saving the same name at the same moment, made to happen every time (for the name-uniqueness tests)."""
+"""Two people doing the same thing at the same moment, made to happen every time (name uniqueness, double sends)."""
 
 from __future__ import annotations
 
@@ -52,3 +52,19 @@ def second_while_first_uncommitted(first: Callable[[], Any], second: Callable[[]
     one.join(timeout=30)
     two.join(timeout=30)
     return outcome["second"]
+
+
+def in_two_threads(act: Callable[[], Any], *, timeout: float = 120) -> None:
+    """Run `act` in two threads at once, each with its own database connection (closed after), and wait for both."""
+
+    def run() -> None:
+        try:
+            act()
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=timeout)

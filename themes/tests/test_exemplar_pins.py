@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from projects.tests.race import in_two_threads
 from themes import services
 from themes.models import Exemplar
 
@@ -56,14 +57,8 @@ def test_two_pins_of_one_quote_at_the_same_moment_make_one_exemplar(project, own
             refusals.extend(exc.messages)
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
-        finally:
-            connection.close()
 
-    threads = [threading.Thread(target=pin) for _ in range(2)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
+    in_two_threads(pin, timeout=60)
     assert errors == []
     assert refusals == ["This quote is already pinned to “Honesty”."]
     assert Exemplar.objects.filter(theme=theme).count() == 1
