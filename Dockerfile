@@ -1,4 +1,6 @@
-FROM python:3.13-slim
+# The base image can be replaced (deploy/offline/compose.yml builds on a stand-in where Docker Hub is out of reach).
+ARG PYTHON_IMAGE=python:3.13-slim
+FROM ${PYTHON_IMAGE}
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 WORKDIR /app
 COPY requirements.txt .

@@ -42,7 +42,7 @@ test: dev-venv
 	@scripts/ensure-services
 	@scripts/ensure-chromium
 	@scripts/ensure-tex
-	@scripts/ensure-nginx
+	@scripts/ensure-docker
 	DATABASE_URL=$(TEST_DATABASE_URL) REDIS_URL=$(TEST_REDIS_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
 lint: dev-venv

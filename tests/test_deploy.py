@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _compose() -> list[str]:
+def compose_command() -> list[str]:
     venv_compose = Path(sys.executable).parent / "docker-compose"
     if venv_compose.exists():
         return [str(venv_compose)]
@@ -24,7 +24,7 @@ def _compose() -> list[str]:
 
 
 def test_docker_compose_config_is_valid():
-    result = subprocess.run([*_compose(), "config", "--format", "json"], cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run([*compose_command(), "config", "--format", "json"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     import json
 
@@ -73,7 +73,7 @@ def _compose_config(**env_overrides: str) -> dict:
 
     # Without the shell's SECRET_KEY (the test settings export one) or a local .env: what a fresh server would get.
     env = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "SECRET_KEY_FILE"}} | env_overrides
-    result = subprocess.run([*_compose(), "--env-file", os.devnull, "config", "--format", "json"], cwd=ROOT, env=env,
+    result = subprocess.run([*compose_command(), "--env-file", os.devnull, "config", "--format", "json"], cwd=ROOT, env=env,
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)

@@ -2,9 +2,7 @@
 
 A worker that shares no disk with the web process (its own MEDIA_ROOT) imports an upload and writes an export that
 the web process then serves: job files live in PostgreSQL (projects/blobs.py), so neither side ever needs the
-other's disk. And the compose topology scaled out (`docker compose up --scale web=2 --scale worker=2`): the same
-work through the compose file's own proxy configuration, spread over two web replicas and two workers, none of
-them sharing a disk."""
+other's disk. The compose file scaled out, each container with a disk of its own, is tests/test_compose_stack.py."""
 
 from __future__ import annotations
 
@@ -20,7 +18,6 @@ from interviews.models import ImportJob, Interview
 from projects.models import StoredBlob
 from refiqda.tests.helpers import SAMPLES
 from reports.models import ExportJob
-from tests.compose_proxy import ComposeProxy, ReplicaDNS, port_free_on
 from tests.faults import PrivateRedis, WebProcess, csrf_headers, kill_worker, logged_in_session, wait_for_status, wait_until
 from tests.test_worker_faults import _worker
 
@@ -91,46 +88,4 @@ def test_a_worker_with_its_own_disk_imports_and_exports_for_the_web_process(proj
     finally:
         web.stop()
         kill_worker(worker)
-        redis.cleanup()
-
-
-def test_two_web_replicas_and_two_workers_behind_the_compose_proxy(project, analyst, monkeypatch, tmp_path):
-    """Scaled out as `docker compose up --scale web=2 --scale worker=2`: deploy/nginx.conf in front, the service
-    name resolved per request to both replicas, each replica and worker with a disk of its own."""
-    replicas = ["127.0.0.2", "127.0.0.3"]
-    media = _media_roots(tmp_path, "web-1", "web-2", "worker-1", "worker-2")
-    monkeypatch.setenv("RTA_EXPORT_INLINE_MAX_SEGMENTS", "0")
-    redis = PrivateRedis().start()
-    queue = f"rta-scaled-{redis.port}"
-    web_port = port_free_on(*replicas)
-    dns = ReplicaDNS("web", replicas)
-    webs, workers, proxy = [], [], None
-    try:
-        for n, host in enumerate(replicas):
-            webs.append(WebProcess(database_url=_database_url(), redis_url=redis.url, queue=queue, host=host,
-                                   port=web_port, access_log=str(tmp_path / f"web-{n + 1}.log"),
-                                   MEDIA_ROOT=str(media[n])))
-            workers.append(_worker(_database_url(), redis.url, queue, node=f"{queue}-{n + 1}",
-                                   MEDIA_ROOT=str(media[2 + n])))
-        (tmp_path / "proxy").mkdir()
-        proxy = ComposeProxy(tmp_path / "proxy", dns=dns, web_port=web_port)
-        session = logged_in_session(analyst, webs[0])
-        session.headers["Referer"] = proxy.url + "/"
-
-        _import_then_export(session, proxy.url, project)
-        for _ in range(6):  # a few more pages, so both replicas are seen even if the first requests went to one
-            assert session.get(f"{proxy.url}/p/{project.uuid}/interviews/", timeout=60).status_code == 200
-
-        assert "web" in dns.asked  # the proxy found the replicas by name, as on compose's network
-        served = [len((tmp_path / f"web-{n + 1}.log").read_text().splitlines()) for n in range(len(replicas))]
-        assert all(count > 0 for count in served), f"requests per replica: {served}"
-        assert not any(any(root.rglob("*")) for root in media)  # no replica or worker kept a job file on its disk
-    finally:
-        if proxy:
-            proxy.stop()
-        for web in webs:
-            web.stop()
-        for worker in workers:
-            kill_worker(worker)
-        dns.close()
         redis.cleanup()
