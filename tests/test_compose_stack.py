@@ -2,9 +2,9 @@
 
 The stack is the compose file's own: its images (or, where Docker Hub cannot be reached, the stand-ins that
 scripts/ensure-docker builds from Debian trixie: deploy/offline/compose.yml changes only the images), its migrate
-step, health checks, proxy (deploy/nginx.conf) and network. A file of the test's own changes only what one machine
-running many stacks needs (free published ports instead of 8000/5432/6379), plain HTTP (no TLS in front), and every
-.qdpx export sent to a worker (a small project's is otherwise written in its request).
+step, health checks, proxy (deploy/nginx.conf) and network. A file of the test's own changes three things: free
+published ports instead of 8000/5432/6379, plain HTTP (no TLS in front), and every .qdpx export sent to a worker
+(a small project's is otherwise written in its request).
 
 Any web replica serves any signed-in request and any worker runs any job: each is shown with the other one stopped.
 """
