@@ -3,6 +3,7 @@
     .venv/bin/python bench/load.py                    # 50 coders, 5 minutes
     .venv/bin/python bench/load.py --seconds 60       # shorter, when the machine is busy
     .venv/bin/python bench/load.py --coders 10 --seconds 20 --keep-db
+    .venv/bin/python bench/load.py --compose          # the same against docker-compose.yml, scaled out
 
 Each coder logs in (a real session), then loops until the time is up: open an interview's
 coding workspace, apply a code to a segment, sometimes remove one of their own codings,
@@ -13,6 +14,11 @@ acknowledged removal absent, no duplicates, nothing unacknowledged.
 
 Only loopback traffic; the loops stop at the deadline. A fresh database (rta_bench_load)
 is created, migrated and seeded, and dropped at the end unless --keep-db.
+
+With --compose the server is docker-compose.yml itself (tests/compose_stack.py: nginx in front of
+--web-replicas gunicorn containers, Celery workers, PostgreSQL and Redis in containers): the data
+is seeded inside a web container, with the deployment's own settings, and checked through the
+stack's PostgreSQL; CPU is read from the containers' cgroups.
 """
 
 from __future__ import annotations
@@ -32,8 +38,6 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
-
-import requests
 
 REPO = Path(__file__).resolve().parent.parent
 DB_NAME = "rta_bench_load"
@@ -151,6 +155,8 @@ def free_port() -> int:
 
 
 def start_gunicorn(database_url: str, redis_url: str, workers: int, threads: int) -> tuple[subprocess.Popen, str]:
+    import requests
+
     port = free_port()
     env = dict(os.environ, DATABASE_URL=database_url, REDIS_URL=redis_url, DJANGO_SETTINGS_MODULE="config.settings_test",
                CELERY_TASK_ALWAYS_EAGER="true", DEBUG="false")
@@ -223,6 +229,8 @@ def web_and_database_cpu(web: subprocess.Popen) -> tuple[float, float]:
 # --- the coders ----------------------------------------------------------------------------
 
 def coder(n: int, world: dict, base: str, deadline: float, stats: Stats, think: tuple[float, float]) -> None:
+    import requests  # a bench dependency: --seed-here runs in the app's image, which has none
+
     rng = random.Random(n)
     user_id, project = world["users"][n], world["project"]
     session = requests.Session()
@@ -302,11 +310,10 @@ def percentile(values: list[float], p: float) -> float:
 
 
 def report(stats: Stats, check: dict, args: argparse.Namespace, elapsed: float, world: dict, *, alone: Stats,
-           cpu: tuple[float, float]) -> str:
+           cpu: tuple[float, float] | None, server: str) -> str:
     lines = [
-        f"{args.coders} coders for {elapsed:.0f} s (think time {args.think_min}–{args.think_max} s), gunicorn "
-        f"{args.workers} workers × {args.threads} threads, {len(world['interviews'])} interviews, "
-        f"{world['segment_count']} codable segments, 20 codes.",
+        f"{args.coders} coders for {elapsed:.0f} s (think time {args.think_min}–{args.think_max} s), {server}, "
+        f"{len(world['interviews'])} interviews, {world['segment_count']} codable segments, 20 codes.",
         "",
         "| request | count | p50 ms | p95 ms | max ms |",
         "|---|---|---|---|---|",
@@ -326,12 +333,15 @@ def report(stats: Stats, check: dict, args: argparse.Namespace, elapsed: float, 
                      f"{max(alone_applies) * 1000:.0f} |")
         ratio = percentile(applies, 95) / percentile(alone_applies, 95)
         lines += ["", f"Apply p95 under load ÷ one coder alone: {ratio:.1f} (target ≤ 10)."]
-    web_cpu, db_cpu = cpu
+    if cpu is not None:
+        web_cpu, db_cpu = cpu
+        lines += [
+            "",
+            f"CPU per request during the load: web (gunicorn) {web_cpu / total * 1000:.1f} ms, PostgreSQL "
+            f"{db_cpu / total * 1000:.1f} ms; {(web_cpu + db_cpu) / elapsed:.2f} of the machine's "
+            f"{os.cpu_count()} cores busy on average.",
+        ]
     lines += [
-        "",
-        f"CPU per request during the load: web (gunicorn) {web_cpu / total * 1000:.1f} ms, PostgreSQL (every postgres "
-        f"process on the machine) {db_cpu / total * 1000:.1f} ms; {(web_cpu + db_cpu) / elapsed:.2f} of the machine's "
-        f"{os.cpu_count()} cores busy on average.",
         f"Requests: {total} ({total / elapsed:.1f}/s); errors: {len(stats.errors)} (one coder alone: {len(alone.errors)}).",
         f"Consistency: {check['acknowledged_present']} acknowledged codings present, {check['acknowledged_missing']} missing, "
         f"{check['removed_but_present']} removed-but-present, {check['unacknowledged_rows']} unacknowledged rows, "
@@ -354,7 +364,14 @@ def main() -> int:
     parser.add_argument("--redis-url", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/7"))
     parser.add_argument("--keep-db", action="store_true")
     parser.add_argument("--json", type=Path, help="also write the raw numbers here")
+    parser.add_argument("--compose", action="store_true", help="run against docker-compose.yml, scaled out")
+    parser.add_argument("--web-replicas", type=int, default=2, help="with --compose: web containers")
+    parser.add_argument("--seed-here", action="store_true", help=argparse.SUPPRESS)  # --compose, in a web container
     args = parser.parse_args()
+    if args.seed_here:
+        return seed_here(args)
+    if args.compose:
+        return against_compose(args)
 
     database_url = create_database()
     web = None
@@ -362,33 +379,8 @@ def main() -> int:
         setup_django(database_url, args.redis_url)
         world = seed(coders=args.coders, interviews=args.interviews, turns=args.turns, rng=random.Random(42))
         web, base = start_gunicorn(database_url, args.redis_url, args.workers, args.threads)
-        # The reference for the p95 target: one coder alone, no think time, on the same server and data.
-        alone = Stats()
-        coder(0, world, base, time.monotonic() + args.alone_seconds, alone, (0.0, 0.0))
-        stats = Stats()
-        stats.acknowledged.update(alone.acknowledged)
-        cpu_before = web_and_database_cpu(web)
-        started = time.monotonic()
-        deadline = started + args.seconds
-        threads = [threading.Thread(target=coder, args=(n, world, base, deadline, stats, (args.think_min, args.think_max)), daemon=True)
-                   for n in range(args.coders)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=args.seconds + 120)
-        elapsed = time.monotonic() - started
-        cpu = tuple(after - before for after, before in zip(web_and_database_cpu(web), cpu_before, strict=True))
-        stop(web)
-        web = None
-        check = consistency(stats, world)
-        text = report(stats, check, args, elapsed, world, alone=alone, cpu=cpu)
-        print(text)
-        if stats.errors or alone.errors:
-            print("\nFirst errors:\n" + "\n".join((alone.errors + stats.errors)[:20]))
-        if args.json:
-            args.json.write_text(json.dumps({"latencies": stats.latencies, "errors": stats.errors, "check": check}, default=list))
-        consistent = not (check["acknowledged_missing"] or check["removed_but_present"] or check["unacknowledged_rows"] or check["duplicates"])
-        return 0 if consistent and not stats.errors and not alone.errors else 1
+        server = f"gunicorn {args.workers} workers × {args.threads} threads"
+        return load(args, world, base, server, lambda: web_and_database_cpu(web))
     finally:
         if web is not None:
             stop(web)
@@ -397,6 +389,75 @@ def main() -> int:
         connections.close_all()
         if not args.keep_db:
             drop_database()
+
+
+def seed_here(args: argparse.Namespace) -> int:
+    """Seeds the deployment this process runs in (its own settings), and prints the world as JSON."""
+    sys.path.insert(0, str(REPO))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    import django
+
+    django.setup()
+    world = seed(coders=args.coders, interviews=args.interviews, turns=args.turns, rng=random.Random(42))
+    print(json.dumps(world))
+    return 0
+
+
+def against_compose(args: argparse.Namespace) -> int:
+    import tempfile
+
+    sys.path.insert(0, str(REPO))
+    from tests.compose_stack import Stack
+
+    with tempfile.TemporaryDirectory() as workdir:
+        stack = Stack(Path(workdir))
+        try:
+            stack.start(web=args.web_replicas, worker=2)
+            seeded = stack.compose("exec", "-T", "web", "python", "bench/load.py", "--seed-here",
+                                   "--coders", str(args.coders), "--interviews", str(args.interviews),
+                                   "--turns", str(args.turns))
+            world = json.loads(seeded.strip().splitlines()[-1])
+            # The check reads the stack's PostgreSQL through Django's models, with this checkout's settings.
+            setup_django(f"postgres://rta:rta@127.0.0.1:{stack.db_port}/rta", args.redis_url)
+            server = (f"docker-compose.yml: nginx, {args.web_replicas} web containers (gunicorn 4 workers × 32 "
+                      f"threads each), 2 Celery workers, PostgreSQL and Redis in containers")
+            return load(args, world, stack.url, server, lambda: (stack.cpu_seconds("web"), stack.cpu_seconds("db")))
+        finally:
+            from django.db import connections
+
+            connections.close_all()
+            stack.stop()
+
+
+def load(args: argparse.Namespace, world: dict, base: str, server: str, read_cpu) -> int:
+    """One coder alone, then args.coders together until args.seconds pass; then the report and the check."""
+    # The reference for the p95 target: one coder alone, no think time, on the same server and data.
+    alone = Stats()
+    coder(0, world, base, time.monotonic() + args.alone_seconds, alone, (0.0, 0.0))
+    stats = Stats()
+    stats.acknowledged.update(alone.acknowledged)
+    cpu_before = read_cpu()
+    started = time.monotonic()
+    deadline = started + args.seconds
+    threads = [threading.Thread(target=coder, args=(n, world, base, deadline, stats, (args.think_min, args.think_max)), daemon=True)
+               for n in range(args.coders)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=args.seconds + 120)
+    elapsed = time.monotonic() - started
+    cpu_after = read_cpu()
+    cpu = None if None in cpu_before + cpu_after else tuple(
+        after - before for after, before in zip(cpu_after, cpu_before, strict=True))
+    check = consistency(stats, world)
+    text = report(stats, check, args, elapsed, world, alone=alone, cpu=cpu, server=server)
+    print(text)
+    if stats.errors or alone.errors:
+        print("\nFirst errors:\n" + "\n".join((alone.errors + stats.errors)[:20]))
+    if args.json:
+        args.json.write_text(json.dumps({"latencies": stats.latencies, "errors": stats.errors, "check": check}, default=list))
+    consistent = not (check["acknowledged_missing"] or check["removed_but_present"] or check["unacknowledged_rows"] or check["duplicates"])
+    return 0 if consistent and not stats.errors and not alone.errors else 1
 
 
 if __name__ == "__main__":

@@ -1,23 +1,12 @@
 """docker-compose.yml itself, scaled out: `docker compose up --scale web=2 --scale worker=2` (issue #20).
 
-The stack is the compose file's own: its images (or, where Docker Hub cannot be reached, the stand-ins that
-scripts/ensure-docker builds from Debian trixie: deploy/offline/compose.yml changes only the images), its migrate
-step, health checks, proxy (deploy/nginx.conf) and network. A file of the test's own changes three things: free
-published ports instead of 8000/5432/6379, plain HTTP (no TLS in front), and every .qdpx export sent to a worker
-(a small project's is otherwise written in its request).
-
-Any web replica serves any signed-in request and any worker runs any job: each is shown with the other one stopped.
+The stack is tests/compose_stack.py's: the compose file as it is, on free ports and plain HTTP. Any web replica
+serves any signed-in request and any worker runs any job: each is shown with the other one stopped.
 """
 
 from __future__ import annotations
 
 import io
-import json
-import os
-import secrets
-import shutil
-import subprocess
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -25,108 +14,27 @@ import requests
 
 import refiqda
 from refiqda.tests.helpers import SAMPLES
-from tests.faults import free_port, wait_until
-from tests.test_deploy import compose_command
+from tests.compose_stack import Stack, docker_answers
+from tests.faults import wait_until
 
-ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = SAMPLES / "claude" / "claude-history-synthetic-conversations.json"
-OFFICIAL_IMAGES = ("python:3.13-slim", "postgres:16", "redis:7", "nginx:1.27-alpine")
 PASSWORD = "compose-test-password-rta"
-APP_IMAGE = "rta-studio:compose-test"
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow, pytest.mark.xdist_group("compose")]
 
 
-def _docker_answers() -> bool:
-    if not shutil.which("docker"):
-        return False
-    return subprocess.run(["docker", "info"], capture_output=True, timeout=60).returncode == 0
-
-
-def _image_id(image: str) -> str | None:
-    found = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True,
-                           timeout=60)
-    return found.stdout.strip() if found.returncode == 0 else None
-
-
-class Stack:
-    """One compose project of the repository's docker-compose.yml, under a name of its own."""
-
-    def __init__(self, workdir: Path) -> None:
-        self.name = f"rta-compose-{secrets.token_hex(4)}"
-        self.proxy_port, self.db_port = free_port(), free_port()
-        files = ["docker-compose.yml"]
-        if not all(_image_id(image) for image in OFFICIAL_IMAGES):
-            files.append("deploy/offline/compose.yml")
-        local = workdir / "this-machine.yml"
-        local.write_text(self._local_changes())
-        self.files = [arg for f in [*files, str(local)] for arg in ("-f", f)]
-        self.env = {**os.environ, "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1,localhost"}
-
-    def _local_changes(self) -> str:
-        # One image for every app service, under one name across runs: the next build starts from its layers.
-        app = {"image": APP_IMAGE, "environment": {"RTA_SSL_REDIRECT": "false", "RTA_SECURE_COOKIES": "false",
-                               "RTA_EXPORT_INLINE_MAX_SEGMENTS": "0"}}
-        return json.dumps({"services": {
-            "db": {"ports": [f"127.0.0.1:{self.db_port}:5432"]},
-            "redis": {"ports": []},
-            "proxy": {"ports": [f"127.0.0.1:{self.proxy_port}:80"]},
-            **{service: app for service in ("migrate", "web", "worker", "worker-live", "beat")},
-        }}).replace('"ports": [', '"ports": !override [')
-
-    def compose(self, *args: str, timeout: float = 900) -> str:
-        done = subprocess.run([*compose_command(), "-p", self.name, *self.files, *args], cwd=ROOT, env=self.env,
-                              capture_output=True, text=True, timeout=timeout)
-        assert done.returncode == 0, f"compose {' '.join(args)}:\n{done.stderr[-3000:]}"
-        return done.stdout
-
-    def build_app_image(self) -> None:
-        """The app services' one image, built once from this checkout; the previous build's image is removed."""
-        previous = _image_id(APP_IMAGE)
-        self.compose("build", "migrate", timeout=1800)
-        if previous and previous != _image_id(APP_IMAGE):
-            subprocess.run(["docker", "image", "rm", previous], capture_output=True, timeout=300)
-
-    def container(self, service: str, index: int) -> str:
-        return f"{self.name}-{service}-{index}"
-
-    def docker(self, *args: str) -> None:
-        subprocess.run(["docker", *args], check=True, capture_output=True, timeout=300)
-
-    def running(self, service: str) -> list[str]:
-        return sorted(self.compose("ps", "--status", "running", "--format", "{{.Name}}", service).split())
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.proxy_port}"
-
-    def database(self) -> psycopg.Connection:
-        return psycopg.connect(host="127.0.0.1", port=self.db_port, user="rta", password="rta", dbname="rta",
-                               autocommit=True)
-
-
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    if not _docker_answers():
+    if not docker_answers():
         pytest.fail("Docker does not answer: scripts/ensure-docker installs and starts it (root, Debian)")
     stack = Stack(tmp_path_factory.mktemp("compose"))
     try:
-        stack.build_app_image()
-        stack.compose("up", "--detach", "--scale", "web=2", "--scale", "worker=2")
-        wait_until(lambda: _answers(f"{stack.url}/healthz"), "the proxy to answer through a web replica", 300)
+        stack.start(web=2, worker=2)
         stack.compose("exec", "-T", "-e", f"DJANGO_SUPERUSER_PASSWORD={PASSWORD}", "web", "python", "manage.py",
                       "createsuperuser", "--noinput", "--username", "lead", "--email", "lead@example.org")
         yield stack
     finally:
-        print(stack.compose("logs", "--no-color", "--tail", "40"))  # pytest shows it beside a failure
-        stack.compose("down", "--volumes", "--remove-orphans", "--timeout", "20")
-
-
-def _answers(url: str) -> bool:
-    try:
-        return requests.get(url, timeout=10).status_code == 200
-    except requests.RequestException:
-        return False
+        print(stack.stop())  # pytest shows the services' last log lines beside a failure
 
 
 def _signed_in(stack: Stack) -> requests.Session:
