@@ -554,8 +554,7 @@ class ReviewSerializer(serializers.ModelSerializer):
         list_serializer_class = ReviewListSerializer
 
     def to_representation(self, review: Review) -> dict:
-        decisions = [d for d in review.decisions.all() if "target_theme" not in d.__dict__]  # not loaded with its page
-        with_target_themes(decisions)
+        with_target_themes(list(review.decisions.all()))  # a detail's; a page's are loaded by ReviewListSerializer
         return super().to_representation(review)
 
     def get_agenda(self, review: Review) -> list[str | None]:

@@ -322,13 +322,13 @@ def theme_notice(project, theme_uuid, *, shown_name: str | None = None) -> Theme
 
 
 def with_target_themes(decisions: list[Decision]) -> list[Decision]:
-    """Load the themes merges fold into and code moves go to, for all the decisions in one query (Decision.target_theme)."""
-    wanted = {d.payload.get(Decision.TARGET_KEYS[d.kind]) for d in decisions if d.kind in Decision.TARGET_KEYS}
-    wanted = {u for u in wanted if isinstance(u, str)}
+    """Load the themes merges fold into and code moves go to, for all the decisions in one query (Decision.target_theme).
+    Decisions whose target is already loaded (a list serializer did it for the page) are left as they are."""
+    waiting = [d for d in decisions if d.kind in Decision.TARGET_KEYS and "target_theme" not in d.__dict__]
+    wanted = {u for d in waiting if isinstance(u := d.payload.get(Decision.TARGET_KEYS[d.kind]), str)}
     found = {str(t.uuid): t for t in Theme.objects.filter(uuid__in=wanted).select_related("merged_into")} if wanted else {}
-    for decision in decisions:
-        if decision.kind in Decision.TARGET_KEYS:
-            decision.target_theme = found.get(decision.payload.get(Decision.TARGET_KEYS[decision.kind]))
+    for decision in waiting:
+        decision.target_theme = found.get(decision.payload.get(Decision.TARGET_KEYS[decision.kind]))
     return decisions
 
 
