@@ -17,7 +17,7 @@ from django.db.models.functions import RowNumber
 
 from coding.excerpts import excerpts_for_codes
 from coding.models import Coding
-from interviews.models import Interview, Participant, Segment, Turn
+from interviews.models import Interview, Participant, Turn
 from themes.models import Theme, ThemeCode
 
 
@@ -104,7 +104,7 @@ def theme_excerpt_sample(theme: Theme, *, interviews_per_model: int = 5) -> list
 
 
 def theme_excerpts(theme: Theme, *, interview_ids: list[int] | None = None, code_ids: list[int] | None = None) -> list[ModelGroup]:
-    """Every excerpt coded with one of the theme's codes (in these interviews), grouped by participant model (4 queries).
+    """Every excerpt coded with one of the theme's codes (in these interviews), grouped by participant model (3 queries).
 
     Built on coding.excerpts.excerpts_for_codes (per-code excerpts); here runs of different codes
     that touch or overlap in one turn become one excerpt, and the text is cut from the turn itself
@@ -122,8 +122,10 @@ def theme_excerpts(theme: Theme, *, interview_ids: list[int] | None = None, code
                 "interview_uuid": str(ex.interview_uuid), "interview_title": ex.interview_title, "codes": set(),
             })
             entry["codes"].add(ex.code_id)
-    for seg_id, start, end in Segment.objects.filter(id__in=list(segments)).values_list("id", "start", "end"):
-        segments[seg_id]["start"], segments[seg_id]["end"] = start, end
+        # Where a theme excerpt starts, the segment before it is coded with none of the theme's codes, so every code
+        # excerpt holding that segment starts there too (and likewise at the end): the bounds _build_groups reads.
+        segments[ex.first_segment_id]["start"] = ex.start
+        segments[ex.last_segment_id]["end"] = ex.end
     texts = dict(Turn.objects.filter(id__in={e["turn"] for e in segments.values()}).values_list("id", "text"))
     return _build_groups(segments, texts)
 

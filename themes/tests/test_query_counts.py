@@ -117,3 +117,15 @@ def test_board_query_budget(grow, project, analyst, client_for, django_assert_nu
     grow()  # new placements: the counts are taken again, in two queries
     with django_assert_num_queries(10):
         client.get(url)
+
+
+def test_theme_page_query_budget(grow, project, analyst, client_for, django_assert_num_queries):
+    grow()
+    client = client_for(analyst)
+    url = PAGES["theme page"](project, grow.state)
+    client.get(url)
+    # session, user, membership+project, theme; its codes, a page of interviews, their codings, the turns' texts
+    # (an excerpt's bounds come with its codings); exemplars, memos on the theme and on its codes, sub-themes,
+    # status history; the thread (read marker, members to mention, threads, their comments); unread-mentions badge.
+    with django_assert_num_queries(18):
+        client.get(url)

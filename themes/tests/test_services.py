@@ -249,6 +249,26 @@ def test_excerpts_join_contiguous_segments_and_group_by_model(project, owner, ma
     assert [i.participant.label for i in theme_interviews(theme)] == ["Claude", "GPT-4o"]
 
 
+def test_an_excerpt_of_overlapping_codes_is_cut_from_its_first_segment_to_its_last(
+        project, owner, analyst, make_code, make_interview, code_segment):
+    """Its bounds come from whichever code starts or ends it, however the codes overlap, and by whoever coded."""
+    theme = services.theme_create(project=project, actor=owner, name="Honesty")
+    outer, inner, late = make_code("outer"), make_code("inner"), make_code("late")
+    for code in (outer, inner, late):
+        services.theme_add_code(theme=theme, actor=owner, code=code)
+    interview, segments = make_interview("GPT-4o", text="One. Two, indeed.  Three!\tFour? Five.")
+    code_segment(outer, *segments[0:3])
+    code_segment(inner, segments[1], coder=analyst)  # inside outer's excerpt: no bound of its own
+    code_segment(late, *segments[2:4], coder=analyst)  # overlaps outer's end and goes past it
+    [group] = theme_excerpts(theme)
+    [excerpt] = group.excerpts
+    turn = interview.turns.get(position=1)
+    assert excerpt.text == turn.text[segments[0].start:segments[3].end] == "One. Two, indeed.  Three!\tFour?"
+    assert (excerpt.start, excerpt.end) == (segments[0].start, segments[3].end)
+    assert (excerpt.first_segment_id, excerpt.last_segment_id) == (segments[0].pk, segments[3].pk)
+    assert excerpt.code_ids == {outer.pk, inner.pk, late.pk}
+
+
 
 def test_excerpt_counts_skip_deleted_work_count_a_segment_once_and_can_be_asked_for_some_themes(
         project, owner, analyst, make_code, make_interview, code_segment):
