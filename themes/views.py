@@ -286,7 +286,11 @@ def theme_page_context(request: HttpRequest, membership: Membership, theme: Them
     """
     project = membership.project
     excerpts = theme_excerpt_page(request, theme)
-    exemplars = list(Exemplar.objects.filter(theme=theme, turn__interview__deleted_at__isnull=True).select_related("turn__interview__participant").defer("turn__metadata"))
+    # What the page shows of an exemplar, and its turn's text to check the quote against (not the interview's metadata).
+    exemplars = list(Exemplar.objects.filter(theme=theme, turn__interview__deleted_at__isnull=True)
+                     .select_related("turn__interview__participant")
+                     .only("uuid", "spans", "quote", "note", "turn__text", "turn__interview__title",
+                           "turn__interview__participant__label"))
     memos = _latest_memos(Memo.objects.for_project(project).filter(theme=theme))
     code_memos = _latest_memos(Memo.objects.for_project(project).filter(code__in=excerpts["codes"])) if excerpts["codes"] else []
     return {
@@ -300,8 +304,13 @@ def theme_page_context(request: HttpRequest, membership: Membership, theme: Them
 
 
 def _latest_memos(memos) -> list[Memo]:
-    """The latest THEME_MEMOS of `memos`, each with the `total` of them all (one query)."""
-    return list(memos.annotate(total=Window(Count("id"))).order_by("-created_at", "-id")[:THEME_MEMOS])
+    """The latest THEME_MEMOS of `memos`, each with the `total` of them all (one query).
+
+    Only what the page lists of a memo is read (title, kind, author, date, code): not its body, nor its other targets.
+    """
+    listed = memos.select_related(None).select_related("author", "code").only(
+        "uuid", "title", "kind", "created_at", "author__username", "code__name")
+    return list(listed.annotate(total=Window(Count("id"))).order_by("-created_at", "-id")[:THEME_MEMOS])
 
 
 def theme_excerpt_page(request: HttpRequest, theme: Theme) -> dict:
