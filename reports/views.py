@@ -18,6 +18,7 @@ from projects.columns import breakdown_shown
 from projects.filenames import download_filename, download_stem
 from projects.jobs import job_send_again, job_sent_again_notice
 from projects.models import Membership
+from projects.pagination import paginate
 from projects.permissions import member_or_404, owner_or_403
 from reports import cases, codebook_export, frequency, trajectories
 from reports.excerpts import (
@@ -472,6 +473,11 @@ def _cases(request: HttpRequest, membership):
                              username=request.user.username), codes
 
 
+# Interviews per page of the case matrix: a thousand interviews by ten codes were 10,000 cells to draw (the exports
+# hold them all).
+CASE_ROWS = 50
+
+
 @login_required
 @require_GET
 def cases_view(request: HttpRequest, project_uuid) -> HttpResponse:
@@ -486,7 +492,11 @@ def cases_view(request: HttpRequest, project_uuid) -> HttpResponse:
         request.GET.pop("codes", None)
         matrix, codes = _cases(request, membership)
     chosen = {c.pk for c in matrix.codes}
-    context = _context(membership, matrix=matrix, codes=codes, chosen=chosen, error=error, query=request.GET.urlencode())
+    rows = paginate(request, matrix.rows, per_page=CASE_ROWS, target="#case-matrix")
+    export_query = request.GET.copy()
+    export_query.pop("page", None)  # the exports hold every interview
+    context = _context(membership, matrix=matrix, rows=rows, codes=codes, chosen=chosen, error=error,
+                       query=export_query.urlencode())
     if request.htmx and not request.htmx.boosted:
         return render(request, "reports/cases.html#case-matrix", context)
     return render(request, "reports/cases.html", context, status=400 if error else 200)

@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from coding.models import CaseCoding, Code
+from interviews.models import Interview
 from reports.tests.tables_world import world  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.django_db
@@ -86,3 +87,31 @@ def test_matrix_query_count_is_flat(world, features, client_for, analyst):
     with CaptureQueriesContext(connection) as after:
         c.get(matrix_url(world), query)
     assert len(before) == len(after) <= 8  # session, user, membership, participants, interviews, codes, case codings, badge
+
+
+def test_the_matrix_shows_a_page_of_interviews_at_a_time_and_the_export_holds_them_all(
+        world, features, client_for, analyst, monkeypatch):
+    from reports import views
+
+    monkeypatch.setattr(views, "CASE_ROWS", 1)  # the world's interviews, one to a page
+    c = client_for(analyst)
+    power = features["Power"]
+    titles = sorted(Interview.objects.filter(project=world.project, deleted_at__isnull=True).values_list("title", flat=True))
+    CaseCoding.objects.create(interview=world.interviews["gpt"], code=power, coder=analyst)
+    query = {"codes": str(power.uuid)}
+    seen = []
+    for number in range(1, len(titles) + 1):
+        html = c.get(matrix_url(world), {**query, "page": str(number)}).content.decode()
+        rows = [t for t in titles if f'<th scope="row" class="sticky">{t}</th>' in html]
+        assert len(rows) == 1, (number, rows)
+        seen += rows
+        assert f"of {len(titles)} · page {number} of {len(titles)}" in html
+        if number < len(titles):
+            # The next page keeps the codes chosen, and the matrix fragment swaps itself.
+            assert f'href="{matrix_url(world)}?codes={power.uuid}&amp;page={number + 1}"' in html
+            assert 'hx-target="#case-matrix"' in html
+    assert sorted(seen) == titles
+    assert "page=" not in html[html.index("Export:"):]
+    export = reverse("reports:cases_export", args=[world.project.uuid])
+    data = b"".join(c.get(export, {**query, "format": "csv"}).streaming_content).decode("utf-8-sig")
+    assert len(list(csv.reader(io.StringIO(data)))) == 1 + len(titles)
