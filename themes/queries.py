@@ -11,7 +11,7 @@ from django.db.models.functions import Coalesce
 
 from coding.models import Code
 from projects.models import AuditEvent
-from themes.excerpts import excerpt_counts, recent_excerpt_counts
+from themes.excerpts import recent_excerpt_counts
 from themes.models import Comment, Decision, Memo, Theme, ThemeCode, ThreadRead
 
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -247,10 +247,16 @@ def code_tree(codes: list[Code], placed: dict[int, int], *, q: str = "", show: s
 
 
 def map_data(project) -> dict:
-    """Nodes (themes, sub-themes, codes; sized by excerpts) and edges of the thematic map (4 queries)."""
+    """Nodes (themes, sub-themes, codes; sized by excerpts) and edges of the thematic map (2 queries, 4 to count).
+
+    The sizes are the board's counts (recent_excerpt_counts: copies of at most a minute ago, a moved code counted at
+    once): counting every coding of the project took 420 ms at 50× the peer corpus, on every opening of the map.
+    """
     themes = list(Theme.objects.for_project(project).exclude(status=Theme.Status.DISCARDED).order_by("position", "name"))
     theme_ids = {t.id for t in themes}
-    theme_counts, code_counts = excerpt_counts(project)
+    placements = list(ThemeCode.objects.filter(theme__in=themes, code__deleted_at__isnull=True).select_related("code"))
+    theme_counts, code_counts = recent_excerpt_counts(project, [(tc.theme_id, tc.code_id) for tc in placements],
+                                                      sorted({tc.code_id for tc in placements}))
     nodes, edges, seen_codes = [], [], set()
     for t in themes:
         nodes.append({"data": {
@@ -259,7 +265,6 @@ def map_data(project) -> dict:
         }})
         if t.parent_id in theme_ids:
             edges.append({"data": {"id": f"t{t.parent_id}-t{t.id}", "source": f"t{t.parent_id}", "target": f"t{t.id}", "kind": "subtheme"}})
-    placements = ThemeCode.objects.filter(theme__in=themes, code__deleted_at__isnull=True).select_related("code")
     for tc in placements:
         if tc.code_id not in seen_codes:
             seen_codes.add(tc.code_id)

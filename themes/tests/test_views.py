@@ -359,6 +359,29 @@ def test_map_data_has_themes_codes_and_sizes(world, project, viewer, client_for)
         e["data"] for e in data["edges"] if e["data"]["target"] == f"c{world['x'].id}").items()
 
 
+def test_the_map_sizes_are_the_boards_kept_counts_and_a_code_placed_is_counted_at_once(world, project, owner, viewer,
+                                                                                       client_for, make_code, code_segment):
+    client = client_for(viewer)
+
+    def sizes() -> tuple[dict[str, int], list[str]]:
+        with CaptureQueriesContext(connection) as queries:
+            data = client.get(u("map_data", project)).json()
+        counted = [q["sql"] for q in queries if "WITH coded AS" in q["sql"] or "COUNT(DISTINCT c.segment_id)" in q["sql"]]
+        return {n["data"]["label"]: n["data"]["size"] for n in data["nodes"]}, counted
+
+    first, counted = sizes()
+    assert first["Honesty about limits"] == 1 and first["admits uncertainty"] == 1 and len(counted) == 2
+    again, counted = sizes()
+    assert again == first and counted == []  # opened again within the minute: nothing counted
+    placed = make_code("placed later")
+    code_segment(placed, world["segments"][2])
+    services.theme_add_code(theme=world["a"], actor=owner, code=placed)
+    now, counted = sizes()
+    # The theme that changed and the codes shown (a new one among them) are counted afresh; the other theme is kept.
+    assert now["Honesty about limits"] == 2 and now["placed later"] == 1 and now["Friendship"] == first["Friendship"]
+    assert len(counted) == 2 and "WITH coded AS" in counted[0] and "= ANY(" in counted[0]
+
+
 def test_the_map_page_gives_the_map_as_a_nested_list_for_reading_without_the_picture(world, project, owner, viewer,
                                                                                       client_for):
     services.theme_set_parent(theme=world["b"], actor=owner, parent=world["a"])
