@@ -29,6 +29,7 @@ CODES_AT_50, THEMES_AT_50, MEMOS_AT_50, COMMENTS_AT_50 = 100, 30, 2000, 1000
 # meeting's agenda opened hold the same content at 1× and at 50×, so what grows is the project around them.
 CODES_PER_THEME = 2
 BOUNDED, PROJECT_WIDE = "bounded", "project-wide"
+CASE_CODES = 10  # the case matrix's columns (case features); the trajectories follow the first three
 
 
 @dataclass
@@ -40,6 +41,8 @@ class Built:
     code: object  # the most used code
     theme: object
     review: object
+    # The first codes of the codebook: the case matrix's columns and the trajectories' code set.
+    first_codes: list
     interviews: int
     segments: int
     codings: int
@@ -176,6 +179,7 @@ def build(template, scale: int, user) -> Built:
                 .order_by("-n").first())
     top_code = Code.objects.filter(pk__in=[c.pk for c in codes]).annotate(n=Count("codings")).order_by("-n").first()
     return Built(scale=scale, project=project, user=user, interview=heaviest, code=top_code, theme=themes[0], review=review,
+                 first_codes=codes[:CASE_CODES],
                  interviews=Interview.objects.filter(project=project).count(),
                  segments=Segment.objects.filter(interview__project=project).count(),
                  codings=Coding.objects.filter(code__project=project).count(), memos=n_memos, comments=n_comments,
@@ -194,6 +198,8 @@ def pages(b: Built) -> list[tuple[str, str, str, str, dict | None]]:
     """(label, kind, method, url, POST data) for every page and API list a researcher opens daily."""
     p, i = b.project.uuid, b.interview.uuid
     api = f"/api/projects/{p}"
+    codes = "&".join(f"codes={c.uuid}" for c in b.first_codes)
+    first_three = "&".join(f"codes={c.uuid}" for c in b.first_codes[:3])
     return [
         ("project home", BOUNDED, "get", f"/p/{p}/", None),
         ("interview list (first page)", BOUNDED, "get", f"/p/{p}/interviews/", None),
@@ -212,10 +218,14 @@ def pages(b: Built) -> list[tuple[str, str, str, str, dict | None]]:
         ("reflexive journal (first page)", BOUNDED, "get", f"/p/{p}/themes/memos/", None),
         ("meeting page", BOUNDED, "get", f"/p/{p}/themes/reviews/{b.review.uuid}/", None),
         ("meetings list", BOUNDED, "get", f"/p/{p}/themes/reviews/", None),
+        ("thematic map", PROJECT_WIDE, "get", f"/p/{p}/themes/map/", None),
+        ("thematic map, its data", PROJECT_WIDE, "get", f"/p/{p}/themes/map/data/", None),
         ("statistics", PROJECT_WIDE, "get", f"/p/{p}/interviews/statistics/", None),
         ("frequency table", PROJECT_WIDE, "get", f"/p/{p}/reports/frequency/", None),
         ("reports home", BOUNDED, "get", f"/p/{p}/reports/", None),
         ("excerpt table (first page)", BOUNDED, "get", f"/p/{p}/reports/excerpts/", None),
+        (f"case matrix, {CASE_CODES} codes (first page)", PROJECT_WIDE, "get", f"/p/{p}/reports/cases/?{codes}", None),
+        ("trajectories, 3 codes", PROJECT_WIDE, "get", f"/p/{p}/reports/trajectories/?{first_three}", None),
         ("excerpt export, all codings (CSV or job)", PROJECT_WIDE, "post", f"/p/{p}/reports/excerpts/export/", {"format": "csv"}),
         ("search, a common word (\"patients\")", PROJECT_WIDE, "get", f"/p/{p}/search/?q=patients", None),
         ("second-reader queue", BOUNDED, "get", f"/p/{p}/second-reader/", None),
