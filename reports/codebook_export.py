@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import Count, Q
-
 from coding.models import Code
 from projects.models import Project
 from reports.writers import Table
+from themes.excerpts import coded_segments
 from themes.models import ThemeCode
 
 HEADERS = ["Code", "Parent", "Kind", "Definition", "Include when", "Exclude when", "Example", "Colour", "Themes",
@@ -22,10 +21,9 @@ WIDTHS = [1.4, 1.0, 0.7, 2.6, 1.6, 1.6, 1.6, 0.7, 1.2, 0.7, 0.6]
 
 
 def codebook_rows(project: Project) -> list[list[object]]:
-    """One row per live code in tree order (2 queries)."""
-    segments = Count("codings__segment", distinct=True,
-                     filter=Q(codings__interview__deleted_at__isnull=True))
-    codes = list(Code.objects.for_project(project).annotate(segments=segments).order_by("position", "name", "pk"))
+    """One row per live code in tree order (3 queries)."""
+    codes = list(Code.objects.for_project(project).order_by("position", "name", "pk"))
+    segments = coded_segments(project)
     themes: dict[int, list[str]] = defaultdict(list)
     for code_id, name in (ThemeCode.objects.filter(theme__project=project, theme__deleted_at__isnull=True)
                           .order_by("theme__position", "theme__name").values_list("code_id", "theme__name")):
@@ -42,7 +40,7 @@ def codebook_rows(project: Project) -> list[list[object]]:
                 continue
             parent = by_id[c.parent_id].name if c.parent_id in by_id else ""
             rows.append([c.name, parent, c.get_kind_display(), c.definition, c.include_when, c.exclude_when, c.example,
-                         c.colour, "; ".join(themes[c.pk]), c.segments, "yes" if c.archived else ""])
+                         c.colour, "; ".join(themes[c.pk]), segments.get(c.pk, 0), "yes" if c.archived else ""])
             walk(c.pk, seen | {c.pk})
 
     walk(None, frozenset())

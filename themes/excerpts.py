@@ -181,7 +181,7 @@ SELECT theme_id, COUNT(*) FILTER (WHERE starts_run) FROM runs GROUP BY theme_id
 def excerpt_counts(project, *, theme_ids: list[int] | None = None, code_ids: list[int] | None = None,
                    ) -> tuple[dict[int, int], dict[int, int]]:
     """(excerpts per theme id, coded segments per code id) for a whole project, or only these themes and codes; 2 queries."""
-    return _theme_excerpts(project, theme_ids), _code_segments(project, code_ids)
+    return _theme_excerpts(project, theme_ids), coded_segments(project, code_ids)
 
 
 def _theme_excerpts(project, theme_ids: list[int] | None) -> dict[int, int]:
@@ -192,7 +192,9 @@ def _theme_excerpts(project, theme_ids: list[int] | None) -> dict[int, int]:
         return dict(cur.fetchall())
 
 
-def _code_segments(project, code_ids: list[int] | None) -> dict[int, int]:
+def coded_segments(project, code_ids: list[int] | None = None) -> dict[int, int]:
+    """Code id → its coded segments (a segment coded by several coders counts once) in the project's live interviews,
+    for every live code or only these; one query. The board, the map and the codebook table count with it."""
     params = {"project": project.pk}
     codes = "" if code_ids is None else "AND " + _one_of("c.code_id", "codes", code_ids, params)
     with connection.cursor() as cur:
@@ -245,8 +247,8 @@ def recent_excerpt_counts(project, placements: list[tuple[int, int]], code_ids: 
         cache.set_many({theme_keys[t]: theme_counts[t] for t in missing}, RECENT_COUNTS_SECONDS)
     code_counts = kept.get(codes_key)
     if code_counts is None and codes is not None:
-        code_counts = _code_segments(project, codes)
+        code_counts = coded_segments(project, codes)
     elif code_counts is None:
-        code_counts = _code_segments(project, None)
+        code_counts = coded_segments(project, None)
         cache.set(codes_key, code_counts, RECENT_COUNTS_SECONDS)
     return theme_counts, code_counts

@@ -110,3 +110,14 @@ def test_api_query_counts_are_flat(world, client_for, owner):
         code(world.codes["AI self"], seg(world.interviews["gpt"], text), world.analyst)
     live.publish(world.project.uuid, "coding")  # as coding.services does after every coding write: counted afresh
     assert {w: count(w) for w in ("excerpts", "frequency", "codebook")} == before
+
+
+def test_the_codebook_counts_each_coded_segment_once_and_only_in_live_interviews(world, client_for, viewer):
+    def coded_segments() -> dict[str, int]:
+        return {r["code"]: r["coded_segments"] for r in client_for(viewer).get(api(world, "codebook")).json()["results"]}
+
+    # Feeling: "Home is a feeling." (by both coders: once), "It grows with time.", Claude's "Belonging is yours".
+    assert coded_segments() == {"Feeling": 3, "Structure": 2, "AI self": 1, "Unused": 0}
+    world.interviews["claude"].deleted_at = world.interviews["claude"].created_at  # in the trash
+    world.interviews["claude"].save(update_fields=["deleted_at"])
+    assert coded_segments() == {"Feeling": 2, "Structure": 2, "AI self": 0, "Unused": 0}
