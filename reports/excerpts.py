@@ -563,14 +563,16 @@ def _first_coding_rows(project: Project, spec: ExcerptSpec, options: ExcerptOpti
     and counts only once more rows show it ended.
     """
     values, names = _coding_values(project, spec, options, every_interview=False)
-    keyed = _keyed_codings(project, spec, options)[0]
+    keyed, _ = _keyed_codings(project, spec, options)
     fetch = FIRST_ROWS_FETCH * (limit + 1)
     groups = [] if codings is not None and codings <= SORTED_WHOLE else _table_groups(spec, options)
     taken = 1
     while True:
         prefix = groups[:taken] if taken < len(groups) else None
-        table, first = (values, keyed) if prefix is None else (values.filter(_in_groups(prefix, spec)),
-                                                               keyed.filter(_in_groups(prefix, spec)))
+        table, first = values, keyed
+        if prefix is not None:
+            in_prefix = _in_groups(prefix, spec)
+            table, first = values.filter(in_prefix), keyed.filter(in_prefix)
         # The database sorts the codings on their keys alone and reads the quotes (segment text, the turn's lead) of
         # the first `fetch` only: reading them for every coding before the sort was half the preview's time. A
         # coding in several themes is several rows; the rows of the codings chosen are cut again in table order.
