@@ -419,13 +419,15 @@ def against_compose(args: argparse.Namespace) -> int:
             world = json.loads(seeded.strip().splitlines()[-1])
             # The check reads the stack's PostgreSQL through Django's models, with this checkout's settings.
             setup_django(f"postgres://rta:rta@127.0.0.1:{stack.db_port}/rta", args.redis_url)
-            server = (f"docker-compose.yml: nginx, {args.web_replicas} web containers (gunicorn 4 workers × 32 "
-                      f"threads each), 2 Celery workers, PostgreSQL and Redis in containers")
-            return load(args, world, stack.url, server, lambda: (stack.cpu_seconds("web"), stack.cpu_seconds("db")))
-        finally:
             from django.db import connections
 
-            connections.close_all()
+            server = (f"docker-compose.yml: nginx, {args.web_replicas} web containers (gunicorn 4 workers × 32 "
+                      f"threads each), 2 Celery workers, PostgreSQL and Redis in containers")
+            try:
+                return load(args, world, stack.url, server, lambda: (stack.cpu_seconds("web"), stack.cpu_seconds("db")))
+            finally:
+                connections.close_all()  # before the stack's database goes
+        finally:
             stack.stop()
 
 

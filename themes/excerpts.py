@@ -79,9 +79,15 @@ SELECT participant_id, COUNT(*) FILTER (WHERE starts_run), COUNT(DISTINCT interv
 """
 
 
-def theme_excerpt_summary(theme: Theme) -> dict[int, tuple[int, int]]:
-    """participant id → (excerpts, interviews expressing the theme), over the whole project; two queries."""
-    code_ids = list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
+def _live_code_ids(theme: Theme) -> list[int]:
+    return list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
+
+
+def theme_excerpt_summary(theme: Theme, *, code_ids: list[int] | None = None) -> dict[int, tuple[int, int]]:
+    """participant id → (excerpts, interviews expressing the theme), over the whole project; two queries, one when
+    the caller has the theme's live codes (`code_ids`)."""
+    if code_ids is None:
+        code_ids = _live_code_ids(theme)
     if not code_ids:
         return {}
     params = {"project": theme.project_id}
@@ -91,12 +97,15 @@ def theme_excerpt_summary(theme: Theme) -> dict[int, tuple[int, int]]:
 
 
 def theme_excerpt_sample(theme: Theme, *, interviews_per_model: int = 5) -> list[ModelGroup]:
-    """Excerpts from a few interviews of each model, each group's `total` the model's excerpts overall (7 queries)."""
+    """Excerpts from a few interviews of each model, each group's `total` the model's excerpts overall (6 queries)."""
     ranked = theme_interviews(theme).annotate(rank=Window(RowNumber(), partition_by=F("participant_id"),
                                                           order_by=[F("title").asc(), F("pk").asc()]))
     sample = list(ranked.filter(rank__lte=interviews_per_model).values_list("pk", flat=True))
-    groups = theme_excerpts(theme, interview_ids=sample) if sample else []
-    summary = theme_excerpt_summary(theme) if groups else {}
+    if not sample:
+        return []
+    code_ids = _live_code_ids(theme)
+    groups = theme_excerpts(theme, interview_ids=sample, code_ids=code_ids)
+    summary = theme_excerpt_summary(theme, code_ids=code_ids) if groups else {}
     labels = dict(Participant.objects.filter(pk__in=summary).values_list("label", "pk"))
     for group in groups:
         group.total = summary.get(labels.get(group.label), (len(group.excerpts), 0))[0]
@@ -111,7 +120,7 @@ def theme_excerpts(theme: Theme, *, interview_ids: list[int] | None = None, code
     so an exemplar pinned from it can be verified against the source character for character.
     """
     if code_ids is None:  # the theme's live codes, unless the caller has them
-        code_ids = list(ThemeCode.objects.filter(theme=theme, code__deleted_at__isnull=True).values_list("code_id", flat=True))
+        code_ids = _live_code_ids(theme)
     if not code_ids:
         return []
     segments: dict[int, dict] = {}
