@@ -19,6 +19,16 @@ from interviews.models import Participant
 from projects.models import Project
 
 
+def asked_model_id(provenance: dict) -> str:
+    """The model id an answer was asked with, as recorded in its provenance ("" when never sent).
+
+    The participant's model id may have been edited since; the recorded one is what the answer is about.
+    Reads only `model_requested` and `request`: the answers export passes just those keys.
+    """
+    request = provenance.get("request") or {}
+    return str(provenance.get("model_requested") or request.get("model") or "")
+
+
 def lease_seconds() -> float:
     """A claimed answer whose worker has not finished it in this long is taken over by the next resume."""
     return float(getattr(settings, "PROBES_LEASE_SECONDS", 15 * 60))
@@ -207,12 +217,7 @@ class Answer(models.Model):
 
     @property
     def asked_model_id(self) -> str:
-        """The model id this answer was asked with, as recorded in its provenance ("" when never sent).
-
-        The participant's model id may have been edited since; the recorded one is what the answer is about.
-        """
-        request = self.provenance.get("request") or {}
-        return str(self.provenance.get("model_requested") or request.get("model") or "")
+        return asked_model_id(self.provenance)
 
     @property
     def parsed_with(self) -> int:

@@ -346,6 +346,48 @@ def test_the_answers_download_shows_the_model_id_each_answer_was_asked_with(answ
     assert {r["Model id"] for r in rows if r["Model"] == "Model A"} == {"model-a-v1"}
 
 
+def test_the_answers_download_writes_each_answers_item_condition_model_and_provenance(answered, project, viewer,
+                                                                                       client_for):
+    import csv
+    import datetime as dt
+
+    answer = Answer.objects.select_related("item", "condition").get(condition__name="Control", participant__label="Model B",
+                                                                     item__position=2)
+    Answer.objects.filter(pk=answer.pk).update(
+        repetition=1, status=Answer.Status.UNPARSED, reason="No label in the answer.", label="", categories=["A", "B"],
+        rationale="", text='{"guess": "unsure"}', parsed_with_version=7,
+        finished_at=dt.datetime(2026, 11, 28, 9, 30, tzinfo=dt.UTC),
+        provenance={"model_requested": "model-b-2026", "model_returned": "model-b-2026-11", "system_fingerprint": "fp_9",
+                    "usage": {"prompt_tokens": 31, "completion_tokens": 12}, "latency_ms": 845,
+                    "request": {"model": "model-b-2026", "messages": [{"role": "user", "content": "Gender? “é”"}]},
+                    "raw_response": {"choices": []}, "attempts": [{"status": 200}]})
+    target = reverse("reports:probe_answers", args=[project.uuid, answered.uuid, "csv"])
+    client = client_for(viewer)
+    with CaptureQueriesContext(connection) as queries:
+        body = b"".join(client.get(target).streaming_content).decode("utf-8-sig")
+    rows = list(csv.DictReader(io.StringIO(body)))
+    row = next(r for r in rows if (r["Condition"], r["Model"], r["Item"]) == ("Control", "Model B", "2"))
+    assert row == {
+        "Item text": answer.item.text, "Ground truth: gender": answer.item.labels["gender"],
+        "stars": str(answer.item.attributes["stars"]), "Condition": "Control", "Condition version": "1",
+        "Parsed with version": "7", "Model": "Model B", "Model id": "model-b-2026", "Item": "2", "Repetition": "1",
+        "Status": "Unparsed", "Reason": "No label in the answer.", "Label": "", "Categories": "A; B", "Rationale": "",
+        "Raw answer": '{"guess": "unsure"}', "Model returned": "model-b-2026-11", "System fingerprint": "fp_9",
+        "Prompt tokens": "31", "Completion tokens": "12", "Latency (ms)": "845",
+        "Finished at": "2026-11-28T09:30:00+00:00",
+        "Request": '{"model": "model-b-2026", "messages": [{"role": "user", "content": "Gender? “é”"}]}',
+    }
+    other = next(r for r in rows if (r["Condition"], r["Model"], r["Item"]) == ("Control", "Model A", "2"))
+    assert (other["Model id"], other["Parsed with version"], other["Prompt tokens"], other["Request"]) == ("model a", "1", "20", "")
+    # Ordered as the results page lists them, and read in a fixed number of queries however many answers there are.
+    assert [(r["Condition"], r["Model"], int(r["Item"])) for r in rows] == sorted(
+        (r["Condition"], r["Model"], int(r["Item"])) for r in rows)
+    Answer.objects.filter(item__position__gt=4).delete()
+    with CaptureQueriesContext(connection) as fewer:
+        b"".join(client.get(target).streaming_content)
+    assert len(fewer) == len(queries)
+
+
 def test_results_say_repetitions_are_not_independent_observations(answered, project, viewer, client_for):
     page = client_for(viewer).get(url("results", project, answered)).content.decode()
     assert 'id="repetitions-note"' not in page  # asked once: every N is items
