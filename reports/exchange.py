@@ -322,25 +322,33 @@ def _provenance_description(interview: Interview, turns: list[Turn]) -> str:
     return "\n".join(lines)
 
 
+EXPORT_INTERVIEWS_AT_ONCE = 50
+
+
 def project_to_refiqda(project: Project) -> refiqda.Project:
     """The whole project as REFI-QDA dataclasses (positions in code points)."""
     ex = _Exporter(project)
     roots, code_guids = ex.codes()
     interviews = list(Interview.objects.for_project(project).select_related("participant", "created_by")
                       .order_by("conducted_at", "created_at", "pk"))
-    codings_by_interview: dict[int, list[Coding]] = defaultdict(list)
-    for c in (Coding.objects.filter(interview__in=interviews, code_id__in=code_guids)
-              .select_related("segment", "coder").order_by("pk")):
-        codings_by_interview[c.interview_id].append(c)
-    case_codings: dict[int, list[CaseCoding]] = defaultdict(list)
-    for cc in (CaseCoding.objects.filter(interview__in=interviews, code_id__in=code_guids)
-               .select_related("coder").order_by("pk")):
-        case_codings[cc.interview_id].append(cc)
-    notes: dict[int, list[Note]] = defaultdict(list)
-    for n in Note.objects.filter(interview__in=interviews).select_related("author").order_by("created_at", "pk"):
-        notes[n.interview_id].append(n)
-    sources = [ex.source(i, code_guids, codings_by_interview[i.pk], case_codings[i.pk], notes[i.pk])
-               for i in interviews]
+    sources = []
+    # A batch of interviews at a time: the rows read for a source are let go once it is built (all of a 50×
+    # project's codings at once, with their segments and coders, took 340 MB more at the peak).
+    for at in range(0, len(interviews), EXPORT_INTERVIEWS_AT_ONCE):
+        batch = interviews[at:at + EXPORT_INTERVIEWS_AT_ONCE]
+        codings_by_interview: dict[int, list[Coding]] = defaultdict(list)
+        for c in (Coding.objects.filter(interview__in=batch, code_id__in=code_guids)
+                  .select_related("segment", "coder").order_by("pk")):
+            codings_by_interview[c.interview_id].append(c)
+        case_codings: dict[int, list[CaseCoding]] = defaultdict(list)
+        for cc in (CaseCoding.objects.filter(interview__in=batch, code_id__in=code_guids)
+                   .select_related("coder").order_by("pk")):
+            case_codings[cc.interview_id].append(cc)
+        notes: dict[int, list[Note]] = defaultdict(list)
+        for n in Note.objects.filter(interview__in=batch).select_related("author").order_by("created_at", "pk"):
+            notes[n.interview_id].append(n)
+        sources += [ex.source(i, code_guids, codings_by_interview[i.pk], case_codings[i.pk], notes[i.pk])
+                    for i in batch]
     variables = [refiqda.Variable(guid=_guid("variable", name), name=name) for name in CASE_VARIABLES]
     variables.append(refiqda.Variable(guid=_guid("variable", TURNS_VARIABLE), name=TURNS_VARIABLE,
                                       description="Where each turn's text lies in this source (code points, JSON)."))
@@ -997,7 +1005,8 @@ def _refuse_nul_characters(qp: refiqda.Project, filename: str) -> None:
 
 def qdpx_read(source: refiqda.Project | bytes | BinaryIO | str, *, filename: str = "") -> refiqda.Project:
     """Read and check a .qdpx (limits, NUL characters); refiqda.QdpxError says what is wrong."""
-    limits = refiqda.Limits(max_total_bytes=settings.RTA_MAX_UNCOMPRESSED_BYTES, max_codes=MAX_CODES)
+    limits = refiqda.Limits(max_total_bytes=settings.RTA_MAX_UNCOMPRESSED_BYTES, max_codes=MAX_CODES,
+                            max_nodes=settings.RTA_QDPX_MAX_NODES)
     qp = source if isinstance(source, refiqda.Project) else refiqda.read_project(source, name=filename, limits=limits)
     _refuse_nul_characters(qp, filename)
     return qp

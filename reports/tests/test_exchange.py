@@ -166,6 +166,19 @@ def test_round_trip_gives_the_same_texts_codes_codings_and_themes(demo_project, 
     assert {p.username for p in qdpx_people(refiqda.read_project(_export(again.project)))} == {"Arjun Analyst", "Demo Researcher"}
 
 
+def test_an_export_read_one_interview_at_a_time_is_the_same_file(demo_project, analyst, monkeypatch):
+    _enrich(demo_project, analyst)
+    assert Interview.objects.for_project(demo_project).count() > 1
+
+    def contents(data: bytes) -> dict[str, bytes]:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            return {name: zf.read(name) for name in zf.namelist()}
+
+    whole = contents(_export(demo_project))
+    monkeypatch.setattr(exchange, "EXPORT_INTERVIEWS_AT_ONCE", 1)
+    assert contents(_export(demo_project)) == whole
+
+
 def _nvivo_project() -> bytes:
     text = "Intro 😀 line.\r\nThe model said something quite striking here. And more 🚀 text follows.\r\nEnd."
     sel_text = "something quite striking"
