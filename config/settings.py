@@ -227,6 +227,11 @@ STORAGES = {
 # Uploads: transcripts and QDA projects can be large, but not unbounded.
 RTA_MAX_UPLOAD_BYTES = env_int("RTA_MAX_UPLOAD_BYTES", 200 * 1024 * 1024)
 RTA_MAX_UNCOMPRESSED_BYTES = env_int("RTA_MAX_UNCOMPRESSED_BYTES", 1024 * 1024 * 1024)
+# XML elements and attributes a .qdpx's project file may hold. Projects are read by the worker, under its
+# memory ceiling (config/memory.py, 2 GB): our own export of a project 50× the peer corpus (1,000 interviews,
+# 198,500 codings) holds 1.15 million and took 560 MB to read; 3 million of the costliest shapes measured
+# (users, selections, notes) took at most 940 MB. Codebooks, read in the web request, keep refiqda's 1 million.
+RTA_QDPX_MAX_NODES = env_int("RTA_QDPX_MAX_NODES", 3_000_000)
 # Transcript uploads that unpack to at most this are previewed in the web request; larger ones by the worker.
 # Reading costs up to ~1 KB of memory and ~50 µs per line ("A: x" lines are 5 bytes): 256 KB stays a few
 # seconds and a few tens of MB, under the proxy's timeout whatever the file holds.

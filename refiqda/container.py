@@ -11,6 +11,7 @@ from pathlib import PurePosixPath
 from typing import BinaryIO, Self
 
 from .errors import QdpxError, UnsafeInputError
+from .safexml import MAX_NODES
 
 
 @dataclass(frozen=True)
@@ -20,9 +21,10 @@ class Limits:
     max_entries: int = 20_000
     max_member_bytes: int = 200 * 1024 * 1024
     max_total_bytes: int = 1024 * 1024 * 1024
-    # The .qde becomes a whole lxml tree (~120 bytes an element, ~220 an attribute; safexml.MAX_NODES caps
+    # The .qde becomes a whole lxml tree (~120 bytes an element, ~220 an attribute; max_nodes caps
     # their count): real projects keep their documents in sources/ and their .qde is a few MB.
     max_qde_bytes: int = 100 * 1024 * 1024
+    max_nodes: int = MAX_NODES
     # Every document's text is held at once while a project is read (as bytes, then as text).
     max_sources_bytes: int = 256 * 1024 * 1024
     # Codes a project may hold (None: any number). Each becomes a row, written one by one with its history;

@@ -305,9 +305,9 @@ def _check_root(root: etree._Element, expected: str, where: str) -> None:
 
 def parse_project_xml(data: bytes, *, where: str = "project.qde",
                       resolve: SourceResolver | None = None,
-                      counting: str | None = None) -> Project:
-    """Parse project.qde bytes; `resolve` reads sources by plainTextPath."""
-    root = parse_xml(data, where=where)
+                      counting: str | None = None, max_nodes: int | None = None) -> Project:
+    """Parse project.qde bytes; `resolve` reads sources by plainTextPath; `max_nodes` as in safexml.parse_xml."""
+    root = parse_xml(data, where=where, max_nodes=max_nodes)
     _check_root(root, "Project", where)
     ctx = _Ctx(where=where, warnings=[])
     project = Project(
@@ -479,11 +479,11 @@ def read_project(source: str | os.PathLike[str] | bytes | BinaryIO, *, name: str
         if limits.max_codes is not None and (codes := element_count(data, "Code")) > limits.max_codes:
             raise UnsafeInputError(f"the project holds {codes:,} codes, more than the {limits.max_codes:,} one "
                                    "import may bring in", where=where)
-        return parse_project_xml(data, where=where, resolve=resolve, counting=counting)
+        return parse_project_xml(data, where=where, resolve=resolve, counting=counting, max_nodes=limits.max_nodes)
 
 
-def parse_codebook_xml(data: bytes, *, where: str = "codebook.qdc") -> Codebook:
-    root = parse_xml(data, where=where)
+def parse_codebook_xml(data: bytes, *, where: str = "codebook.qdc", max_nodes: int | None = None) -> Codebook:
+    root = parse_xml(data, where=where, max_nodes=max_nodes)
     _check_root(root, "CodeBook", where)
     ctx = _Ctx(where=where, warnings=[])
     return Codebook(
@@ -503,11 +503,11 @@ def read_codebook(source: str | os.PathLike[str] | bytes | BinaryIO, *, name: st
     if zipfile.is_zipfile(io.BytesIO(data)):
         with QdpxArchive(data, name=where, limits=limits) as archive:
             qde_where = f"{where}: {archive.qde_name}"
-            root = parse_xml(archive.read_qde(), where=qde_where)
+            root = parse_xml(archive.read_qde(), where=qde_where, max_nodes=limits.max_nodes)
             _check_root(root, "Project", qde_where)
             ctx = _Ctx(where=qde_where, warnings=[])
             codes = [c for cb in children(root, "CodeBook") for c in _codes(cb, ctx)]
             sets = [_set(s, ctx, member_attr="targetGUID") for s in grandchildren(root, "Sets", "Set")]
             return Codebook(codes=codes, sets=sets, origin=root.get("origin"))
-    return parse_codebook_xml(data, where=where)
+    return parse_codebook_xml(data, where=where, max_nodes=limits.max_nodes)
 

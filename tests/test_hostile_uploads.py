@@ -139,6 +139,25 @@ def test_qdpx_external_entity_is_refused(owner, client_for, import_qdpx):
     assert SECRET not in body
 
 
+def test_a_qdpx_holding_more_xml_than_a_project_may_is_refused_and_the_cap_is_the_settings(owner, client_for,
+                                                                                           import_qdpx, settings):
+    import refiqda.safexml
+    from refiqda.tests.helpers import one_source_project
+
+    content = one_source_project("word " * 200, [(5 * k, 5 * k + 4, None) for k in range(40)])
+    nodes = refiqda.safexml.node_count(zipfile.ZipFile(io.BytesIO(content)).read("project.qde"))
+    assert nodes < refiqda.safexml.MAX_NODES < settings.RTA_QDPX_MAX_NODES  # projects may hold more than codebooks
+    before = Project.objects.count()
+    settings.RTA_QDPX_MAX_NODES = nodes - 1
+    body = import_qdpx(client_for(owner), content, name="large.qdpx").content.decode()
+    assert (f"This file cannot be imported: large.qdpx: project.qde: the file holds about {nodes:,} XML elements and "
+            f"attributes, more than the {nodes - 1:,} that can be read at once") in body
+    assert Project.objects.count() == before
+    settings.RTA_QDPX_MAX_NODES = nodes
+    import_qdpx(client_for(owner), content, name="large.qdpx")
+    assert Project.objects.count() == before + 1
+
+
 # --- transcripts through the interview import page --------------------------------------------
 
 def _upload_transcripts(client, project, name: str, content: bytes):

@@ -52,6 +52,14 @@ def test_a_project_file_of_millions_of_tiny_elements_is_refused_before_the_tree_
     assert "XML elements and attributes, more than the 1,000,000 that can be read at once" in message
 
 
+def test_the_element_cap_is_a_limit_a_caller_may_raise_for_projects_and_codebooks():
+    data = qdpx(VARIED, 20)  # 1.3 million elements: over the default
+    assert refiqda.read_project(data, name="big.qdpx", limits=refiqda.Limits(max_nodes=1_400_000)).name == "x"
+    with pytest.raises(UnsafeInputError, match="more than the 1,000,000 that can be read"):
+        refiqda.read_codebook(data, name="big.qdpx")
+    assert refiqda.read_codebook(data, name="big.qdpx", limits=refiqda.Limits(max_nodes=1_400_000)).codes == []
+
+
 def test_a_project_of_more_codes_than_allowed_is_refused_before_the_tree_is_built():
     data = qdpx(b'</Description><CodeBook><Codes>' + b'<Code guid="x" name="c"/>' * 1001 + b"</Codes></CodeBook>"
                 b"<Description>", 1)

@@ -7,7 +7,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 import refiqda
-from reports.exchange import project_import_qdpx, qdpx_people
+from reports.exchange import project_import_qdpx, qdpx_people, qdpx_read
 
 
 class Command(BaseCommand):
@@ -27,7 +27,7 @@ class Command(BaseCommand):
         if not path.is_file():
             raise CommandError(f"{path}: no such file")
         try:
-            parsed = refiqda.read_project(path, name=path.name)
+            parsed = qdpx_read(str(path), filename=path.name)  # the limits an upload has
             owner = _owner(options["owner"])
             people = _mapping(qdpx_people(parsed, path.name), options["map"])
             # The import can refuse the file too (two coders mapped to one account, say); it rolls back whole.
