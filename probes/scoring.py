@@ -124,24 +124,28 @@ def probe_scores(probe: Probe, *, truth_column: str = "", chosen: list[str] | No
     rows: dict[tuple[str, int, str], list[_Row]] = defaultdict(list)
     labels = latest_labels(probe)
     offered: dict[str, set[str]] = {}
+    # Each item's ground truth and each version's categories read once, not with every answer.
+    truths = {pk: str(item_labels.get(truth_column, "")).strip()
+              for pk, item_labels in probe.items.values_list("pk", "labels")}
+    version_categories = dict(ConditionVersion.objects.filter(condition__probe=probe).values_list("pk", "categories"))
     answers = Answer.objects.filter(item__probe=probe).order_by(
         "condition__name", "condition_version__number", "participant__label").values_list(
-        "condition__name", "condition_version__number", "participant__label", "item_id", "item__labels", "label",
-        "categories", "status", "condition_version__categories",
+        "condition__name", "condition_version__number", "participant__label", "item_id", "label", "categories",
+        "status", "condition_version_id",
     )
     spellings: dict[str, str] = {}
     versions: dict[str, list[int]] = {}
-    for condition, version, model, item, item_labels, label, categories, status, version_categories in answers.iterator():
-        truth = str(item_labels.get(truth_column, "")).strip()
+    for condition, version, model, item, label, categories, status, version_id in answers.iterator(chunk_size=2000):
+        truth = truths[item]
         # One group per value whatever its case, named as its first spelling (a label's, below, when one matches).
         truth = spellings.setdefault(truth_key(truth), truth)
         rows[(condition, version, model)].append(_Row(item, truth, label, categories or [], status))
         if version not in versions.setdefault(condition, []):
             versions[condition].append(version)
+            offered.setdefault(condition, set()).update(c.lower() for c in version_categories[version_id])
         columns = labels.setdefault(condition, [])
         if status == Answer.Status.DONE and label not in columns:
             columns.append(label)  # parsed with an older version's labels: still a column, so every answer counts
-        offered.setdefault(condition, set()).update(c.lower() for c in version_categories)
     named = _named_as_labels(spellings, labels)
     for cell_rows in rows.values():
         for row in cell_rows:
