@@ -70,6 +70,24 @@ def sample_project() -> Project:
     )
 
 
+def test_the_project_file_is_written_a_part_at_a_time_as_its_whole_tree_would_print():
+    project = sample_project()
+    project.sources.append(TextSource(guid=G(50), name="second", text="Plain words.", description="Second\r\nsource"))
+    project.links = [refiqda.Link(guid=G(60), name="relates", direction="OneWay", origin_guid=G(2), target_guid=G(3))]
+    project.description = "A project\r\nabout chatbots"
+    project.note_refs = [G(30)]
+    for positions in ("codepoints", "utf16"):
+        written = refiqda.build_project_xml(project, positions=positions)
+        whole = etree.fromstring(written, etree.XMLParser(remove_blank_text=True))
+        assert written == etree.tostring(whole, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+        assert [etree.QName(part).localname for part in whole] == [
+            "Users", "CodeBook", "Variables", "Cases", "Sources", "Notes", "Links", "Sets", "Description", "NoteRef"]
+        assert {etree.QName(el).namespace for el in whole.iter()} == {"urn:QDA-XML:project:1.0"}
+    assert refiqda.build_project_xml(Project(name="empty")) == (
+        b"<?xml version='1.0' encoding='UTF-8'?>\n"
+        b'<Project xmlns="urn:QDA-XML:project:1.0" name="empty" origin="RTA Studio"/>\n')
+
+
 def _qdpx(project: Project, **kw) -> bytes:
     buf = io.BytesIO()
     refiqda.write_qdpx(project, buf, **kw)
