@@ -1,4 +1,5 @@
-"""A backup is refused by what restoring it would take in memory, before its members are parsed."""
+"""A backup is refused by its members' sizes and its rows, counted before any is parsed; its rows are read a batch at a
+time, so what a restore holds does not grow with the backup's bytes."""
 
 from __future__ import annotations
 
@@ -49,21 +50,38 @@ def test_a_huge_project_member_is_refused_unread():
 
 
 @pytest.mark.django_db
-def test_members_larger_than_a_restore_may_hold_are_refused_from_the_zip_directory(monkeypatch):
-    monkeypatch.setattr(backup, "RESTORE_MEMORY_BUDGET", 10 * MB)
-    data = backup_zip({"data/projects.project.json": PROJECT, "data/interviews.turn.json": (VARIED, 100)})
-    assert refused_within(data, 5 * MB) == ("b.zip: too large to restore on this server: its data unpacks to 13 MB, "
-                                            "more than the 10 MB one restore may use")
+def test_a_backup_of_more_rows_than_a_restore_may_bring_in_is_refused_before_any_is_parsed(monkeypatch):
+    monkeypatch.setattr(backup, "MAX_RESTORE_ROWS", 100_000)
+    data = backup_zip({"data/projects.project.json": PROJECT, "data/interviews.turn.json": (b'{"pk": 1, "fields": {}},', 150_000)})
+    assert refused_within(data, 5 * MB) == ("b.zip: too large to restore on this server: it holds 150,001 rows, more than "
+                                            "the 100,000 one restore may bring in")
 
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("member", ["data/interviews.turn.json", "data/coding.coding.json"])
-def test_a_member_of_millions_of_tiny_values_is_refused_before_it_is_parsed(monkeypatch, member):
-    # 1.5 MB of `{},` and `[],` is 500,000 containers (~35 MB once parsed): over a 20 MB budget, whether the people step only
-    # scans the member (turns) or parses it (codings name their coder).
-    monkeypatch.setattr(backup, "RESTORE_MEMORY_BUDGET", 20 * MB)
-    tiny = VARIED.replace(b"0,", b"{},").replace(b"1,", b"[],")  # 65,536 values, compressing like real data
+def test_a_member_of_millions_of_tiny_values_is_read_a_row_at_a_time(member):
+    # 1.5 MB of `{},` and `[],` is 500,000 containers (~35 MB if parsed at once): the restore stops at the first,
+    # which is not a row, having parsed only it (turns: when giving their UUIDs fresh ones; codings: their coders).
+    from django.contrib.auth import get_user_model
+
+    from reports.backup import project_restore
+
+    owner = get_user_model().objects.create_user("restorer")
+    tiny = VARIED.replace(b"0,", b"{},").replace(b"1,", b"[],")
     data = backup_zip({"data/projects.project.json": PROJECT, member: (tiny, 8)})
-    message = refused_within(data, 8 * MB)
-    assert message.startswith("b.zip: too large to restore on this server: restoring it would take about ")
-    assert f"(at {member}), more than the 20 MB one restore may use" in message
+    refused = memory.refused_within(BackupError, lambda: project_restore(source=data, owner=owner, filename="b.zip"),
+                                    4 * MB)
+    label = member.removeprefix("data/").removesuffix(".json")
+    assert str(refused) == f"b.zip: a {label} row is malformed"
+    assert not backup.Project.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_member_that_is_not_a_list_of_rows_is_refused():
+    from django.contrib.auth import get_user_model
+
+    from reports.backup import project_restore
+
+    data = backup_zip({"data/projects.project.json": PROJECT, "data/interviews.turn.json": b'{"pk": 1}'})
+    with pytest.raises(BackupError, match="b.zip: data/interviews.turn.json is not a list of rows"):
+        project_restore(source=data, owner=get_user_model().objects.create_user("restorer"), filename="b.zip")
