@@ -327,9 +327,6 @@ class _Archive:
         except (KeyError, TypeError):
             raise BackupError(f"{self.name}: {member} is missing") from None
 
-    def size(self, member: Any) -> int:
-        return self._info(member).file_size
-
     def json(self, member: str, *, cap: int) -> Any:
         """A small member (the manifest, the project's row) parsed whole; refused unread when larger than `cap`."""
         info = self._info(member)
