@@ -531,3 +531,13 @@ def test_metadata_nested_just_under_the_limit_restores(demo_project, owner):
     data = _edit_rows(_backup(demo_project), "data/interviews.turn.json", _set_turn_metadata(deep))
     restored = project_restore(source=data, owner=owner, people=_coders(demo_project)).project
     assert deep in [t.metadata for t in Turn.objects.filter(interview__project=restored)]
+
+
+def test_a_member_found_broken_after_rows_are_in_leaves_nothing_behind(demo_project, owner):
+    # The codings come after the interviews, turns and segments are inserted: a row of theirs that is not JSON
+    # (which the scan before any insert does not look for) stops the restore there, and all of it rolls back.
+    data = _rezip_replacing(_backup(demo_project), b'"origin": "human"', b'"origin": human')
+    before = (Project.objects.count(), Interview.objects.count(), get_user_model().objects.count())
+    with pytest.raises(BackupError, match=r"^backup\.zip: data/coding\.coding\.json: not valid JSON"):
+        project_restore(source=data, owner=owner)
+    assert (Project.objects.count(), Interview.objects.count(), get_user_model().objects.count()) == before
