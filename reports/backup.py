@@ -327,7 +327,7 @@ class _Archive:
         except (KeyError, TypeError):
             raise BackupError(f"{self.name}: {member} is missing") from None
 
-    def json(self, member: str, *, cap: int) -> Any:
+    def json(self, member: str, *, cap: int = MAX_MEMBER_BYTES) -> Any:
         """A small member (the manifest, the project's row) parsed whole; refused unread when larger than `cap`."""
         info = self._info(member)
         if info.file_size > cap:
