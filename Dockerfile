@@ -11,4 +11,4 @@ RUN SECRET_KEY="$(python -c 'import secrets; print(secrets.token_urlsafe(50))')"
 RUN useradd --create-home rta && mkdir -p /app/media && chown rta /app/media
 USER rta
 EXPOSE 8000
-CMD ["gunicorn", "-c", "gunicorn.conf.py", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "4", "--worker-class", "gthread", "--threads", "32", "--keep-alive", "75", "--timeout", "60"]
+CMD ["gunicorn", "-c", "gunicorn.conf.py", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--worker-class", "gthread", "--threads", "32", "--keep-alive", "75", "--timeout", "60"]

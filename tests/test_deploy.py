@@ -152,3 +152,16 @@ def test_a_web_process_loads_its_views_before_its_first_request():
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "True"
+
+
+def test_web_processes_are_one_per_core_up_to_four_unless_web_concurrency_says(monkeypatch):
+    import runpy
+
+    monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
+    for cores, expected in ((1, 1), (2, 2), (16, 4)):
+        monkeypatch.setattr(os, "process_cpu_count", lambda n=cores: n)
+        assert runpy.run_path(str(ROOT / "gunicorn.conf.py"))["workers"] == expected
+    monkeypatch.setenv("WEB_CONCURRENCY", "6")  # gunicorn's own default then: the file leaves it alone
+    assert "workers" not in runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    for command in (ROOT / "Dockerfile").read_text(), (ROOT / "docker-compose.yml").read_text():
+        assert "--workers" not in command
