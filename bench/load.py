@@ -421,8 +421,8 @@ def against_compose(args: argparse.Namespace) -> int:
             setup_django(f"postgres://rta:rta@127.0.0.1:{stack.db_port}/rta", args.redis_url)
             from django.db import connections
 
-            server = (f"docker-compose.yml: nginx, {args.web_replicas} web containers (gunicorn 4 workers × 32 "
-                      f"threads each), 2 Celery workers, PostgreSQL and Redis in containers")
+            server = (f"docker-compose.yml: nginx, {args.web_replicas} web containers (gunicorn: a process per core, "
+                      f"at most 4, × 32 threads), 2 Celery workers, PostgreSQL and Redis in containers")
             try:
                 return load(args, world, stack.url, server, lambda: (stack.cpu_seconds("web"), stack.cpu_seconds("db")))
             finally:
