@@ -24,6 +24,7 @@ PHASES: list[str] = [
     "probes",  # a probe run against a 500 ms endpoint: wall time vs sequential
     "themes",  # themes board, one drag, map data, theme page, journal, thread poll, presenter
     "scale",  # the daily pages and API lists at 1×, 10× and 50× the corpus: time, queries, growth
+    "exchange_scale",  # a 50× project's backup and .qdpx, written and brought back: time and memory
     "browser_open",  # open the heaviest and the 10× interview in headless Chromium, vs Taguette's and doccano's views
     "ratios",  # last: the issue-20 target table, each figure from this run over the faster peer's
 ]

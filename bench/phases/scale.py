@@ -142,6 +142,20 @@ def _talk(project, user, themes, codes, interviews, n_memos: int, n_comments: in
                                  for c in range(1, n_comments)], batch_size=2000)
 
 
+def template_project(user):
+    """The peer corpus's 20 interviews as a project of their own, which `build` copies."""
+    from bench.phases.reading import _store
+    from interviews.models import Participant
+    from projects.models import Membership, Project, Role
+
+    template = Project.objects.create(name="bench scale template", created_by=user)
+    Membership.objects.create(project=template, user=user, role=Role.OWNER)
+    participants = [Participant.objects.create(project=template, label=label) for label in LABELS]
+    for k, d in enumerate(corpus_module().make_corpus(n_docs=20)):
+        _store(template, participants[k % len(participants)], d["name"], d["turns"])
+    return template
+
+
 def build(template, scale: int, user) -> Built:
     from django.db import connection
     from django.db.models import Count
@@ -305,19 +319,10 @@ def run(ctx: Context) -> Section:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from bench.phases.reading import _store
-    from interviews.models import Participant
-    from projects.models import Membership, Project, Role
 
     scales = _scales(ctx)
-    corpus = corpus_module()
-    docs = corpus.make_corpus(n_docs=20)
     user, _ = get_user_model().objects.get_or_create(username="bench-scale")
-    template = Project.objects.create(name="bench scale template", created_by=user)
-    Membership.objects.create(project=template, user=user, role=Role.OWNER)
-    participants = [Participant.objects.create(project=template, label=label) for label in LABELS]
-    for k, d in enumerate(docs):
-        _store(template, participants[k % len(participants)], d["name"], d["turns"])
+    template = template_project(user)
 
     client = Client()
     client.force_login(user)
