@@ -40,6 +40,15 @@ def production_gunicorn_options() -> list[str]:
     return options[:at] + options[at + 2:]
 
 
+def database_url() -> str:
+    """The bench's database (set up by run.py) as a DATABASE_URL, for the web, worker and probe processes a phase starts."""
+    from django.db import connection
+
+    db = connection.settings_dict
+    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
 def shared_peer_bench() -> Path:
     """The peer drivers: ../shared/peer-bench beside the repo (a clone in CI has shared/ beside it too)."""
     for candidate in (

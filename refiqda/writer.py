@@ -185,6 +185,8 @@ def write_project_xml(project: Project, out: BinaryIO, *, positions: str = "code
              "creationDateTime": _datetime(project.created), "modifiedDateTime": _datetime(project.modified)}
     b = _Builder(None)
     before = _parts_before_sources(b, project)
+    # A project with no part at all is a self-closed root, which an incremental writer cannot make once it has opened
+    # it: the parts after the sources are built only as they are written, so their conditions are asked here.
     if not (before or project.sources or project.notes or project.links or project.sets or project.description
             or project.note_refs):
         out.write(etree.tostring(_Builder(PROJECT_NS).el(None, "Project", **attrs), xml_declaration=True,

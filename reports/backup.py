@@ -34,11 +34,12 @@ import datetime as dt
 import decimal
 import functools
 import io
+import itertools
 import json
 import uuid
 import zipfile
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
@@ -547,17 +548,6 @@ def _counted(archive: _Archive, files: dict[str, str]) -> dict[str, int]:
     return counts
 
 
-def _batches(rows: Iterator[Any], size: int = RESTORE_BATCH) -> Iterator[list]:
-    batch = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 # Told how far a long import is: (done, total, what is counted), e.g. (1200, 98000, "records").
 Progress = Callable[[int, int, str], None]
 
@@ -578,7 +568,7 @@ class _Restorer:
         # (plan, row's new key, field, old key it points to, row's old key): keys set once every row is in.
         self.deferred: list[tuple[ModelPlan, int, str, Any, Any]] = []
         self.warnings: list[str] = []
-        self.counts: dict[str, int] = {}
+        self.counts: dict[str, int] = {plan.label: 0 for plan in backup_plan()}
 
     def account(self, username: str | None):
         """The account the restorer chose for this person, or None (kept as a name only)."""
@@ -612,11 +602,10 @@ class _Restorer:
         uuids = self.new_uuids(plans, members(lambda plan: bool(_unique_uuid_fields(plan))))
         done, total = 0, sum(counts.values())
         self.progress(done, total, "records")
-        self.counts = {plan.label: 0 for plan in backup_plan()}
         for plan in backup_plan():
             if plan.label not in files:
                 continue
-            for rows in _batches(self.archive.rows(files[plan.label])):
+            for rows in itertools.batched(self.archive.rows(files[plan.label]), RESTORE_BATCH):
                 done += len(rows)
                 if plan.label in ACCOUNT_ONLY:
                     rows = [r for r in rows if self.keep_account_row(plan.label, r)]
@@ -693,7 +682,7 @@ class _Restorer:
             obj.name = self.name[:200]
         return obj
 
-    def insert(self, plan: ModelPlan, rows: list[dict], uuids: dict[str, str]) -> None:
+    def insert(self, plan: ModelPlan, rows: Sequence[dict], uuids: dict[str, str]) -> None:
         """Insert a batch of a model's rows; what is kept of them: their new keys, the names kept for their people
         and the keys they point to that were not inserted yet (`fix_deferred`)."""
         named_from = len(self.names)
@@ -714,7 +703,7 @@ class _Restorer:
         self.names[named_from:] = [(label, obj.pk, attname, name) for label, obj, attname, name in self.names[named_from:]]
         self.counts[plan.label] = self.counts.get(plan.label, 0) + len(objs)
 
-    def insert_m2m(self, plan: ModelPlan, rows: list[dict], objs: list[models.Model]) -> None:
+    def insert_m2m(self, plan: ModelPlan, rows: Sequence[dict], objs: list[models.Model]) -> None:
         for name, target in plan.m2m.items():
             through = getattr(plan.model, name).through
             f = plan.model._meta.get_field(name)
@@ -735,17 +724,14 @@ class _Restorer:
 
     def fix_deferred(self) -> None:
         """Set the keys that pointed to rows inserted later (a self reference, a later model) now all are in."""
-        changed: dict[tuple[str, str], list[models.Model]] = defaultdict(list)
-        plans = {}
+        changed: dict[tuple[type[models.Model], str], list[models.Model]] = defaultdict(list)
         for plan, pk, attname, raw, old_pk in self.deferred:
             new = self.pk_maps[plan.fks[attname]].get(raw)
             if new is None:
                 self.warnings.append(f"{plan.label} row {old_pk}: {attname} pointed outside the backup; cleared.")
                 continue
-            plans[plan.label] = plan
-            changed[plan.label, attname].append(plan.model(pk=pk, **{attname: new}))
-        for (label, attname), objs in changed.items():
-            model = plans[label].model
+            changed[plan.model, attname].append(plan.model(pk=pk, **{attname: new}))
+        for (model, attname), objs in changed.items():
             model._base_manager.bulk_update(objs, [model._meta.get_field(attname.removesuffix("_id")).name], batch_size=500)
 
     def keep_account_row(self, label: str, row: dict) -> bool:

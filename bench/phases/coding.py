@@ -20,7 +20,7 @@ import threading
 import time
 from pathlib import Path
 
-from bench.common import REPO, Context, Section, corpus_module, production_gunicorn_options
+from bench.common import REPO, Context, Section, corpus_module, database_url, production_gunicorn_options
 
 TITLE = "Coding: apply a code, open an interview"
 NEEDS_DJANGO = True
@@ -78,12 +78,9 @@ def _setup(corpus, quick: bool):
 
 
 def _start_gunicorn(port: int, app: str = "config.wsgi:application") -> subprocess.Popen:
-    from django.db import connection
-
-    db = connection.settings_dict
     env = dict(os.environ)
     env.update({
-        "DATABASE_URL": f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        "DATABASE_URL": database_url(),
         "DJANGO_SETTINGS_MODULE": "config.settings_test", "DEBUG": "false", "LOG_LEVEL": "ERROR",
     })
     proc = subprocess.Popen(

@@ -15,15 +15,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import BENCH, REPO, Context, Section
-from bench.phases.import_memory import _database_url
+from bench.common import BENCH, REPO, Context, Section, database_url
 
 TITLE = "Moving a large project: backup and .qdpx, written and brought back"
 NEEDS_DJANGO = True
 
 
 def _probe(*args: str) -> dict:
-    env = {**os.environ, "DATABASE_URL": _database_url(), "DJANGO_SETTINGS_MODULE": "config.settings_test"}
+    env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "config.settings_test"}
     out = subprocess.run([sys.executable, str(BENCH / "exchange_memory_probe.py"), *args], cwd=REPO, env=env,
                          capture_output=True, text=True, timeout=1800, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])

@@ -14,18 +14,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.common import BENCH, REPO, Context, Section
+from bench.common import BENCH, REPO, Context, Section, database_url
 
 TITLE = "Import memory: a generated 1,000-conversation ChatGPT export"
 NEEDS_DJANGO = True
-
-
-def _database_url() -> str:
-    from django.db import connection
-
-    db = connection.settings_dict
-    auth = db["USER"] + (f":{db['PASSWORD']}" if db.get("PASSWORD") else "")
-    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
 def run(ctx: Context) -> Section:
@@ -35,7 +27,7 @@ def run(ctx: Context) -> Section:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "conversations.json"
         size = write_export(path, conversations)
-        env = {**os.environ, "DATABASE_URL": _database_url(), "DJANGO_SETTINGS_MODULE": "config.settings_test"}
+        env = {**os.environ, "DATABASE_URL": database_url(), "DJANGO_SETTINGS_MODULE": "config.settings_test"}
         out = subprocess.run([sys.executable, str(BENCH / "import_memory_probe.py"), str(path)], cwd=REPO, env=env,
                              capture_output=True, text=True, timeout=1200, check=True).stdout
     r = json.loads(out.strip().splitlines()[-1])

@@ -20,7 +20,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.common import Context, Section, corpus_module
+from bench.common import Context, Section, corpus_module, database_url
 
 TITLE = "Probes: a run against a 500 ms endpoint"
 NEEDS_DJANGO = True
@@ -209,13 +209,10 @@ def _p95(values: list[float]) -> float:
 
 def _start_worker(queue: str, settings) -> subprocess.Popen:
     """A Celery worker as compose's worker-live runs it (threads pool), on the bench database and its own queue."""
-    from django.db import connection
-
     from bench.phases import coding
     from config.celery import app
 
-    db = connection.settings_dict
-    env = dict(os.environ, DATABASE_URL=f"postgres://{db['USER']}:{db['PASSWORD']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+    env = dict(os.environ, DATABASE_URL=database_url(),
                DJANGO_SETTINGS_MODULE="config.settings_test", CELERY_TASK_ALWAYS_EAGER="false", CONDUCT_QUEUE=queue,
                OPENAI_API_KEY=settings.OPENAI_API_KEY, LOG_LEVEL="ERROR")
     name = f"{queue}@bench"
