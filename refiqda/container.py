@@ -21,8 +21,8 @@ class Limits:
     max_entries: int = 20_000
     max_member_bytes: int = 200 * 1024 * 1024
     max_total_bytes: int = 1024 * 1024 * 1024
-    # The .qde becomes a whole lxml tree (~120 bytes an element, ~220 an attribute; max_nodes caps
-    # their count): real projects keep their documents in sources/ and their .qde is a few MB.
+    # The .qde becomes an lxml tree (~120 bytes an element, ~220 an attribute; max_nodes caps their count), its
+    # sources one at a time: real projects keep their documents in sources/ and their .qde is a few MB.
     max_qde_bytes: int = 100 * 1024 * 1024
     max_nodes: int = MAX_NODES
     # Every document's text is held at once while a project is read (as bytes, then as text).

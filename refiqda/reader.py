@@ -307,7 +307,8 @@ def parse_project_xml(data: bytes, *, where: str = "project.qde",
                       resolve: SourceResolver | None = None,
                       counting: str | None = None, max_nodes: int | None = None) -> Project:
     """Parse project.qde bytes; `resolve` reads sources by plainTextPath; `max_nodes` as in safexml.parse_xml."""
-    root = parse_xml(data, where=where, max_nodes=max_nodes)
+    sources = _SourcesReader(_Ctx(where=where, warnings=[]), resolve)
+    root = parse_xml(data, where=where, max_nodes=max_nodes, each=sources.each)
     _check_root(root, "Project", where)
     ctx = _Ctx(where=where, warnings=[])
     project = Project(
@@ -332,19 +333,36 @@ def parse_project_xml(data: bytes, *, where: str = "project.qde",
         sets=[_set(s, ctx, member_attr="targetGUID") for s in grandchildren(root, "Sets", "Set")],
         description=child_text(root, "Description"),
         note_refs=_refs(root, "NoteRef"),
+        sources=sources.text_sources,
+        skipped_sources=sources.skipped,
         warnings=ctx.warnings,
     )
-    for sources in children(root, "Sources"):
-        for el in sources:
-            kind = local(el)
-            if kind == "TextSource":
-                project.sources.append(_text_source(el, ctx, resolve))
-            elif kind in _NON_TEXT_SOURCES:
-                project.skipped_sources.append(el.get("name") or el.get("guid") or kind)
-                ctx.warn(el, f"{kind} {el.get('name')!r} is not a text source; not imported")
+    ctx.warnings.extend(sources.ctx.warnings)  # after the other parts' warnings, as the sources follow them
     _drop_dangling_codings(project, ctx)
     apply_counting(project, forced=counting, where=where)
     return project
+
+
+class _SourcesReader:
+    """The project's sources, each read as soon as the parser has it whole (safexml.parse_xml's `each`), in order."""
+
+    def __init__(self, ctx: _Ctx, resolve: SourceResolver | None) -> None:
+        self.ctx, self.resolve = ctx, resolve
+        self.text_sources: list[TextSource] = []
+        self.skipped: list[str] = []
+        self.each = dict.fromkeys(["TextSource", *_NON_TEXT_SOURCES], self.read)
+
+    def read(self, el: etree._Element) -> None:
+        # Only <Project><Sources>'s own children are sources; the same names anywhere else are not read.
+        sources = el.getparent()
+        if local(sources) != "Sources" or sources.getparent() is None or sources.getparent().getparent() is not None:
+            return
+        kind = local(el)
+        if kind == "TextSource":
+            self.text_sources.append(_text_source(el, self.ctx, self.resolve))
+        else:
+            self.skipped.append(el.get("name") or el.get("guid") or kind)
+            self.ctx.warn(el, f"{kind} {el.get('name')!r} is not a text source; not imported")
 
 
 def _drop_dangling_codings(project: Project, ctx: _Ctx) -> None:
@@ -503,7 +521,9 @@ def read_codebook(source: str | os.PathLike[str] | bytes | BinaryIO, *, name: st
     if zipfile.is_zipfile(io.BytesIO(data)):
         with QdpxArchive(data, name=where, limits=limits) as archive:
             qde_where = f"{where}: {archive.qde_name}"
-            root = parse_xml(archive.read_qde(), where=qde_where, max_nodes=limits.max_nodes)
+            # The codes and sets only: each source is let go as soon as it is read.
+            root = parse_xml(archive.read_qde(), where=qde_where, max_nodes=limits.max_nodes,
+                             each={"TextSource": lambda el: None})
             _check_root(root, "Project", qde_where)
             ctx = _Ctx(where=qde_where, warnings=[])
             codes = [c for cb in children(root, "CodeBook") for c in _codes(cb, ctx)]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from lxml import etree
 
@@ -11,22 +12,21 @@ from .errors import QdpxError, UnsafeInputError
 
 # libxml2's own limit without huge_tree (which stays off: it also lifts the size limits).
 MAX_DEPTH = 256
-# Elements and attributes one file may hold: the whole tree is built in memory, ~120 bytes an element and
+# Elements and attributes one file may hold: the tree is built in memory, ~120 bytes an element and
 # ~220 an attribute (with its value), so 1 million stay under ~220 MB (measured: 135 MB for a 20 MB file of
-# <Code/> elements), and the objects read from it come on top. A real .qde of 10 MB holds ~400,000.
+# <Code/> elements), and the objects read from it come on top. A real .qde of 10 MB holds ~400,000. Parts read
+# one at a time (`parse_xml`'s `each`) are let go as they are read, but the objects made of them stay.
 MAX_NODES = 1_000_000
 
-
-def _parser() -> etree.XMLParser:
-    return etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
+_PARSER_OPTIONS = {
+    "resolve_entities": False,
+    "no_network": True,
+    "load_dtd": False,
+    "dtd_validation": False,
+    "huge_tree": False,
+    "remove_comments": True,
+    "remove_pis": True,
+}
 
 
 def _prolog_declares_dtd(data: bytes) -> bool:
@@ -70,8 +70,14 @@ def element_count(data: bytes, name: str) -> int:
     return sum(1 for _ in re.finditer(rb"<(?:[\w.-]+:)?" + re.escape(name.encode()) + rb"[\s/>]", data))
 
 
-def parse_xml(data: bytes, *, where: str, max_nodes: int | None = None) -> etree._Element:
-    """Parse XML bytes safely and return the root element; errors name `where` and the line."""
+def parse_xml(data: bytes, *, where: str, max_nodes: int | None = None,
+              each: dict[str, Callable[[etree._Element], None]] | None = None) -> etree._Element:
+    """Parse XML bytes safely and return the root element; errors name `where` and the line.
+
+    `each` maps local names to a function given every element of that name as soon as it has been read whole,
+    wherever it stands; the element is emptied afterwards. A project file's sources, nearly all of it, are then
+    held one at a time instead of as one tree (50 MB of XML make a tree of ~300 MB).
+    """
     cap = MAX_NODES if max_nodes is None else max_nodes
     if (nodes := node_count(data)) > cap:
         raise UnsafeInputError(
@@ -84,7 +90,7 @@ def parse_xml(data: bytes, *, where: str, max_nodes: int | None = None) -> etree
             where=where,
         )
     try:
-        root = etree.fromstring(data, parser=_parser())
+        root = _read_each(data, each, where) if each else etree.fromstring(data, parser=etree.XMLParser(**_PARSER_OPTIONS))
     except etree.XMLSyntaxError as exc:
         line = f" line {exc.lineno}" if getattr(exc, "lineno", None) else ""
         if "Excessive depth" in (exc.msg or ""):
@@ -97,10 +103,25 @@ def parse_xml(data: bytes, *, where: str, max_nodes: int | None = None) -> etree
     docinfo = root.getroottree().docinfo
     if docinfo.internalDTD is not None or docinfo.externalDTD is not None:
         raise UnsafeInputError("the XML declares a DTD, which is refused for safety", where=where)
-    # Entity references to undeclared entities stay in the tree as Entity nodes.
-    for _ in root.iter(etree.Entity):
-        raise UnsafeInputError("the XML uses entity references, which are refused", where=where)
+    _refuse_entities(root, where)
     return root
+
+
+def _read_each(data: bytes, each: dict[str, Callable[[etree._Element], None]], where: str) -> etree._Element:
+    events = etree.iterparse(io.BytesIO(data), events=("end",), tag=[f"{{*}}{name}" for name in each],
+                             **_PARSER_OPTIONS)
+    for _event, el in events:
+        # Before the element is emptied: its entity references would leave the tree with it.
+        _refuse_entities(el, where)
+        each[local(el)](el)
+        el.clear(keep_tail=True)
+    return events.root
+
+
+def _refuse_entities(el: etree._Element, where: str) -> None:
+    # Entity references to undeclared entities stay in the tree as Entity nodes.
+    for _ in el.iter(etree.Entity):
+        raise UnsafeInputError("the XML uses entity references, which are refused", where=where)
 
 
 def local(el: etree._Element) -> str:

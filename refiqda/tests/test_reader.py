@@ -290,3 +290,55 @@ def test_qde_and_qdc_with_a_byte_order_mark():
     qdc = bom + f'<CodeBook xmlns="urn:QDA-XML:codebook:1.0"><Codes><Code guid="{G(1)}" name="b" isCodable="true"/>' \
         "</Codes></CodeBook>".encode()
     assert refiqda.read_codebook(qdc).codes[0].name == "b"
+
+
+def _source(n: int, text: str, *, coded: bool = True) -> str:
+    selection = (f'<PlainTextSelection guid="{G(n + 1)}" startPosition="0" endPosition="2">'
+                 f'<Coding guid="{G(n + 2)}"><CodeRef targetGUID="{G(1)}"/></Coding></PlainTextSelection>')
+    return (f'<TextSource guid="{G(n)}" name="s{n}"><PlainTextContent>{text}</PlainTextContent>'
+            f'{selection if coded else ""}</TextSource>')
+
+
+def test_parse_xml_hands_each_named_element_over_whole_then_lets_it_go():
+    from refiqda.safexml import children, local, parse_xml
+
+    seen = []
+    data = project_xml(codebook((1, "a")) + f"<Sources>{_source(10, 'one')}{_source(20, 'two')}</Sources>").encode()
+    root = parse_xml(data, where="p.qde", each={"TextSource": lambda el: seen.append(
+        (el.get("name"), [local(child) for child in el]))})
+    assert seen == [("s10", ["PlainTextContent", "PlainTextSelection"]), ("s20", ["PlainTextContent", "PlainTextSelection"])]
+    sources = [el for s in children(root, "Sources") for el in s]
+    assert [(local(el), len(el), dict(el.attrib)) for el in sources] == [("TextSource", 0, {}), ("TextSource", 0, {})]
+    assert [c.get("name") for cb in children(root, "CodeBook") for c in cb.iter("{*}Code")] == ["a"]  # the rest kept
+
+
+def test_a_project_read_a_source_at_a_time_keeps_every_source_and_the_order_of_its_warnings():
+    body = (codebook((1, "a"))
+            + f'<Sources>{_source(10, "one")}<PDFSource guid="{G(15)}" name="paper.pdf"/>{_source(20, "two")}'
+            + f'<TextSource guid="{G(30)}" name="nothing"/></Sources>'
+            # Sources only where the format puts them: the same element elsewhere is not a document.
+            + f'<Notes><Note guid="{G(50)}" name="n" creationDateTime="yesterday">{_source(60, "not a source")}'
+            + "</Note></Notes>")
+    project = refiqda.read_project(make_zip({"project.qde": project_xml(body)}))
+    assert [(s.name, s.text, [(sel.start, sel.end, len(sel.codings)) for sel in s.selections]) for s in project.sources] == [
+        ("s10", "one", [(0, 2, 1)]), ("s20", "two", [(0, 2, 1)]), ("nothing", None, [])]
+    assert project.skipped_sources == ["paper.pdf"]
+    # The other parts' warnings first, as before sources were read as they come.
+    assert [w.split(": ", 2)[-1] for w in project.warnings] == [
+        "creationDateTime='yesterday' is not a date and time; ignored",
+        "PDFSource 'paper.pdf' is not a text source; not imported",
+        "source 'nothing' has neither plainTextPath nor PlainTextContent",
+    ]
+
+
+def test_a_fault_after_the_sources_read_so_far_is_named_with_its_line():
+    body = codebook((1, "a")) + f"<Sources>{_source(10, 'one')}\n{_source(20, 'two')}\n<TextSource></Sources>"
+    with pytest.raises(QdpxError, match=r"^archive: project\.qde line 4: not well-formed"):
+        refiqda.read_project(make_zip({"project.qde": project_xml(body)}))
+
+
+def test_a_source_nested_too_deep_is_refused_naming_the_place():
+    deep = "<Description>" * 300 + "</Description>" * 300
+    body = f'<Sources><TextSource guid="{G(10)}" name="s">{deep}</TextSource></Sources>'
+    with pytest.raises(QdpxError, match=r"^archive: project\.qde: elements nested deeper than 256 levels at line 2"):
+        refiqda.read_project(make_zip({"project.qde": project_xml(body)}))
