@@ -45,6 +45,7 @@ from interviews.segmentation import segment_text
 from interviews.tasks import import_batch_task, import_preview_task
 from projects.audit import audit_record_many
 from projects.blobs import BlobMissing, blob_create, blob_open, blobs_delete
+from projects.copy import copy_into, next_ids
 from projects.jobs import enqueue
 from projects.models import AuditEvent, Project
 from projects.names import name_key, normalised_name
@@ -658,9 +659,6 @@ def _flush(chunk: list[_Pending], summary: BatchSummary) -> None:
         })
 
 
-# The sequence is looked up once (OFFSET 0 keeps the subquery from being inlined), not once per id.
-TURN_IDS = ("SELECT nextval(s.seq) FROM (SELECT pg_get_serial_sequence(%s, 'id')::regclass AS seq OFFSET 0) s, "
-            "generate_series(1, %s)")
 TURN_COLUMNS = ("id", "uuid", "interview_id", "position", "speaker", "text", "model_slug", "timestamp", "status", "metadata")
 
 
@@ -674,16 +672,12 @@ def _insert_turns(chunk: list[_Pending]) -> int:
         for (_, t), obj in zip(rows, objs, strict=True):
             t.id = obj.id
         return len(rows)
-    table = Turn._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(TURN_IDS, [table, len(rows)])
-        ids = [r[0] for r in cursor.fetchall()]
-        cols = ", ".join(f'"{c}"' for c in TURN_COLUMNS)
-        with cursor.cursor.copy(f'COPY "{table}" ({cols}) FROM STDIN') as copy:
-            for (iid, t), tid in zip(rows, ids, strict=True):
-                t.id = tid
-                copy.write_row((tid, uuid.uuid4(), iid, t.position, t.speaker, t.text, t.model_slug, t.timestamp,
-                                Turn.Status.COMPLETE, Jsonb(t.metadata)))
+    ids = next_ids(Turn._meta.db_table, len(rows))
+    with copy_into(Turn._meta.db_table, TURN_COLUMNS) as write:
+        for (iid, t), tid in zip(rows, ids, strict=True):
+            t.id = tid
+            write((tid, uuid.uuid4(), iid, t.position, t.speaker, t.text, t.model_slug, t.timestamp,
+                   Turn.Status.COMPLETE, Jsonb(t.metadata)))
     return len(rows)
 
 
@@ -705,11 +699,9 @@ def _insert_segments(chunk: list[_Pending]) -> int:
     """Segments of the chunk's turns; COPY on PostgreSQL (several times faster than INSERT)."""
     if connection.vendor == "postgresql":
         n = 0
-        table = Segment._meta.db_table
-        cols = ", ".join(f'"{c}"' for c in SEGMENT_COLUMNS)
-        with connection.cursor() as cursor, cursor.cursor.copy(f'COPY "{table}" ({cols}) FROM STDIN') as copy:
+        with copy_into(Segment._meta.db_table, SEGMENT_COLUMNS) as write:
             for row in _segment_rows(chunk):
-                copy.write_row(row)
+                write(row)
                 n += 1
         return n
     rows = [Segment(**dict(zip(SEGMENT_COLUMNS, r, strict=True))) for r in _segment_rows(chunk)]

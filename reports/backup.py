@@ -53,6 +53,7 @@ from django.utils import timezone
 
 from projects import safejson
 from projects.audit import audit_record
+from projects.copy import insert_all
 from projects.models import AuditEvent, Membership, Project, Role
 from reports.models import PersonName
 
@@ -688,7 +689,7 @@ class _Restorer:
         named_from = len(self.names)
         objs = [self.build(plan, r, uuids) for r in rows]
         try:
-            _raw_insert(plan.model, objs)
+            insert_all(plan.model, objs, raw=True)  # raw: the backed-up times, not "now"
         except DatabaseError as exc:
             raise BackupError(f"{self.archive.name}: cannot restore {plan.label}: {exc}".strip()) from None
         for row, obj in zip(rows, objs, strict=True):
@@ -747,25 +748,6 @@ class _Restorer:
         if not created and membership.role != Role.OWNER:
             membership.role = Role.OWNER
             membership.save(update_fields=["role"])
-
-
-def _raw_insert(model: type[models.Model], objs: list[models.Model], batch_size: int = 1000) -> None:
-    """INSERT the rows exactly as built, fetching their new primary keys.
-
-    Unlike bulk_create, a raw insert skips pre_save, so auto_now/auto_now_add fields keep
-    the backed-up times instead of "now" (the same mechanism loaddata relies on).
-    """
-    fields = [f for f in model._meta.concrete_fields
-              if not (f.primary_key and getattr(f, "db_returning", False)) and not getattr(f, "generated", False)]
-    returning = model._meta.db_returning_fields
-    qs = model._base_manager.all()
-    for i in range(0, len(objs), batch_size):
-        batch = objs[i:i + batch_size]
-        rows = qs._insert(batch, fields=fields, returning_fields=returning, raw=True)
-        for obj, row in zip(batch, rows, strict=True):
-            for f, value in zip(returning, row, strict=True):
-                setattr(obj, f.attname, value)
-            obj._state.adding, obj._state.db = False, qs.db
 
 
 def backup_people(*, source: BinaryIO | bytes | str, filename: str = "backup.zip") -> list[BackupPerson]:

@@ -78,6 +78,7 @@ from interviews.provenance import interview_provenance, turn_citation
 from interviews.segmentation import segment_text
 from projects import safejson
 from projects.audit import audit_record
+from projects.copy import insert_all
 from projects.models import AuditEvent, Membership, Project, Role
 from projects.names import normalised_name
 from projects.services import project_create
@@ -711,11 +712,12 @@ class _Importer:
                                "turns_from": how, **({"description": src.description} if src.description else {})}},
             created_by=self.owner)
         self.interviews[refiqda.norm_guid(src.guid)] = interview
-        turns = Turn.objects.bulk_create([
+        turns = [
             Turn(interview=interview, position=i, speaker=speaker, text=text[s:e],
                  model_slug=fact.get("model_slug", ""), timestamp=fact.get("timestamp"),
                  metadata={"imported_from": "qdpx", "source_guid": src.guid, "source_start": s, **fact.get("metadata", {})})
-            for i, ((speaker, s, e), fact) in enumerate(zip(spans, facts, strict=True))])
+            for i, ((speaker, s, e), fact) in enumerate(zip(spans, facts, strict=True))]
+        insert_all(Turn, turns)
         self.turns[refiqda.norm_guid(src.guid)] = (turns, spans)
         # Selections in turn coordinates: [(turn index, start, end, selection)].
         placed = self.place_selections(src, spans)
@@ -729,7 +731,7 @@ class _Importer:
                     for k, (s, e, kind) in enumerate(split_spans(turn.text, cuts[ti]))]
             segments.extend(rows)
             per_turn.append(rows)
-        Segment.objects.bulk_create(segments, batch_size=2000)
+        insert_all(Segment, segments)
         self.import_codings(interview, placed, per_turn)
         self.import_case_codings(interview, src)
 
@@ -780,7 +782,7 @@ class _Importer:
                     seen.add(key)
                     rows.append(Coding(segment=seg, code=code, coder=coder, interview=interview, note=text, origin=origin))
                     names.append(name)
-        Coding.objects.bulk_create(rows, batch_size=2000)
+        insert_all(Coding, rows)
         self.kept.extend((row, "coder_id", name) for row, name in zip(rows, names, strict=True) if name)
         self.result.codings += len(rows)
         if merged:

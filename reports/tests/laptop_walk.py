@@ -4,7 +4,8 @@ Run by test_laptop.py as a process of its own (`python -m reports.tests.laptop_w
 suite's own database is PostgreSQL; prints one JSON object: what failed, and what was visited. Every page whose
 URL takes only the demo's objects is opened, then what a first day does with them: a thread, a code placed on the
 board, an excerpt table with context and exemplars in every format, a second-reader run whose windows run in the
-laptop's threads, and its suggestions decided; and the search box's syntax.
+laptop's threads, and its suggestions decided; the search box's syntax; and the project brought back from its
+backup and its .qdpx.
 """
 
 from __future__ import annotations
@@ -199,6 +200,26 @@ def _second_reader(walk: Walk, project, user) -> dict:
             "accepted_codings": Coding.objects.filter(suggestion__run=run, origin=Coding.Origin.SUGGESTION).count()}
 
 
+def _moved(project, user) -> dict:
+    """The project brought back from its backup and from its .qdpx (SQLite takes their rows by INSERT, projects.copy)."""
+    from django.contrib.auth import get_user_model
+
+    from coding.models import Coding
+    from reports.backup import backup_people, project_backup, project_restore
+    from reports.exchange import project_export_qdpx, project_import_qdpx
+
+    backup, qdpx = io.BytesIO(), io.BytesIO()
+    project_backup(project=project, out=backup)
+    project_export_qdpx(project=project, out=qdpx)
+    accounts = get_user_model().objects.in_bulk([p.username for p in backup_people(source=backup.getvalue())],
+                                                field_name="username")
+    restored = project_restore(source=backup.getvalue(), owner=user, people=accounts).project
+    imported = project_import_qdpx(source=qdpx.getvalue(), owner=user, filename="demo.qdpx").project
+    return {name: [(c.segment.text, c.code.name) for c in Coding.objects.filter(interview__project=p).select_related(
+        "segment", "code").order_by("interview__title", "segment__position", "code__name", "coder__username")]
+        for name, p in (("demo", project), ("restored", restored), ("imported", imported))}
+
+
 def main(database: str) -> None:
     _setup(database)
     from django.contrib.auth import get_user_model
@@ -221,7 +242,7 @@ def main(database: str) -> None:
     _first_day(walk, objects)
     _search(walk, project)
     print(json.dumps({"failures": walk.failures, "visited": sorted(set(walk.visited)), "left_out": left_out,
-                      "reader_run": run}))
+                      "reader_run": run, "moved": _moved(project, user)}))
 
 
 if __name__ == "__main__":

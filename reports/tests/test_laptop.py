@@ -28,3 +28,6 @@ def test_the_laptop_default_opens_every_page_and_does_a_first_day_without_an_err
     run = walked["reader_run"]
     assert run["status"] == "done" and run["windows"] > 1 and run["suggestions"] > 0
     assert run["decided"] == 3 and run["accepted_codings"] == 2
+    # Its backup and its .qdpx bring every coding back, on the same sentence.
+    moved = walked["moved"]
+    assert len(moved["demo"]) > 10 and moved["restored"] == moved["demo"] and moved["imported"] == moved["demo"]
