@@ -406,14 +406,15 @@ def _client(base_url: str, api_key: str, timeout: float, egress: EgressPolicy) -
     """One client per endpoint: building one costs ~0.25 s of CPU, and clients are thread-safe.
 
     Retries are off: stream_answer owns the policy and records every attempt. Connections
-    go through the egress policy (conduct.egress), redirects are not followed.
+    go through the egress policy (conduct.egress), redirects are not followed, and each request
+    carries this key and no header the client took from the process environment (conduct.guarded_http).
     """
     from openai import OpenAI
 
     from conduct.guarded_http import http_client
 
     return OpenAI(base_url=base_url, api_key=api_key, timeout=timeout, max_retries=0,
-                  http_client=http_client(egress, timeout))
+                  http_client=http_client(egress, timeout, base_url=base_url, api_key=api_key))
 
 
 def _request(

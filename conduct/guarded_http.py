@@ -1,4 +1,5 @@
-"""The HTTP client for model endpoints: the egress policy (conduct.egress) checked on every connection.
+"""The HTTP client for model endpoints: the egress policy (conduct.egress) checked on every connection, and each
+client bound to one endpoint and its key.
 
 Apart from conduct.egress because httpx is heavy: web processes check URLs against the policy when
 a form is saved, and only processes that call a model import this module.
@@ -56,18 +57,33 @@ class _CappedStream(httpx2.SyncByteStream):
         self.stream.close()
 
 
+# What a chat-completions request carries. The openai client also adds headers it reads from the process
+# environment (OPENAI_CUSTOM_HEADERS, which may hold an Authorization; OPENAI_ORG_ID; OPENAI_PROJECT_ID) to every
+# request, whichever endpoint a member chose: those are the deployment's, so none of them is sent.
+_SENT_HEADERS = frozenset({"host", "accept", "content-type", "content-length", "user-agent", "connection"})
+
+
 class _GuardedTransport(httpx2.HTTPTransport):
-    def __init__(self, policy: EgressPolicy) -> None:
+    def __init__(self, policy: EgressPolicy, base_url: str, api_key: str) -> None:
         super().__init__(trust_env=False)
+        self.base_url, self.api_key = httpx2.URL(base_url), api_key
         # TLS still verifies the certificate against the host name of the URL, not the address.
         self._pool = httpcore2.ConnectionPool(
             ssl_context=ssl.create_default_context(), network_backend=_GuardedBackend(policy),
         )
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        if not _under(request.url, self.base_url):
+            raise EgressRefused(f"a request to {request.url} is not under {self.base_url}, the only endpoint this "
+                                "client's key goes to")
+        headers = {name: value for name, value in request.headers.items() if name.lower() in _SENT_HEADERS}
+        headers["Authorization"] = f"Bearer {self.api_key}"
         # Uncompressed only: the cap below counts what is read, and a compressed answer could unpack to any size.
-        request.headers["Accept-Encoding"] = "identity"
-        response = super().handle_request(request)
+        headers["Accept-Encoding"] = "identity"
+        # A copy goes out: the client reads its own markers back from the request it made (response.request).
+        sent = httpx2.Request(request.method, request.url, headers=headers, stream=request.stream,
+                              extensions=request.extensions)
+        response = super().handle_request(sent)
         encoding = response.headers.get("content-encoding", "identity").strip().lower()
         if encoding not in ("", "identity"):
             response.close()
@@ -79,9 +95,17 @@ class _GuardedTransport(httpx2.HTTPTransport):
         return response
 
 
-def http_client(policy: EgressPolicy, timeout: float) -> httpx2.Client:
-    """The HTTP client for model endpoints: the policy on every connection, no redirects, no proxy from the environment.
+def _under(url: httpx2.URL, base: httpx2.URL) -> bool:
+    """True when `url` is on `base`'s origin and below its path."""
+    return ((url.scheme, url.host, url.port) == (base.scheme, base.host, base.port)
+            and url.path.startswith(base.path.rstrip("/") + "/"))
+
+
+def http_client(policy: EgressPolicy, timeout: float, *, base_url: str, api_key: str) -> httpx2.Client:
+    """The HTTP client for one model endpoint: the policy on every connection, no redirects, no proxy from the
+    environment, and requests only below `base_url`, each with `api_key` and nothing else the process holds.
 
     A redirect would send the request, key included, to a URL nobody chose.
     """
-    return httpx2.Client(transport=_GuardedTransport(policy), follow_redirects=False, trust_env=False, timeout=timeout)
+    return httpx2.Client(transport=_GuardedTransport(policy, base_url, api_key), follow_redirects=False,
+                         trust_env=False, timeout=timeout)

@@ -176,3 +176,50 @@ def test_an_owner_binds_a_key_to_the_endpoint_they_choose(project, owner, deploy
     assert stored.status_code == 302
     page = client.get(reverse("conduct:participants", args=[project.uuid])).content.decode()
     assert f"<code>{deployment.base_url}</code>" in page and "12345678" not in page
+
+
+def test_the_deployments_client_environment_travels_to_no_endpoint(
+    project, owner, guide, live, deployment, project_key, elsewhere, monkeypatch, django_capture_on_commit_callbacks
+):
+    """The openai client reads headers and ids from the process environment (OPENAI_CUSTOM_HEADERS, OPENAI_ORG_ID,
+    OPENAI_PROJECT_ID, ...) and would add them to every request, whichever endpoint a member chose."""
+    from conduct import client
+
+    monkeypatch.setenv("OPENAI_CUSTOM_HEADERS", "Authorization: Bearer sk-env-gateway-0003\nX-Gateway-Key: sk-env-0004")
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-deployment")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-deployment")
+    monkeypatch.setenv("OPENAI_ADMIN_KEY", "sk-admin-env-0005")
+    client._client.cache_clear()
+    elsewhere.script("m", answer="Hi from elsewhere.")
+    own = live("Own server", "m", base_url=elsewhere.base_url)
+    keyed = live("Keyed", "m", base_url="", api_key=project_key)
+    try:
+        for participant in (own, keyed):
+            answer = answer_after_start(project, owner, guide, participant, django_capture_on_commit_callbacks)
+            assert answer.status == Turn.Status.COMPLETE
+    finally:
+        client._client.cache_clear()
+
+    sent = [request.headers for request in elsewhere.requests + deployment.requests]
+    assert len(sent) == 2
+    for headers in sent:
+        text = repr(headers)
+        assert not any(secret in text for secret in ("sk-env", "sk-admin", "org-deployment", "proj-deployment")), text
+    assert keys_received(elsewhere) == {"no-key"} and keys_received(deployment) == {PROJECT_KEY}
+
+
+def test_a_client_sends_nothing_outside_the_endpoint_its_key_is_bound_to(deployment, elsewhere):
+    """The HTTP client is made for one endpoint and key: a request for any other URL is refused before it is sent."""
+    from conduct.answering import egress_policy
+    from conduct.egress import EgressRefused
+    from conduct.guarded_http import http_client
+
+    with http_client(egress_policy(), 5, base_url=deployment.base_url, api_key=PROJECT_KEY) as client:
+        for url in (f"{elsewhere.base_url}/chat/completions", f"{deployment.base_url.removesuffix('/v1')}/other",
+                    f"{deployment.base_url.replace('http:', 'https:')}/chat/completions"):
+            with pytest.raises(EgressRefused):
+                client.post(url, json={})
+        client.post(f"{deployment.base_url}/chat/completions", json={"model": "m"}, headers={"X-Extra": "sk-x"})
+    assert elsewhere.requests == []
+    [sent] = deployment.requests
+    assert sent.api_key == PROJECT_KEY and "x-extra" not in sent.headers
