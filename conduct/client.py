@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from conduct import throttle
+from conduct.crypto import masked_hint
 from conduct.egress import EgressPolicy, EgressRefused, ResponseTooLarge
 from projects import safejson
 
@@ -209,7 +210,20 @@ def _endpoint_words(exc: openai.APIStatusError) -> str:
 
 
 def classify(exc: BaseException, endpoint: Endpoint) -> Failure:
-    """Turn an exception from the client into a Failure a researcher can act on."""
+    """Turn an exception from the client into a Failure a researcher can act on, without the key in it.
+
+    An endpoint's error may quote the key it was sent whole; the failure is shown to every member and
+    kept in provenance, where a key appears only as its hint.
+    """
+    failure = _classified(exc, endpoint)
+    key = endpoint.api_key
+    if len(key) < 8 or (key not in failure.message and key not in failure.detail):
+        return failure
+    hint = masked_hint(key)
+    return replace(failure, message=failure.message.replace(key, hint), detail=failure.detail.replace(key, hint))
+
+
+def _classified(exc: BaseException, endpoint: Endpoint) -> Failure:
     import openai
 
     where = endpoint.base_url

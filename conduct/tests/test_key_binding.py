@@ -208,6 +208,21 @@ def test_the_deployments_client_environment_travels_to_no_endpoint(
     assert keys_received(elsewhere) == {"no-key"} and keys_received(deployment) == {PROJECT_KEY}
 
 
+def test_an_endpoint_that_echoes_the_key_does_not_show_it_to_members(
+    project, owner, guide, live, deployment, project_key, django_capture_on_commit_callbacks
+):
+    """A key is shown only as its hint: an error that quotes it whole is kept without it."""
+    deployment.script("m", status=401, error_message=f"Incorrect API key provided: {PROJECT_KEY}.")
+    participant = live("P", "m", base_url="", api_key=project_key)
+
+    answer = answer_after_start(project, owner, guide, participant, django_capture_on_commit_callbacks)
+
+    assert answer.status == Turn.Status.FAILED
+    stored = repr(answer.metadata) + answer.text
+    assert PROJECT_KEY not in stored
+    assert "Incorrect API key provided" in stored
+
+
 def test_a_client_sends_nothing_outside_the_endpoint_its_key_is_bound_to(deployment, elsewhere):
     """The HTTP client is made for one endpoint and key: a request for any other URL is refused before it is sent."""
     from conduct.answering import egress_policy
