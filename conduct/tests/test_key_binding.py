@@ -238,3 +238,24 @@ def test_a_client_sends_nothing_outside_the_endpoint_its_key_is_bound_to(deploym
     assert elsewhere.requests == []
     [sent] = deployment.requests
     assert sent.api_key == PROJECT_KEY and "x-extra" not in sent.headers
+
+
+def test_no_proxy_from_the_environment_sees_a_key(
+    project, owner, guide, live, deployment, project_key, elsewhere, monkeypatch, django_capture_on_commit_callbacks
+):
+    """A proxy named in the worker's environment would see every request, key included: it is never used."""
+    from conduct import client
+
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"):
+        monkeypatch.setenv(name, f"http://127.0.0.1:{elsewhere.port}")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+    client._client.cache_clear()
+    participant = live("P", "m", base_url="", api_key=project_key)
+    try:
+        answer = answer_after_start(project, owner, guide, participant, django_capture_on_commit_callbacks)
+    finally:
+        client._client.cache_clear()
+
+    assert answer.status == Turn.Status.COMPLETE
+    assert elsewhere.requests == [] and keys_received(deployment) == {PROJECT_KEY}
