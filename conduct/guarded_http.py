@@ -59,8 +59,9 @@ class _CappedStream(httpx2.SyncByteStream):
 
 # What a chat-completions request carries. The openai client also adds headers it reads from the process
 # environment (OPENAI_CUSTOM_HEADERS, which may hold an Authorization; OPENAI_ORG_ID; OPENAI_PROJECT_ID) to every
-# request, whichever endpoint a member chose: those are the deployment's, so none of them is sent.
-_SENT_HEADERS = frozenset({"host", "accept", "content-type", "content-length", "user-agent", "connection"})
+# request, whichever endpoint a member chose: those are the deployment's, so none of them is sent. Host is
+# the URL's own.
+_SENT_HEADERS = frozenset({"accept", "content-type", "content-length", "user-agent", "connection"})
 
 
 class _GuardedTransport(httpx2.HTTPTransport):
@@ -77,6 +78,7 @@ class _GuardedTransport(httpx2.HTTPTransport):
             raise EgressRefused(f"a request to {request.url} is not under {self.base_url}, the only endpoint this "
                                 "client's key goes to")
         headers = {name: value for name, value in request.headers.items() if name.lower() in _SENT_HEADERS}
+        headers["Host"] = request.url.netloc.decode("ascii")
         headers["Authorization"] = f"Bearer {self.api_key}"
         # Uncompressed only: the cap below counts what is read, and a compressed answer could unpack to any size.
         headers["Accept-Encoding"] = "identity"

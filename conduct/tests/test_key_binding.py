@@ -185,7 +185,8 @@ def test_the_deployments_client_environment_travels_to_no_endpoint(
     OPENAI_PROJECT_ID, ...) and would add them to every request, whichever endpoint a member chose."""
     from conduct import client
 
-    monkeypatch.setenv("OPENAI_CUSTOM_HEADERS", "Authorization: Bearer sk-env-gateway-0003\nX-Gateway-Key: sk-env-0004")
+    monkeypatch.setenv("OPENAI_CUSTOM_HEADERS",
+                       "Authorization: Bearer sk-env-gateway-0003\nX-Gateway-Key: sk-env-0004\nHost: sk-env-host")
     monkeypatch.setenv("OPENAI_ORG_ID", "org-deployment")
     monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-deployment")
     monkeypatch.setenv("OPENAI_ADMIN_KEY", "sk-admin-env-0005")
