@@ -1,0 +1,242 @@
+"""One faithful text from import to paper, over a nasty corpus (interviews/tests/nasty_corpus.py).
+
+The same interview is imported from every transcript format; its segments are coded; then every place a researcher
+reads, codes or quotes a segment is compared with it, character for character: the stored turns, the coding
+workspace, code and theme pages, every excerpt table format, the .qdpx (its plain text source and selections, and a
+re-import) and a backup restored.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+import zipfile
+from collections import defaultdict
+
+import openpyxl
+import pytest
+from django.http import QueryDict
+from lxml import etree
+
+import refiqda
+from coding.models import Code, Coding
+from interviews.models import Interview, Segment, Speaker, Turn
+from interviews.rendering import quote_html, quote_runs, quote_text, visible_runs
+from interviews.segmentation import segment_text
+from interviews.services_import import ImportOptions, import_paths
+from interviews.tests import nasty_corpus
+from reports.backup import project_backup, project_restore
+from reports.excerpts import excerpt_options, excerpt_rows, spec_from_query
+from reports.exchange import project_export_qdpx, project_import_qdpx
+from reports.writers import FORMULA_START, Table, iter_table, write_table
+
+pytestmark = pytest.mark.django_db
+FORMATS = list(nasty_corpus.interview_files())
+
+
+@pytest.fixture
+def imported(project, owner, tmp_path):
+    """The nasty interview imported once from each format (the interview's title is its format)."""
+    for fmt, (name, data) in nasty_corpus.interview_files().items():
+        path = tmp_path / name
+        path.write_bytes(data)
+        before = set(Interview.objects.filter(project=project).values_list("pk", flat=True))
+        import_paths(project=project, user=owner, paths=[str(path)],
+                     options=ImportOptions(allow_duplicates=True, participant="new:Nasty bot"))
+        new = Interview.objects.filter(project=project).exclude(pk__in=before)
+        assert new.count() == 1, fmt
+        new.update(title=fmt)
+    return project
+
+
+@pytest.fixture
+def coded(imported, owner):
+    """Every participant segment coded: "Odd" and "Even" alternate (so each excerpt is one segment), "Whole" on all
+    (so each answer is one excerpt of many segments)."""
+    odd, even, whole = (Code.objects.create(project=imported, name=n) for n in ("Odd", "Even", "Whole"))
+    rows = []
+    for seg in Segment.objects.filter(interview__project=imported, speaker=Speaker.PARTICIPANT).select_related("interview"):
+        rows += [Coding(segment=seg, code=odd if seg.position % 2 else even, coder=owner, interview=seg.interview),
+                 Coding(segment=seg, code=whole, coder=owner, interview=seg.interview)]
+    Coding.objects.bulk_create(rows)
+    return imported
+
+
+def _turns(project) -> dict[str, list[tuple[str, str]]]:
+    return {iv.title: [(t.speaker, t.text) for t in iv.turns.order_by("position")]
+            for iv in Interview.objects.filter(project=project)}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_every_importer_keeps_every_answer_exactly(imported, fmt):
+    assert _turns(imported)[fmt] == nasty_corpus.expected_turns()
+
+
+def test_every_segment_is_its_turns_text_between_its_offsets(imported):
+    for seg in Segment.objects.filter(interview__project=imported).select_related("turn"):
+        assert seg.text == seg.turn.text[seg.start:seg.end]
+
+
+def _shown(runs, offset: int = 0) -> str:
+    """The characters of the source a quote shows (separators left out), in order."""
+    return "".join(run.text for run in runs if run.start is not None).strip()
+
+
+@pytest.mark.parametrize("answer", nasty_corpus.ANSWERS, ids=range(len(nasty_corpus.ANSWERS)))
+def test_each_segment_alone_shows_what_it_shows_in_its_turn(answer):
+    """The coding workspace shows each segment alone (quote_html); the Read view the whole turn: one renderer, one
+    reading, so a coded sentence says what the researcher read."""
+    whole = [(run.start + i, char) for run in visible_runs(answer) if run.start is not None
+             for i, char in enumerate(run.text)]
+    for span in segment_text(answer):
+        within = "".join(char for at, char in whole if span.start <= at < span.end).strip()
+        assert _shown(quote_runs(answer[span.start:span.end])) == within, answer[span.start:span.end]
+
+
+# --- excerpt tables ------------------------------------------------------------------------------------------------
+
+
+def _excerpts(project, code: str):
+    """(expected quote, turn number, offsets, row) for each excerpt of `code` in the excerpt table."""
+    spec = spec_from_query(excerpt_options(project), QueryDict(
+        f"columns=interview&columns=turn&columns=quote&columns=offsets&codes={Code.objects.get(project=project, name=code).uuid}"))
+    rows = list(excerpt_rows(project, spec))
+    return spec, rows
+
+
+def _expected_quotes(project, code: str) -> list[tuple[str, int, str]]:
+    """What each excerpt of `code` must say: the quote of its turn's text between its first and last segment."""
+    runs: dict[tuple, list[Segment]] = defaultdict(list)
+    for c in Coding.objects.filter(code__name=code, code__project=project).select_related("segment__turn", "interview"):
+        runs[(c.interview.title, c.segment.turn.position)].append(c.segment)
+    out = []
+    for (title, _), segs in runs.items():
+        segs.sort(key=lambda s: s.position)
+        groups = [[segs[0]]]
+        for s in segs[1:]:
+            (groups[-1].append(s) if s.position == groups[-1][-1].position + 1 else groups.append([s]))
+        for g in groups:
+            turn = g[0].turn
+            out.append((title, turn.number, f"{g[0].start}–{g[-1].end}", str(quote_text(turn.text[g[0].start:g[-1].end]))))
+    return out
+
+
+@pytest.mark.parametrize("code", ["Odd", "Whole"])
+def test_the_excerpt_rows_quote_the_coded_text(coded, code):
+    spec, rows = _excerpts(coded, code)
+    got = sorted((r.interview, r.turn, r.offsets, str(r.quote)) for r in rows)
+    assert got == sorted(_expected_quotes(coded, code))
+
+
+def _table(project, code):
+    spec, rows = _excerpts(project, code)
+    return Table(caption="Quotes", headers=spec.headers, rows=[r.values(spec.columns) for r in rows]), rows
+
+
+def _guarded(text: str) -> str:
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
+@pytest.mark.parametrize("code", ["Odd", "Whole"])
+def test_csv_and_xlsx_cells_hold_the_quotes(coded, code):
+    table, rows = _table(coded, code)
+    quotes = [_guarded(str(r.quote)) for r in rows]
+    text = b"".join(iter_table("csv", table)).decode("utf-8-sig")
+    assert [row[2] for row in csv.reader(io.StringIO(text, newline=""))][1:] == quotes
+    out = io.BytesIO()
+    write_table("xlsx", _table(coded, code)[0], out)
+    sheet = openpyxl.load_workbook(io.BytesIO(out.getvalue())).active
+    assert [row[2].value for row in sheet.iter_rows(min_row=2)] == quotes
+
+
+_MD_ESCAPE = re.compile(r"\\([\\`*_\[\]<>|~#])")
+
+
+@pytest.mark.parametrize("code", ["Odd", "Whole"])
+def test_markdown_cells_read_back_as_the_quotes(coded, code):
+    table, rows = _table(coded, code)
+    lines = b"".join(iter_table("md", table)).decode().split("\n")[4:]
+    cells = [re.split(r"(?<!\\)\|", line)[3].strip() for line in lines if line.startswith("| ")]
+    back = [_MD_ESCAPE.sub(r"\1", c).replace("<br>", "\n") for c in cells]
+    assert back == [str(r.quote).strip() for r in rows]
+
+
+@pytest.mark.parametrize("code", ["Odd", "Whole"])
+def test_docx_cells_hold_the_quotes(coded, code):
+    import docx
+
+    table, rows = _table(coded, code)
+    out = io.BytesIO()
+    write_table("docx", table, out)
+    document = docx.Document(io.BytesIO(out.getvalue()))
+    cells = [row.cells[2].text for row in document.tables[0].rows[1:]]
+    assert cells == [str(r.quote) for r in rows]
+
+
+# --- pages ---------------------------------------------------------------------------------------------------------
+
+
+def test_the_coding_workspace_shows_each_segment_as_quoted(coded, client_for, owner):
+    from django.urls import reverse
+
+    client = client_for(owner)
+    for iv in Interview.objects.filter(project=coded):
+        page = client.get(reverse("coding:workspace", args=[coded.uuid, iv.uuid])).content.decode()
+        for seg in Segment.objects.filter(interview=iv):
+            assert f'<span class="st">{quote_html(seg.text)}</span>' in page
+
+
+# --- REFI-QDA ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("positions", ["codepoints", "utf16"])
+def test_qdpx_selections_point_at_the_coded_characters(coded, positions):
+    out = io.BytesIO()
+    project_export_qdpx(project=coded, out=out, positions=positions)
+    with zipfile.ZipFile(io.BytesIO(out.getvalue())) as zf:
+        root = etree.fromstring(zf.read("project.qde"))
+        texts = {name.split("/")[-1][:-4]: zf.read(name).decode("utf-8") for name in zf.namelist()
+                 if name.startswith("sources/")}
+    ns = {"q": "urn:QDA-XML:project:1.0"}
+    coded_texts = set()
+    for c in Coding.objects.filter(interview__project=coded).select_related("segment"):
+        coded_texts.add(c.segment.text)
+    checked = 0
+    for src in root.iterfind(".//q:TextSource", ns):
+        text = texts[src.get("plainTextPath").split("/")[-1][:-4]]
+        assert "\r" in text
+        units = text.encode("utf-16-le") if positions == "utf16" else None
+        for sel in src.iterfind("q:PlainTextSelection", ns):
+            start, end = int(sel.get("startPosition")), int(sel.get("endPosition"))
+            chosen = units[2 * start:2 * end].decode("utf-16-le") if units is not None else text[start:end]
+            assert chosen == sel.get("name")
+            checked += 1
+    assert checked
+
+
+def _codings(project) -> list[tuple]:
+    return sorted((c.interview.title, c.segment.turn.position, c.segment.text, c.code.name)
+                  for c in Coding.objects.filter(interview__project=project).select_related("interview", "segment__turn", "code"))
+
+
+@pytest.mark.parametrize("positions", ["codepoints", "utf16"])
+def test_a_qdpx_export_reimported_gives_the_same_texts_and_codings(coded, owner, positions):
+    out = io.BytesIO()
+    project_export_qdpx(project=coded, out=out, positions=positions)
+    result = project_import_qdpx(source=out.getvalue(), owner=owner, name="Back")
+    assert _turns(result.project) == _turns(coded)
+    assert _codings(result.project) == _codings(coded)
+    parsed = refiqda.read_project(out.getvalue())
+    assert parsed.sources
+
+
+def test_a_backup_restored_gives_the_same_texts_and_codings(coded, owner):
+    out = io.BytesIO()
+    project_backup(project=coded, out=out)
+    result = project_restore(source=out.getvalue(), owner=owner, name="Restored", people={owner.username: owner})
+    assert _turns(result.project) == _turns(coded)
+    assert _codings(result.project) == _codings(coded)
+    assert sorted(Segment.objects.filter(interview__project=result.project).values_list("start", "end", "text", "kind")) == \
+        sorted(Segment.objects.filter(interview__project=coded).values_list("start", "end", "text", "kind"))
+    assert Turn.objects.filter(interview__project=result.project).count() == Turn.objects.filter(interview__project=coded).count()
