@@ -240,3 +240,71 @@ def test_a_backup_restored_gives_the_same_texts_and_codings(coded, owner):
     assert sorted(Segment.objects.filter(interview__project=result.project).values_list("start", "end", "text", "kind")) == \
         sorted(Segment.objects.filter(interview__project=coded).values_list("start", "end", "text", "kind"))
     assert Turn.objects.filter(interview__project=result.project).count() == Turn.objects.filter(interview__project=coded).count()
+
+
+# Every page that shows a segment shows it through the one renderer: what the researcher coded, as it read.
+MARKDOWN_ITEM = "- Answer **questions**"
+
+
+def _item(project) -> Segment:
+    return Segment.objects.get(interview__project=project, interview__title="chatgpt", text=MARKDOWN_ITEM)
+
+
+def _page(client, name: str, *args, **query) -> str:
+    from django.urls import reverse
+
+    response = client.get(reverse(name, args=args), query)
+    assert response.status_code == 200, (name, response.status_code)
+    return response.content.decode()
+
+
+def _shows_the_quote(page: str, segment: Segment) -> None:
+    assert str(quote_html(segment.text)) in page  # "Answer <strong>questions</strong>"
+    assert segment.text not in page  # not the Markdown source, "- Answer **questions**"
+
+
+def test_the_coder_comparison_shows_segments_as_quoted(coded, client_for, owner, analyst):
+    item = _item(coded)
+    Coding.objects.create(segment=item, code=Code.objects.get(project=coded, name="Odd"), coder=analyst,
+                          interview=item.interview)
+    page = _page(client_for(owner), "coding:compare", coded.uuid, item.interview.uuid, a=owner.pk, b=analyst.pk)
+    _shows_the_quote(page, item)
+
+
+def test_the_split_forms_excerpts_are_shown_as_quoted(coded, client_for, owner):
+    item = _item(coded)
+    code = Coding.objects.exclude(code__name="Whole").get(segment=item).code
+    _shows_the_quote(_page(client_for(owner), "coding:code_split_excerpts", coded.uuid, code.uuid), item)
+
+
+def _reader_run(project, segment: Segment, code: Code):
+    from coding.models import ReaderStep, Suggestion, SuggestionRun
+
+    run = SuggestionRun.objects.create(project=project, model="m", endpoint_url="http://x", prompt_version="1",
+                                       codebook=[{"id": code.pk, "name": code.name}], windows=[[segment.pk]])
+    ReaderStep.objects.create(run=run, window=0, agent=ReaderStep.Agent.CODER, ok=True, request={},
+                              provenance={"dropped": []})
+    Suggestion.objects.create(run=run, segment=segment, interview=segment.interview, code=code, rationale="Asked.")
+    return run
+
+
+def test_the_second_readers_suggestions_and_differences_show_segments_as_quoted(coded, client_for, owner):
+    item = _item(coded)
+    run = _reader_run(coded, item, Code.objects.create(project=coded, name="Questions"))
+    client = client_for(owner)
+    _shows_the_quote(_page(client, "coding:reader_run", coded.uuid, run.uuid), item)
+    _shows_the_quote(_page(client, "coding:reader_differ", coded.uuid, run.uuid), item)
+
+
+def test_a_themes_exemplars_are_shown_as_quoted(coded, client_for, owner):
+    from themes.models import Exemplar, Theme, ThemeCode
+    from themes.services import exemplar_pin
+
+    item = _item(coded)
+    theme = Theme.objects.create(project=coded, name="Service")
+    ThemeCode.objects.create(theme=theme, code=Code.objects.get(project=coded, name="Whole"))
+    exemplar_pin(theme=theme, actor=owner, segment=item)
+    assert Exemplar.objects.get(theme=theme).quote == item.text  # the source, checked word for word
+    page = _page(client_for(owner), "themes:detail", coded.uuid, theme.uuid)
+    shown = page.split('id="exemplars"', 1)[1].split("</section>", 1)[0]
+    assert f"<blockquote>“{quote_html(item.text)}”</blockquote>" in shown
