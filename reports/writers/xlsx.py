@@ -122,17 +122,20 @@ class _CellWriter:
             if value.__class__ is str:
                 above = self.above.get(i)
                 if above is None or above[0] != value:
-                    above = self.above[i] = (value, _cell_xml(safe_cell(value), style))
+                    above = self.above[i] = (value, _cell_xml(value, style))
                 xml = above[1]
             else:
-                xml = _cell_xml(safe_cell(value), style)
+                xml = _cell_xml(value, style)
             if xml:
                 cells.append(f'<c r="{self.letters[i]}{n}"{xml}')
         return f'<row r="{n}">' + "".join(cells) + "</row>"
 
 
 def _cell_xml(value, style: str) -> str:
-    """A cell's XML after its reference: empty for a cell left empty."""
+    """A cell's XML after its reference: empty for a cell left empty. Text is guarded here (by _text), once: a guard
+    put on twice would not come off as one (projects.text.formula_unguarded)."""
+    if not isinstance(value, str):  # a quote (RichText) is text; numbers stay numbers, infinities become text
+        value = safe_cell(value)
     if value is None or value == "" or value != value:  # NaN: Excel has none, and a file holding one does not open
         return ""
     if isinstance(value, str):
