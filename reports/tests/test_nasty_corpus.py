@@ -319,3 +319,27 @@ def test_a_themes_exemplars_are_shown_as_quoted(coded, client_for, owner):
 def test_the_excerpt_page_says_how_spreadsheet_cells_are_guarded(coded, client_for, owner):
     page = _page(client_for(owner), "reports:excerpts", coded.uuid)
     assert 'id="formula-guard"' in page and "gets an apostrophe (') before it" in page
+
+
+@pytest.mark.parametrize("engine", ["pdflatex", "lualatex"])
+def test_the_latex_table_compiles_and_prints_the_quotes_characters(coded, tmp_path, engine):
+    """Both engines compile the corpus; LuaLaTeX prints it (pdfLaTeX prints code points for what its fonts lack, and
+    pdftotext cannot tell its quotes apart). Compared without spacing: lines break anywhere in a narrow column."""
+    import shutil
+    import subprocess
+
+    if not shutil.which(engine) or not shutil.which("pdftotext"):
+        pytest.skip(f"{engine} and pdftotext are needed (scripts/ensure-tex installs them)")
+    table, _ = _table(coded, "Whole")
+    (tmp_path / "t.tex").write_bytes(b"".join(iter_table("tex", table)))
+    result = subprocess.run([engine, "-interaction=nonstopmode", "-halt-on-error", "t.tex"], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:]
+    if engine == "pdflatex":
+        return
+    printed = "".join(subprocess.run(["pdftotext", "t.pdf", "-"], cwd=tmp_path, capture_output=True, text=True,
+                                     check=True).stdout.split())
+    for shown in ["<!-- comment -->", "alert('x')</script>", "$x_1 + x_2$", "\\( a_i^2 \\)", "&lt;b&gt; shows <b>.",
+                  "“it’s fine” — really…", "‘Single’ quotes, «guillemets» and „low“ quotes – en dash.",
+                  "=HYPERLINK(\"http://evil.example\",\"x\")", "-5 °C is cold.", "snake_case_name and file__name__here"]:
+        assert "".join(shown.split()) in printed, shown

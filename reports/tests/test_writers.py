@@ -139,7 +139,8 @@ def test_markdown_keeps_text_literal():
     ("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"), ("_", r"\_"),
     ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
     ("“q”", "``q''"), ("‘q’", "`q'"), ("a–b", "a--b"), ("a—b", "a---b"), ("wait…", r"wait\ldots{}"),
-    ("a--b", "a-{}-b"), ("``x''", r"\textasciigrave{}\textasciigrave{}x'{}'"),
+    ("a--b", r"a-\kern0pt{}-b"), ("``x''", r"\textasciigrave{}\textasciigrave{}x\textquotesingle{}\textquotesingle{}"),
+    ("’’", r"'\kern0pt{}'"), ("!‘", r"!\kern0pt{}`"), ("–-", r"--\kern0pt{}-"), ("don't", r"don\textquotesingle{}t"),
     ("a  b", r"a\ \ b"), ("a\n\tx = 1", r"a\newline{}\null\ \ \ \ x = 1"), (" lead", " lead"), ("if x:\n  y", r"if x:\newline{}\null\ \ y"), ("a\tb", r"a\ \ \ b"), ("[...]", "{[}...{]}"), ("🏠", r"\rtaemoji{\rtachar{1F3E0}{🏠}}"),
     ("é ß ł", "é ß ł"), ("a\nb", r"a\newline{}b"), ("<<", r"\textless{}\textless{}"),
 ])
