@@ -156,7 +156,7 @@ def test_csv_and_xlsx_cells_hold_the_quotes_guarded_alike(coded, code):
     assert [formula_unguarded(cell) for cell in in_csv] == quotes
 
 
-_MD_ESCAPE = re.compile(r"\\([\\`*_\[\]<>|~#])")
+_MD_ESCAPE = re.compile(r"\\([\\`*_\[\]<>|~#&$])")
 
 
 @pytest.mark.parametrize("code", ["Odd", "Whole"])
@@ -166,6 +166,22 @@ def test_markdown_cells_read_back_as_the_quotes(coded, code):
     cells = [re.split(r"(?<!\\)\|", line)[3].strip() for line in lines if line.startswith("| ")]
     back = [_MD_ESCAPE.sub(r"\1", c).replace("<br>", "\n") for c in cells]
     assert back == [str(r.quote).strip() for r in rows]
+
+
+@pytest.mark.parametrize("code", ["Odd", "Even", "Whole"])
+def test_the_markdown_table_rendered_by_a_markdown_renderer_shows_the_quotes(coded, code):
+    """The .md goes into a paper or a README: a CommonMark renderer must show each quote as it is, entities
+    ("&amp;") and all."""
+    import html as html_lib
+
+    from markdown_it import MarkdownIt
+
+    table, rows = _table(coded, code)
+    rendered = MarkdownIt("commonmark").enable("table").render(b"".join(iter_table("md", table)).decode())
+    cells = re.findall(r"<tr>\n<td>.*?</td>\n<td>.*?</td>\n<td>(.*?)</td>", rendered, re.S)
+    shown = [html_lib.unescape(re.sub(r"<(?!br)[^>]*>", "", c).replace("<br />", "\n").replace("<br>", "\n"))
+             for c in cells]
+    assert shown == [str(r.quote).strip() for r in rows]
 
 
 @pytest.mark.parametrize("code", ["Odd", "Whole"])
