@@ -359,3 +359,32 @@ def test_the_latex_table_compiles_and_prints_the_quotes_characters(coded, tmp_pa
                   "“it’s fine” — really…", "‘Single’ quotes, «guillemets» and „low“ quotes – en dash.",
                   "=HYPERLINK(\"http://evil.example\",\"x\")", "-5 °C is cold.", "snake_case_name and file__name__here"]:
         assert "".join(shown.split()) in printed, shown
+
+
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "docx", "md"])
+def test_quotes_kept_as_markdown_source_are_the_source_in_every_format(coded, fmt):
+    """"Keep the Markdown source in quotes": the coded characters as stored, CRLF, tabs and trailing spaces included."""
+    import docx
+
+    spec = spec_from_query(excerpt_options(coded), QueryDict(
+        f"columns=interview&columns=turn&columns=quote&quotes=markdown&codes={Code.objects.get(project=coded, name='Whole').uuid}"))
+    rows = list(excerpt_rows(coded, spec))
+    expected = [r.quote for r in rows]
+    assert any("\r\n" in q for q in expected) and any("\r" in q.replace("\r\n", "") for q in expected)
+    table = Table(caption="Quotes", headers=spec.headers, rows=[r.values(spec.columns) for r in rows])
+    out = io.BytesIO()
+    write_table(fmt, table, out)
+    data = out.getvalue()
+    if fmt == "csv":
+        got = [formula_unguarded(row[2]) for row in csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""))][1:]
+    elif fmt == "xlsx":
+        got = [formula_unguarded(row[2].value) for row in openpyxl.load_workbook(io.BytesIO(data)).active.iter_rows(min_row=2)]
+    elif fmt == "docx":
+        got = [row.cells[2].text for row in docx.Document(io.BytesIO(data)).tables[0].rows[1:]]
+        expected = [q.replace("\r\n", "\n").replace("\r", "\n") for q in expected]  # Word has one kind of line break
+    else:
+        lines = data.decode().split("\n")[4:]
+        got = [_MD_ESCAPE.sub(r"\1", re.split(r"(?<!\\)\|", line)[3].strip()).replace("<br>", "\n")
+               for line in lines if line.startswith("| ")]
+        expected = [q.replace("\r\n", "\n").replace("\r", "\n").strip() for q in expected]
+    assert got == expected

@@ -34,6 +34,9 @@ FLUSH_ROWS = 500
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 # A cell of the marker row (its number filled in: 2, or 3 under a row of column groups) and its style.
 _MARKER_CELL = r'<c r="[A-Z]+%d"(?: s="(\d+)")?'
+# A carriage return written as itself is read back as a line feed (XML parsers normalise line ends); as a character
+# reference it stays a carriage return: a quote kept as Markdown source keeps its CRLF.
+_KEPT = {"\r": "&#13;"}
 # The sheet's <dimension> would claim two rows; it is optional, so it goes.
 _DIMENSION = re.compile(r"<dimension [^>]*/>")
 
@@ -139,5 +142,5 @@ def _cell_xml(value, style: str) -> str:
     if value is None or value == "" or value != value:  # NaN: Excel has none, and a file holding one does not open
         return ""
     if isinstance(value, str):
-        return f'{style} t="inlineStr"><is><t xml:space="preserve">{escape(_text(value))}</t></is></c>'
+        return f'{style} t="inlineStr"><is><t xml:space="preserve">{escape(_text(value), _KEPT)}</t></is></c>'
     return f"><v>{value!r}</v></c>"
