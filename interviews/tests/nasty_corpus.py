@@ -4,7 +4,7 @@ interview written in every transcript format the importers read.
 Each answer is one kind of trouble (Markdown, math, literal HTML, emoji sequences, combining characters, bidi text,
 CJK, invisible spaces, line endings, ...). `interview_files()` writes one interview holding all of them in each
 format; an import of any of them must give these answers back character for character (`expected_turns`), apart
-from what a format cannot hold (named in `FORMAT_LIMITS`).
+from what a format cannot hold (`FORMAT_LIMITS`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
+from collections.abc import Callable
 
 import openpyxl
 
@@ -58,20 +60,24 @@ ANSWERS: list[str] = [
     # Abbreviations and decimals that challenge the sentence segmenter.
     "Dr. Smith paid $3.50 at 5 p.m. on Jan. 5, i.e. early. The U.S. team scored 2.5 vs. 1.75 pts. "
     "Version 3.11.4 shipped e.g. in Ph.D. courses. Mr. J. R. R. Tolkien wrote it... Then what?",
+    # Control characters XML cannot carry (a terminal's colour codes, a form feed, a vertical tab).
+    "Output:\n\n```\n\x1b[31mred\x1b[0m done\n```\n\nA page\x0cbreak and a vertical\x0btab stay.",
     # Cells a spreadsheet would run, at the start of sentences and list items.
     "=SUM(1+1) is a formula.\n\n+1 for that idea.\n\n-5 °C is cold.\n\n@mention someone.\n\n"
     "- =HYPERLINK(\"http://evil.example\",\"x\")",
 ]
 
-# What a format cannot hold, and what its importer does instead: (format, what changes).
-FORMAT_LIMITS: dict[str, str] = {}
+# What a format cannot hold: an Excel file (XML 1.0) has no control characters but tab, line feed and carriage return.
+_NOT_IN_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
+FORMAT_LIMITS: dict[str, Callable[[str], str]] = {"xlsx": lambda text: _NOT_IN_XML.sub("", text)}
 
 
-def expected_turns() -> list[tuple[str, str]]:
-    """The interview as (speaker, text): the question before each answer."""
+def expected_turns(fmt: str = "") -> list[tuple[str, str]]:
+    """The interview as (speaker, text), the question before each answer, as a file of format `fmt` can hold it."""
+    held = FORMAT_LIMITS.get(fmt, str)
     turns = []
     for answer in ANSWERS:
-        turns += [("interviewer", QUESTION), ("participant", answer)]
+        turns += [("interviewer", QUESTION), ("participant", held(answer))]
     return turns
 
 
@@ -131,7 +137,7 @@ def xlsx_file() -> bytes:
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.append(["speaker", "text"])
-    for speaker, text in expected_turns():
+    for speaker, text in expected_turns("xlsx"):
         ws.append(["user" if speaker == "interviewer" else "assistant", text])
         ws.cell(row=ws.max_row, column=2).data_type = "s"  # "=SUM(...)" is text here, never a formula
     out = io.BytesIO()
