@@ -399,3 +399,34 @@ def test_quotes_kept_as_markdown_source_are_the_source_in_every_format(coded, fm
                for line in lines if line.startswith("| ")]
         expected = [q.replace("\r\n", "\n").replace("\r", "\n").strip() for q in expected]
     assert got == expected
+
+
+@pytest.mark.parametrize("code", ["Odd", "Whole"])
+def test_a_codes_excerpts_page_shows_each_excerpt_as_quoted(coded, client_for, owner, code):
+    c = Code.objects.get(project=coded, name=code)
+    page = _page(client_for(owner), "coding:excerpts", coded.uuid, c.uuid)
+    shown = re.findall(r'<blockquote class="excerpt"><p>(.*?)</p>', page, re.S)
+    by_turn: dict[int, list[Segment]] = defaultdict(list)
+    for coding in Coding.objects.filter(code=c).select_related("segment__turn"):
+        by_turn[coding.segment.turn_id].append(coding.segment)
+    expected = set()
+    for segs in by_turn.values():
+        segs.sort(key=lambda s: s.position)
+        runs = [[segs[0]]]
+        for s in segs[1:]:
+            (runs[-1].append(s) if s.position == runs[-1][-1].position + 1 else runs.append([s]))
+        expected |= {str(quote_html(run[0].turn.text[run[0].start:run[-1].end])) for run in runs}
+    assert shown and set(shown) <= expected  # the page shows a few interviews at a time
+
+
+def test_a_themes_excerpts_are_shown_as_quoted(coded, client_for, owner):
+    from themes.models import Theme, ThemeCode
+
+    theme = Theme.objects.create(project=coded, name="All of it")
+    ThemeCode.objects.create(theme=theme, code=Code.objects.get(project=coded, name="Whole"))
+    page = _page(client_for(owner), "themes:detail", coded.uuid, theme.uuid)
+    shown = re.findall(r"<blockquote>(.*?)</blockquote>", page, re.S)
+    answers = {str(quote_html(t.text[s.start:e.end])) for t in Turn.objects.filter(interview__project=coded,
+                                                                                    speaker=Speaker.PARTICIPANT)
+               for s, e in [(t.segments.order_by("position").first(), t.segments.order_by("position").last())]}
+    assert shown and set(shown) <= answers
