@@ -430,3 +430,29 @@ def test_a_themes_excerpts_are_shown_as_quoted(coded, client_for, owner):
                                                                                     speaker=Speaker.PARTICIPANT)
                for s, e in [(t.segments.order_by("position").first(), t.segments.order_by("position").last())]}
     assert shown and set(shown) <= answers
+
+
+def test_the_read_view_and_the_segments_view_show_every_turn_and_segment_through_the_one_renderer(coded, client_for,
+                                                                                                   owner):
+    from interviews.rendering import markdown_to_safe_html
+
+    client = client_for(owner)
+    interview = Interview.objects.get(project=coded, title="chatgpt")
+    read = _page(client, "interviews:interview_detail", coded.uuid, interview.uuid, view="read")
+    for turn in interview.turns.all():
+        assert markdown_to_safe_html(turn.text) in read
+        assert f"#{turn.number}</span>" in read  # the number excerpt tables cite
+    segments = _page(client, "interviews:interview_detail", coded.uuid, interview.uuid, view="segments")
+    for seg in interview.segments.all():
+        assert f'<span class="segment-text">{quote_html(seg.text)}</span>' in segments
+
+
+def test_the_excerpt_preview_shows_the_quotes_as_exported(coded, client_for, owner):
+    code = Code.objects.get(project=coded, name="Odd")
+    page = _page(client_for(owner), "reports:excerpts", coded.uuid, columns=["interview", "turn", "quote"],
+                 codes=str(code.uuid))
+    _, rows = _excerpts(coded, "Odd")
+    from interviews.rendering import runs_html
+
+    shown = [r for r in rows if f"<td>{runs_html(r.quote.runs)}</td>" in page]
+    assert shown and len(shown) >= min(len(rows), 20)
