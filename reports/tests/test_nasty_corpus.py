@@ -259,8 +259,24 @@ def test_a_qdpx_export_reimported_gives_the_same_texts_and_codings(coded, owner,
     result = project_import_qdpx(source=out.getvalue(), owner=owner, name="Back")
     assert _turns(result.project) == _turns(coded)
     assert _codings(result.project) == _codings(coded)
-    parsed = refiqda.read_project(out.getvalue())
-    assert parsed.sources
+    assert _segments(result.project) == _segments(coded)  # the same coding units, at the same offsets
+    again = io.BytesIO()
+    project_export_qdpx(project=result.project, out=again, positions=positions)
+    assert _sources_and_selections(again.getvalue()) == _sources_and_selections(out.getvalue())
+
+
+def _segments(project) -> list[tuple]:
+    return sorted(Segment.objects.filter(interview__project=project).values_list(
+        "interview__title", "turn__position", "start", "end", "kind", "text"))
+
+
+def _sources_and_selections(data: bytes) -> list[tuple]:
+    """Each source's plain text and its coded selections (positions, name, code names): what another tool reads."""
+    parsed = refiqda.read_project(data)
+    codes = {guid: code.name for guid, code in parsed.codes_by_guid().items()}
+    return sorted((src.name, src.text, tuple(sorted(
+        (sel.start, sel.end, sel.name or "", tuple(sorted(codes.get(refiqda.norm_guid(c.code_guid), "") for c in sel.codings)))
+        for sel in src.selections if sel.codings))) for src in parsed.sources)
 
 
 def test_a_backup_restored_gives_the_same_texts_and_codings(coded, owner):
