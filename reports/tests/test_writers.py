@@ -142,7 +142,7 @@ def test_markdown_keeps_text_literal():
     ("a--b", r"a-\kern0pt{}-b"), ("``x''", r"\textasciigrave{}\textasciigrave{}x\textquotesingle{}\textquotesingle{}"),
     ("’’", r"'\kern0pt{}'"), ("!‘", r"!\kern0pt{}`"), ("–-", r"--\kern0pt{}-"), ("don't", r"don\textquotesingle{}t"),
     ("a  b", r"a\ \ b"), ("a\n\tx = 1", r"a\newline{}\null\ \ \ \ x = 1"), (" lead", " lead"), ("if x:\n  y", r"if x:\newline{}\null\ \ y"), ("a\tb", r"a\ \ \ b"), ("[...]", "{[}...{]}"), ("🏠", r"\rtaemoji{\rtachar{1F3E0}{🏠}}"),
-    ("é ß ł", "é ß ł"), ("a\nb", r"a\newline{}b"), ("<<", r"\textless{}\textless{}"),
+    ("é ß ł", "é ß ł"), ("a\nb", r"a\newline{}b"), ("a\r\nb", r"a\newline{}b"), ("a\rb", r"a\newline{}b"), ("<<", r"\textless{}\textless{}"),
 ])
 def test_latex_escapes_every_special_character(raw, tex):
     assert latex_escape(raw) == tex

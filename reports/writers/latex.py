@@ -97,6 +97,7 @@ _TRANSLATE = str.maketrans(_SPECIALS)
 _LIGATURE = re.compile(r"(?<=[-–—])(?=[-–—])|(?<=[‘“])(?=[‘“])|(?<=[’”])(?=[’”])|(?<=[,„])(?=[,„])|(?<=[!?])(?=[‘“])")
 _BREAK = "\x00"
 _KERN = r"\kern0pt{}"
+_LINE_END = re.compile(r"\r\n?|\n")
 # Controls (except newline) have no place in a document.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # pdfLaTeX's utf8 + T1 set covers Latin-1 and Latin Extended-A; anything beyond goes through \rtachar.
@@ -193,7 +194,9 @@ def latex_escape(value: Cell) -> str:
         return ""
     if isinstance(value, float):
         return _number(value)
-    text = _CONTROL.sub("", "\n".join(line.expandtabs(TAB_WIDTH) for line in str(value).split("\n")))
+    # A lone carriage return ends a line too (old Mac line ends, some exports): dropped, it joined two lines' words.
+    lines = _LINE_END.split(str(value))
+    text = _CONTROL.sub("", "\n".join(line.expandtabs(TAB_WIDTH) for line in lines))
     if not _OTHER_SCRIPT.search(text):
         return _escaped(text)
     return "".join(_escaped(text[start:end]) if kind is None else _script_run(kind, text[start:end])
