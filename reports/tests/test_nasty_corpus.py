@@ -472,3 +472,16 @@ def test_the_excerpt_preview_shows_the_quotes_as_exported(coded, client_for, own
 
     shown = [r for r in rows if f"<td>{runs_html(r.quote.runs)}</td>" in page]
     assert shown and len(shown) >= min(len(rows), 20)
+
+
+def test_evidence_quoting_the_sentence_as_shown_or_as_written_is_a_quote(coded):
+    """The suggestions page shows the sentence rendered: evidence in its shown words ("Answer questions") is as much
+    a quote as evidence in its Markdown ("**questions**")."""
+    from coding.models import Suggestion
+
+    item = _item(coded)
+    run = _reader_run(coded, item, Code.objects.create(project=coded, name="Questions"))
+    suggestion = Suggestion.objects.get(run=run)
+    for evidence, quoted in [("Answer questions", True), ("**questions**", True), ("Answer all questions", False)]:
+        suggestion.evidence = evidence
+        assert suggestion.evidence_is_quote is quoted, evidence
