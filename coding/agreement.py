@@ -103,7 +103,9 @@ def kappa_chance_p_value(a: Sequence[Hashable], b: Sequence[Hashable]) -> float 
         return None
     ca, cb = Counter(a), Counter(b)
     expected = sum(ca[k] * cb[k] for k in set(ca) | set(cb)) / (n * n)
-    if expected >= 1:
+    # Without a label both used (one coder coded every unit, the other none) chance agreement is 0, κ is 0 whatever
+    # the units, and the standard error is 0: there is no test to make, as when chance agreement is 1.
+    if not 0 < expected < 1:
         return None
     standard_error = math.sqrt(expected / (n * (1 - expected)))
     return 0.5 * math.erfc(kappa / standard_error / math.sqrt(2))

@@ -21,6 +21,7 @@ from coding.services import COLOUR_RE, code_archive, code_create
 from interviews.parsers.base import human_size
 from projects.models import Project
 from projects.names import name_key, normalised_name
+from projects.text import formula_unguarded
 from refiqda.conventions import parse_code_description, unique_name
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -116,7 +117,8 @@ def rows_from_csv(data: bytes, *, filename: str = "codebook.csv") -> list[Row]:
             if len(record) > len(fields):
                 errors.append(f"{filename}, line {line}: {len(record)} cells but the header has {len(fields)}.")
                 continue
-            values = {f: (record[i].strip() if i < len(record) else "") for i, f in enumerate(fields) if f}
+            # Our export guarded cells a spreadsheet would run ("'-ve affect"): the guard is not the code's text.
+            values = {f: (formula_unguarded(record[i]).strip() if i < len(record) else "") for i, f in enumerate(fields) if f}
             if "kind" in values:  # the export writes the display name ("Latent")
                 values["kind"] = values["kind"].lower()
             rows.append(Row(where=f"{filename}, line {line}", name=values.pop("name", ""), parent=values.pop("parent", ""),

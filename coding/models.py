@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models.functions import Lower
 
 from interviews.models import Interview, Segment
+from interviews.rendering import quote_text
 from projects.models import Project
 
 
@@ -264,10 +265,13 @@ class Suggestion(models.Model):
     def evidence_is_quote(self) -> bool:
         """Whether the evidence is words of the sentence, spacing aside: a model may paraphrase or invent it.
 
-        Evidence cut at the reader's length limit is checked without its closing ellipsis.
+        The words as written (the model read the Markdown) or as shown (the page shows the sentence rendered,
+        "**honest**" as a bold "honest"). Evidence cut at the reader's length limit is checked without its closing
+        ellipsis.
         """
         evidence = " ".join(self.evidence.removesuffix("…").split())
-        return bool(evidence) and evidence in " ".join(self.segment.text.split())
+        return bool(evidence) and any(evidence in " ".join(text.split())
+                                      for text in (self.segment.text, quote_text(self.segment.text)))
 
 
 class CodeIdea(models.Model):

@@ -384,7 +384,7 @@ def excerpt_context(request: HttpRequest, project_uuid: UUID, interview_uuid: UU
     for i, segment in enumerate(segments):
         if not turns or turns[-1]["turn"] != segment.turn_id:
             speaker = interview.participant.label if segment.speaker == Speaker.PARTICIPANT else segment.get_speaker_display()
-            turns.append({"turn": segment.turn_id, "number": segment.turn.position + 1, "speaker": speaker, "parts": []})
+            turns.append({"turn": segment.turn_id, "number": segment.turn.number, "speaker": speaker, "parts": []})
         turns[-1]["parts"].append((segment.text, lo <= i <= hi))
     return render(request, "coding/excerpts.html#context", {"turns": turns, "first": first})
 

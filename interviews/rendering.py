@@ -234,6 +234,8 @@ def _text_runs(text: str, styles: frozenset[str], source: str, cursor: int, out:
 
 
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+# A cell border: a pipe not escaped by a backslash right before it (markdown-it's table rule, escapedSplit).
+_CELL_PIPE = re.compile(r"(?<!\\)\|")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 
@@ -330,12 +332,13 @@ def _table_lines_runs(token, source: str, start: int, out: list[Run]) -> None:
             row, offset = row[1:], offset + 1
         if row.endswith("|"):
             row = row[:-1]
-        for number, cell in enumerate(row.split("|")):
+        for number, cell in enumerate(_CELL_PIPE.split(row)):
             if number:
                 out.append(Run(CELL_BREAK))
             if cell.strip():
                 lead = len(cell) - len(cell.lstrip())
-                for inline in _md.parseInline(cell.strip()):
+                # As the table shows it (markdown-it's escapedSplit): "\|" is a pipe inside the cell, not a border.
+                for inline in _md.parseInline(cell.strip().replace("\\|", "|")):
                     _inline_runs(inline, source, offset + lead, set(), out)
             offset += len(cell) + 1
 

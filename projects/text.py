@@ -42,3 +42,21 @@ def shortened(text: str, limit: int, mark: str = "…") -> str:
     if len(text) <= limit:
         return text
     return text[:cut_point(text, limit - len(mark))].rstrip() + mark
+
+
+# A spreadsheet cell starting with one of these is run as a formula (CSV injection; tab and carriage return are on
+# OWASP's list too). Our CSV and XLSX exports put FORMULA_GUARD before such text (reports.writers.safe_cell), and our
+# own imports of those files take it off again: the guard is also put before text that starts with apostrophes and
+# then one of these, so taking one apostrophe off always gives the text back.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_GUARD = "'"
+
+
+def needs_formula_guard(text: str) -> bool:
+    """Whether a spreadsheet could run `text` (or it would read as guarded text): it gets FORMULA_GUARD before it."""
+    return text.startswith(FORMULA_START) or (text[:1] == FORMULA_GUARD and text.lstrip(FORMULA_GUARD).startswith(FORMULA_START))
+
+
+def formula_unguarded(text: str) -> str:
+    """A cell of one of our CSV or XLSX exports as the text it was written from (FORMULA_GUARD taken off)."""
+    return text[1:] if text[:1] == FORMULA_GUARD and text.lstrip(FORMULA_GUARD).startswith(FORMULA_START) else text

@@ -319,7 +319,7 @@ def _provenance_description(interview: Interview, turns: list[Turn]) -> str:
     cited = [(t, _citation(t, interview)) for t in turns]
     if any(c for _, c in cited):
         lines += ["", "Provenance per turn:"]
-        lines += [f"Turn {t.position + 1} ({Speaker(t.speaker).label.lower()}): {c}" for t, c in cited if c]
+        lines += [f"Turn {t.number} ({Speaker(t.speaker).label.lower()}): {c}" for t, c in cited if c]
     return "\n".join(lines)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coding.agreement import cohen_kappa, krippendorff_alpha_nominal, per_code_agreement
+from coding.agreement import cohen_kappa, kappa_chance_p_value, krippendorff_alpha_nominal, per_code_agreement
 
 
 def test_cohen_kappa_by_hand():
@@ -22,6 +22,15 @@ def test_cohen_kappa_edges():
     assert cohen_kappa([], []) is None
     with pytest.raises(ValueError):
         cohen_kappa([1], [1, 0])
+
+
+def test_the_chance_check_has_no_p_value_when_the_coders_share_no_label():
+    # One coder coded every sentence it read, the other none (a short window): this raised ZeroDivisionError, and the
+    # second reader's differences page answered 500.
+    assert kappa_chance_p_value([0, 0], [1, 1]) is None
+    assert kappa_chance_p_value([1], [0]) is None
+    assert kappa_chance_p_value([1, 1], [1, 1]) is None
+    assert 0 < kappa_chance_p_value([1, 0, 1, 0], [1, 0, 0, 1]) < 1
 
 
 def test_krippendorff_alpha_published_example():

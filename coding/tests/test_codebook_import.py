@@ -254,3 +254,17 @@ def test_an_upload_over_the_size_limit_is_read_no_further_than_it_takes_to_refus
     response = client_for(owner).post(reverse("coding:import", args=[project.uuid]), {"file": upload})
     assert response.status_code == 400
     assert "big.csv: the file is larger than 5.0 MB, the most a codebook file may be." in response.content.decode()
+
+
+def test_an_exported_codebook_csv_with_cells_a_spreadsheet_would_run_comes_back_the_same(client_for, owner, project,
+                                                                                            other_project, make_code):
+    """The CSV export guards such cells with an apostrophe (reports.writers.safe_cell); the import takes it off."""
+    make_code("+1 agreement", definition="- a passage that agrees\n- with the question", example="=a formula?",
+              include_when="@someone", exclude_when="'quoted' asides")
+    make_code("-ve affect", parent=Code.objects.get(project=project, name="+1 agreement"))
+    c = client_for(owner)
+    exported = b"".join(c.get(reverse("reports:codebook_download", args=[project.uuid, "csv"])))
+    assert b"'+1 agreement" in exported  # guarded in the file
+    response = c.post(reverse("coding:import", args=[other_project.uuid]), {"file": SimpleUploadedFile("book.csv", exported)})
+    assert response.status_code == 302, response.content[:500]
+    assert _fields(other_project) == _fields(project)

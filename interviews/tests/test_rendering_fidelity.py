@@ -162,6 +162,17 @@ def test_table_rows_quote_as_cells():
     assert str(quote_text("| Model | Score |\n|---|---|\n| GPT-4o | **12** |")) == "Model | Score\nGPT-4o | 12"
 
 
+def test_an_escaped_pipe_in_a_row_quoted_alone_is_a_pipe_inside_its_cell_as_the_table_shows_it():
+    """A body row is a segment of its own, quoted without its table: its cells are split as the table splits them."""
+    table = "| Cmd | Use |\n|---|---|\n| `ls \\| grep x` | a \\| b |"
+    assert str(quote_text(table)) == "Cmd | Use\nls | grep x | a | b"
+    row = table.split("\n")[2]
+    quote = quote_text(row)
+    assert str(quote) == "ls | grep x | a | b"  # was "ls \\ | grep x | a \\ | b": four cells, backslashes shown
+    assert [(run.text, run.start) for run in quote.runs if run.start is not None] == [
+        ("ls ", 3), ("| grep x", 7), ("a ", 19), ("| b", 22)]  # each backslash is markup, each pipe content
+
+
 # Text with what opens a Markdown block (headings, lists, quotes, indented code, line breaks) but no inline markers.
 _NEAR_PLAIN = st.text(alphabet=st.sampled_from("ab1 9.)#>+-\t&;\\:=\r"), max_size=24)
 

@@ -92,6 +92,22 @@ def test_pdflatex_still_compiles_them_as_code_points(tmp_path):
     assert "<U+6211><U+8BA4>" in text.replace("\n", "") and "said: <U+05E9>" in _readable(text)
 
 
+# Punctuation TeX fonts join into another character (-- into –, '' into ”, !` into ¡), written by chance: in code, in
+# literal HTML, in curly quotes next to each other.
+PUNCTUATION = ["<!-- comment --> and a--b---c", "alert('x') and ''straight'' quotes", "’’curly’’ and ‘‘open‘‘",
+               "Wow!‘quoted’ and ¿what?“really”", "an –- dash, a ,,low and a ‚,pair"]
+
+
+@pytest.mark.parametrize("engine", ["lualatex", "pdflatex"])
+def test_punctuation_prints_as_written_not_joined_into_other_characters(tmp_path, engine):
+    text, log = _compile(engine, _tex([["Text", quote] for quote in PUNCTUATION], caption="Quotes"), tmp_path)
+    if engine == "pdflatex":
+        return  # compiles; pdftotext cannot tell its fonts' quotes apart
+    printed = _readable(text)
+    for quote in PUNCTUATION:  # LuaTeX joins "-{}-": an empty group broke a ligature only under pdfTeX
+        assert _readable(quote) in printed, (quote, printed)
+
+
 def test_a_right_to_left_run_spans_its_words_and_the_numbers_after_them_not_the_latin_around():
     escaped = latex_escape("He said מה 2 קורה, then left")
     assert escaped.startswith("He said \\rtartl{\\rtahebrew{")

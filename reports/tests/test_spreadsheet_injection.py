@@ -14,6 +14,7 @@ import openpyxl
 import pytest
 from django.urls import reverse
 
+from projects.text import formula_unguarded
 from reports.models import ExportJob
 from reports.tests.tables_world import world  # noqa: F401 - fixture
 from reports.writers import FORMULA_START, Table, safe_cell, write_table
@@ -142,3 +143,21 @@ def test_a_control_character_cannot_hide_a_formula_start(fmt):
 ])
 def test_safe_cell_guards_text_and_keeps_numbers(value, expected):
     assert safe_cell(value) == expected
+
+
+@pytest.mark.parametrize("text", ["=1", "-5 °C is cold.", "'=1", "''@x", "'quoted'", "'", "plain", "-inf", ""])
+def test_the_guard_comes_off_again_giving_the_text_back(text):
+    """Our imports of our own CSV/XLSX files (a codebook) take the guard off: any text comes back as it was, one
+    that itself starts with apostrophes before a formula start included (it is guarded too)."""
+    assert formula_unguarded(str(safe_cell(text))) == text
+    assert safe_cell("'=1") == "''=1" and safe_cell("'quoted'") == "'quoted'"
+
+
+def test_the_guard_is_the_same_in_csv_and_xlsx():
+    """A quote that starts like a formula reads the same in both spreadsheet formats: the apostrophe and the quote."""
+    table = Table(caption="Quotes", headers=["Quote"], rows=[["-5 °C is cold."], ["'=x"]])
+    out = io.BytesIO()
+    write_table("xlsx", table, out)
+    csv_out = io.BytesIO()
+    write_table("csv", Table(caption="Quotes", headers=["Quote"], rows=[["-5 °C is cold."], ["'=x"]]), csv_out)
+    assert xlsx_text(out.getvalue())[-2:] == csv_text(csv_out.getvalue())[-2:] == ["'-5 °C is cold.", "''=x"]

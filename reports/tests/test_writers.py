@@ -128,7 +128,7 @@ def test_csv_streams_in_chunks():
 def test_markdown_keeps_text_literal():
     text = render("md").decode("utf-8")
     lines = text.splitlines()
-    assert lines[0] == "**Excerpts: “home” & 50%**"
+    assert lines[0] == r"**Excerpts: “home” \& 50%**"  # an entity ("&amp;") stays as written
     assert lines[2] == "| Theme | Code | Model | Quote |"
     assert "first line<br>second line" in text
     assert md_escape("a|b *c* _d_ [e](f) <g>") == r"a\|b \*c\* \_d\_ \[e\](f) \<g\>"
@@ -139,9 +139,10 @@ def test_markdown_keeps_text_literal():
     ("\\", r"\textbackslash{}"), ("&", r"\&"), ("%", r"\%"), ("$", r"\$"), ("#", r"\#"), ("_", r"\_"),
     ("{", r"\{"), ("}", r"\}"), ("~", r"\textasciitilde{}"), ("^", r"\textasciicircum{}"),
     ("“q”", "``q''"), ("‘q’", "`q'"), ("a–b", "a--b"), ("a—b", "a---b"), ("wait…", r"wait\ldots{}"),
-    ("a--b", "a-{}-b"), ("``x''", r"\textasciigrave{}\textasciigrave{}x'{}'"),
+    ("a--b", r"a-\kern0pt{}-b"), ("``x''", r"\textasciigrave{}\textasciigrave{}x\textquotesingle{}\textquotesingle{}"),
+    ("’’", r"'\kern0pt{}'"), ("!‘", r"!\kern0pt{}`"), ("–-", r"--\kern0pt{}-"), ("don't", r"don\textquotesingle{}t"),
     ("a  b", r"a\ \ b"), ("a\n\tx = 1", r"a\newline{}\null\ \ \ \ x = 1"), (" lead", " lead"), ("if x:\n  y", r"if x:\newline{}\null\ \ y"), ("a\tb", r"a\ \ \ b"), ("[...]", "{[}...{]}"), ("🏠", r"\rtaemoji{\rtachar{1F3E0}{🏠}}"),
-    ("é ß ł", "é ß ł"), ("a\nb", r"a\newline{}b"), ("<<", r"\textless{}\textless{}"),
+    ("é ß ł", "é ß ł"), ("a\nb", r"a\newline{}b"), ("a\r\nb", r"a\newline{}b"), ("a\rb", r"a\newline{}b"), ("<<", r"\textless{}\textless{}"),
 ])
 def test_latex_escapes_every_special_character(raw, tex):
     assert latex_escape(raw) == tex
@@ -189,7 +190,7 @@ def test_a_heading_row_heads_its_section_in_every_format(fmt, tmp_path):
         if shutil.which("pdflatex"):
             assert "=1+1 & <b>_{x}</b>" in _compile(tex, tmp_path)
     else:
-        assert "| **=1+1 & \\<b\\>\\_{x}\\</b\\> “W”** |  |  |  |" in data.decode()
+        assert "| **=1+1 \\& \\<b\\>\\_{x}\\</b\\> “W”** |  |  |  |" in data.decode()
 
 
 def _compile(tex: str, tmp_path: Path) -> str:
@@ -330,7 +331,7 @@ def test_column_groups_head_their_columns_in_every_format(tmp_path):
     assert [c.text for c in word.rows[0].cells] == ["", "Control", "Control", *["Primed & 50%"] * 3]  # merged cells
     assert len({id(c._tc) for c in word.rows[0].cells}) == 3
     assert [c.text for c in word.rows[1].cells][:2] == ["Ground truth", "All"] and word.rows[3].cells[1].text == "0.50"
-    assert "| Ground truth | Control: All | Control: None | Primed & 50%: All |" in render("md", grouped()).decode()
+    assert r"| Ground truth | Control: All | Control: None | Primed \& 50%: All |" in render("md", grouped()).decode()
     tex = render("tex", grouped()).decode("utf-8")
     assert (" & \\multicolumn{2}{c}{\\textbf{Control}} & \\multicolumn{3}{c}{\\textbf{Primed \\& 50\\%}} \\\\\n"
             "\\cmidrule(lr){2-3}\\cmidrule(lr){4-6}\n\\textbf{Ground truth}") in tex

@@ -12,11 +12,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO
 
+from projects.text import FORMULA_GUARD, FORMULA_START, needs_formula_guard
+
 Cell = str | int | float | None
 
-# A cell starting with one of these is run as a formula by spreadsheet programs
-# (CSV injection); tab and carriage return are on OWASP's list too.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 # Spreadsheets have no infinity, and csv would write "inf". "+∞" starts with a formula
 # trigger (Excel shows #NAME?, and the guard's apostrophe stays visible), so +∞ is the
 # bare "∞"; −∞ uses the Unicode minus sign (U+2212), which no program runs.
@@ -30,21 +29,27 @@ ZIP_LEVEL = 1
 
 def safe_cell(value: object) -> Cell:
     """A spreadsheet cell that can never run: text a spreadsheet would read as a formula gets a
-    leading apostrophe, numbers stay numbers. Every cell of every CSV/XLSX export goes through here
-    (headers, body, notes), so a label like "=HYPERLINK(...)" is shown, never run."""
+    leading apostrophe (projects.text.needs_formula_guard), numbers stay numbers. Every cell of every
+    CSV/XLSX export goes through here (headers, body, notes), so a label like "=HYPERLINK(...)" is
+    shown, never run; our own imports take the apostrophe off (projects.text.formula_unguarded)."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool)):
         return value
     if isinstance(value, float):
         return INFINITY_TEXT.get(value, value)
     text = str(value)
-    return "'" + text if text.startswith(FORMULA_START) and text != MACHINE_MINUS_INFINITY else text
+    return FORMULA_GUARD + text if needs_formula_guard(text) and text != MACHINE_MINUS_INFINITY else text
 
 
 def safe_row(row: Iterable[object]) -> list[Cell]:
     # safe_cell inlined for the common cells (plain str, int, None): this runs for every cell of every row.
     return [v if v is None or v.__class__ is int
-            else ("'" + v if v.startswith(FORMULA_START) and v != MACHINE_MINUS_INFINITY else v) if v.__class__ is str
+            else (FORMULA_GUARD + v if v.startswith(_GUARDED_START) and needs_formula_guard(v) and v != MACHINE_MINUS_INFINITY
+                  else v) if v.__class__ is str
             else safe_cell(v) for v in row]
+
+
+# Every text needs_formula_guard is true for starts with one of these: one quick look for most cells.
+_GUARDED_START = (*FORMULA_START, FORMULA_GUARD)
 
 
 # "Table 3: ", "Table 3. ", "Tab. 3 – " typed at the start of a caption: Word and LaTeX number tables themselves.

@@ -23,9 +23,9 @@ direction; the tests compile with pdfLaTeX and LuaLaTeX only.
 
 Escaping keeps the exact text: the ten specials (\\ & % $ # _ { } ~ ^) become their
 text commands, typographic quotes and dashes become LaTeX's own spellings, ligatures
-that would change the text (-- '' << >> ,,) are broken with {}, a backtick is \\textasciigrave
-(plain, TeX prints it as ‘), runs of spaces and a line's indentation are kept (a tab as
-TAB_WIDTH spaces), and characters
+that would change the text (-- '' ,, !`) are broken with a kern, a backtick is \\textasciigrave
+and a straight quote \\textquotesingle or \\textquotedbl (plain, TeX prints ‘ and ’), runs of
+spaces and a line's indentation are kept (a tab as TAB_WIDTH spaces), and characters
 pdfLaTeX cannot set (Greek, emoji, CJK...) go through \\rtachar, which prints the character
 under XeLaTeX/LuaLaTeX and its code point under pdfLaTeX instead of failing.
 """
@@ -66,7 +66,7 @@ _SPECIALS = {
     "\u2018": "`",  # ‘
     "\u2019": "'",  # ’
     "\u201e": ",,",  # „
-    "\u201a": ",",  # ‚
+    "\u201a": r"\quotesinglbase{}",  # ‚ (a plain comma is another character)
     "\u00ab": r"\guillemotleft{}",  # «
     "\u00bb": r"\guillemotright{}",  # »
     "\u2039": r"\guilsinglleft{}",  # ‹
@@ -88,11 +88,16 @@ _SPECIALS = {
     ">": r"\textgreater{}",
     "|": r"\textbar{}",
     '"': r"\textquotedbl{}",
+    "'": r"\textquotesingle{}",  # a plain ' prints as ’, which is another character
 }
 _TRANSLATE = str.maketrans(_SPECIALS)
-# Pairs that TeX fonts join into another character (-- `` '' ,, !` ?`); split with {}.
-_LIGATURE = re.compile(r"(?<=[-',!?])(?=[-',])")
+# Neighbours whose escapes TeX fonts would join into another character (-- `` '' ,, !` ?`): "a--b", and also "–-"
+# (--- is an em dash), "’’" ('' is ”), "!‘" (!` is ¡). A kern between them keeps them apart under pdfTeX and LuaTeX
+# alike; an empty group ({}) does only under pdfTeX.
+_LIGATURE = re.compile(r"(?<=[-–—])(?=[-–—])|(?<=[‘“])(?=[‘“])|(?<=[’”])(?=[’”])|(?<=[,„])(?=[,„])|(?<=[!?])(?=[‘“])")
 _BREAK = "\x00"
+_KERN = r"\kern0pt{}"
+_LINE_END = re.compile(r"\r\n?|\n")
 # Controls (except newline) have no place in a document.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 # pdfLaTeX's utf8 + T1 set covers Latin-1 and Latin Extended-A; anything beyond goes through \rtachar.
@@ -189,7 +194,9 @@ def latex_escape(value: Cell) -> str:
         return ""
     if isinstance(value, float):
         return _number(value)
-    text = _CONTROL.sub("", "\n".join(line.expandtabs(TAB_WIDTH) for line in str(value).split("\n")))
+    # A lone carriage return ends a line too (old Mac line ends, some exports): dropped, it joined two lines' words.
+    lines = _LINE_END.split(str(value))
+    text = _CONTROL.sub("", "\n".join(line.expandtabs(TAB_WIDTH) for line in lines))
     if not _OTHER_SCRIPT.search(text):
         return _escaped(text)
     return "".join(_escaped(text[start:end]) if kind is None else _script_run(kind, text[start:end])
@@ -204,7 +211,7 @@ def _escaped(text: str, *, long_words: bool = True) -> str:
     if long_words:
         text = _LONG_RUN.sub(lambda m: _CHUNK.sub(r"\1" + _ALLOW_BREAK, m.group()), text)
     text = _LIGATURE.sub(_BREAK, text)
-    text = text.translate(_TRANSLATE).replace(_BREAK, "{}")
+    text = text.translate(_TRANSLATE).replace(_BREAK, _KERN)
     text = _INDENT.sub(lambda m: r"\null" + "\\ " * len(m.group()), text)
     text = _SPACE_RUN.sub(lambda m: "\\ " * len(m.group()), text)
     text = _WIDE.sub(lambda m: r"\rtachar{%04X}{%s}" % (ord(m.group()), m.group()), text)

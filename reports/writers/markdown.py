@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from projects.numbers import number_text
 from reports.writers import INFINITY_TEXT, Cell, Heading, Table
 
-# Characters that would change the rendering (emphasis, links, HTML, cell borders).
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#])")
+# Characters that would change the rendering (emphasis, links, HTML, cell borders, entities such as "&amp;", and the
+# dollar signs GitHub, Pandoc and Obsidian read as math).
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~#&$])")
 FLUSH_ROWS = 500
 
 

@@ -34,6 +34,9 @@ FLUSH_ROWS = 500
 _INVALID_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 # A cell of the marker row (its number filled in: 2, or 3 under a row of column groups) and its style.
 _MARKER_CELL = r'<c r="[A-Z]+%d"(?: s="(\d+)")?'
+# A carriage return written as itself is read back as a line feed (XML parsers normalise line ends); as a character
+# reference it stays a carriage return: a quote kept as Markdown source keeps its CRLF.
+_KEPT = {"\r": "&#13;"}
 # The sheet's <dimension> would claim two rows; it is optional, so it goes.
 _DIMENSION = re.compile(r"<dimension [^>]*/>")
 
@@ -122,19 +125,22 @@ class _CellWriter:
             if value.__class__ is str:
                 above = self.above.get(i)
                 if above is None or above[0] != value:
-                    above = self.above[i] = (value, _cell_xml(safe_cell(value), style))
+                    above = self.above[i] = (value, _cell_xml(value, style))
                 xml = above[1]
             else:
-                xml = _cell_xml(safe_cell(value), style)
+                xml = _cell_xml(value, style)
             if xml:
                 cells.append(f'<c r="{self.letters[i]}{n}"{xml}')
         return f'<row r="{n}">' + "".join(cells) + "</row>"
 
 
 def _cell_xml(value, style: str) -> str:
-    """A cell's XML after its reference: empty for a cell left empty."""
+    """A cell's XML after its reference: empty for a cell left empty. Text is guarded here (by _text), once: a guard
+    put on twice would not come off as one (projects.text.formula_unguarded)."""
+    if not isinstance(value, str):  # a quote (RichText) is text; numbers stay numbers, infinities become text
+        value = safe_cell(value)
     if value is None or value == "" or value != value:  # NaN: Excel has none, and a file holding one does not open
         return ""
     if isinstance(value, str):
-        return f'{style} t="inlineStr"><is><t xml:space="preserve">{escape(_text(value))}</t></is></c>'
+        return f'{style} t="inlineStr"><is><t xml:space="preserve">{escape(_text(value), _KEPT)}</t></is></c>'
     return f"><v>{value!r}</v></c>"
