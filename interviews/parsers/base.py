@@ -359,7 +359,19 @@ def iso_to_datetime(value: Any) -> datetime | None:
         dt = datetime.fromisoformat(v)
     except ValueError:
         return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    dt = dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    return dt if storable(dt) else None
+
+
+def storable(dt: datetime) -> bool:
+    """Whether the database can hold `dt`: in UTC, as it is stored, its year is 1 to 9999. PostgreSQL would also
+    store 1 BC or the year 10000 (0001-01-01T00:00+05:00, 9999-12-31T23:00-05:00), and then no page could load
+    the row."""
+    try:
+        dt.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 def iso(dt: datetime | None) -> str | None:
