@@ -36,6 +36,7 @@ import functools
 import io
 import itertools
 import json
+import logging
 import uuid
 import zipfile
 from collections import defaultdict
@@ -48,13 +49,17 @@ from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import DatabaseError, models, transaction
 from django.utils import timezone
 
+from interviews.parsers.base import storable
 from projects import safejson
 from projects.audit import audit_record
 from projects.models import AuditEvent, Membership, Project, Role
 from reports.models import PersonName
+
+log = logging.getLogger(__name__)
 
 FORMAT = "rta-studio-project-backup"
 VERSION = 1
@@ -404,12 +409,47 @@ class _CountingReader(io.RawIOBase):
 
 def _remap_json(value: Any, uuids: dict[str, str]) -> Any:
     if isinstance(value, str):
+        if "\x00" in value:
+            raise ValidationError(NUL_REFUSED)
         return uuids.get(value.lower(), value)
     if isinstance(value, list):
         return [_remap_json(v, uuids) for v in value]
     if isinstance(value, dict):
-        return {uuids.get(k.lower(), k): _remap_json(v, uuids) for k, v in value.items()}
+        return {_remap_json(k, uuids): _remap_json(v, uuids) for k, v in value.items()}
     return value
+
+
+NUL_REFUSED = "it holds a NUL character, which cannot be stored"
+
+
+def _storable(f: models.Field, value: Any) -> Any:
+    """`value` as decoded, once it is known to fit `f` (its length, range and choices): a value the database would
+    refuse stops the restore at its row and field, not at the batch it is in with the database's own words."""
+    if value is None:
+        return value
+    if isinstance(value, str) and "\x00" in value:
+        raise ValidationError(NUL_REFUSED)
+    if isinstance(value, dt.datetime) and not storable(value):
+        raise ValidationError(f"{value.isoformat()} falls outside the years 1 to 9999 in UTC")
+    if value in f.empty_values:  # as Field.clean(): blank is for the model to allow, and it did when written
+        return value
+    if f.choices and value not in _choice_values(f):
+        raise ValidationError(f"{value!r} is not a valid choice")
+    for validator in _size_validators(f):
+        validator(value)
+    return value
+
+
+@functools.cache
+def _choice_values(f: models.Field) -> frozenset:
+    return frozenset(value for value, _ in f.flatchoices)
+
+
+@functools.cache
+def _size_validators(f: models.Field) -> tuple:
+    """The validators of what the column can hold (max_length, an integer's range); not the form's others (a URL's
+    shape), which a project kept what it was given."""
+    return tuple(v for v in f.validators if isinstance(v, MaxLengthValidator | MinValueValidator | MaxValueValidator))
 
 
 def _decode(f: models.Field, value: Any, uuids: dict[str, str]) -> Any:
@@ -426,6 +466,18 @@ def _decode(f: models.Field, value: Any, uuids: dict[str, str]) -> Any:
     if isinstance(f, models.CharField | models.TextField) and isinstance(value, str):
         return uuids.get(value.lower(), value)
     return f.to_python(value)
+
+
+def _refused(archive: str, plan: ModelPlan, rows: Sequence[dict], exc: DatabaseError) -> str:
+    """Why the database refused a batch of rows, in words: their rows and the rule (a constraint of the model) they
+    break; never the database's own text, which names tables and internals."""
+    where = f"{archive}: {plan.label} rows {rows[0]['pk']} to {rows[-1]['pk']}"
+    rule = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+    if rule:
+        return (f"{where} break the rule “{rule}” (two rows that must differ, or a value out of bounds): the backup "
+                f"was changed after it was written. Nothing was restored.")
+    log.warning("restore of %s refused by the database", plan.label, exc_info=exc)
+    return f"{where}: a value the database cannot store. Nothing was restored."
 
 
 @dataclass
@@ -675,9 +727,11 @@ class _Restorer:
                 setattr(obj, f.attname, "")
             else:
                 try:
-                    setattr(obj, f.attname, _decode(f, raw, uuids))
+                    setattr(obj, f.attname, _storable(f, _decode(f, raw, uuids)))
                 except (ValidationError, ValueError, TypeError) as exc:
-                    raise BackupError(f"{self.archive.name}: {plan.label} row {row['pk']}, field {f.name}: {exc}") from None
+                    reason = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+                    raise BackupError(f"{self.archive.name}: {plan.label} row {row['pk']}, field {f.name}: "
+                                      f"{reason}") from None
         if plan.label == PROJECT_LABEL and self.name:
             obj.name = self.name[:200]
         return obj
@@ -690,7 +744,7 @@ class _Restorer:
         try:
             _raw_insert(plan.model, objs)
         except DatabaseError as exc:
-            raise BackupError(f"{self.archive.name}: cannot restore {plan.label}: {exc}".strip()) from None
+            raise BackupError(_refused(self.archive.name, plan, rows, exc)) from None
         for row, obj in zip(rows, objs, strict=True):
             self.pk_maps[plan.label][row["pk"]] = obj.pk
             for attname in plan.fks:
