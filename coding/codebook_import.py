@@ -82,7 +82,7 @@ def rows_from_csv(data: bytes, *, filename: str = "codebook.csv") -> list[Row]:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
-    reader = csv.reader(io.StringIO(text), dialect)
+    reader = csv.reader(io.StringIO(text, newline=""), dialect)  # newline="": a lone CR (Excel for Mac) ends a line too
     try:
         header = next(reader)
     except StopIteration:

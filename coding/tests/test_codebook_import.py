@@ -254,3 +254,12 @@ def test_an_upload_over_the_size_limit_is_read_no_further_than_it_takes_to_refus
     response = client_for(owner).post(reverse("coding:import", args=[project.uuid]), {"file": upload})
     assert response.status_code == 400
     assert "big.csv: the file is larger than 5.0 MB, the most a codebook file may be." in response.content.decode()
+
+
+@pytest.mark.parametrize("newline", [b"\r", b"\r\n", b"\n"])
+def test_a_csv_codebook_reads_whatever_its_line_endings(newline):
+    """Excel for Mac's “CSV (Macintosh)” ends lines with a lone CR; a definition may hold its own line breaks."""
+    data = newline.join([b"name,definition", b'Trust,"Belief in others.' + newline + b'Not faith."', b"Doubt,", b""])
+    rows = rows_from_csv(data, filename="mac.csv")
+    assert [row.name for row in rows] == ["Trust", "Doubt"]
+    assert rows[0].values["definition"].splitlines() == ["Belief in others.", "Not faith."]
