@@ -167,7 +167,9 @@ def condition_save(*, probe: Probe, condition: Condition | None, user: Any, name
     condition = condition or Condition(probe=probe)
     condition.name = name.strip()
     condition.full_clean()
-    condition.save()
+    taken = ValidationError({"name": f"There is already a condition named “{condition.name}” in this probe."})
+    with name_kept_unique("unique_condition_name", taken):
+        condition.save()
     latest = condition.versions.order_by("-number").first()
     if latest and all(getattr(latest, key) == value for key, value in fields.items()):
         return latest

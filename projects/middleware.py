@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import InterfaceError, OperationalError, connections
+from django.db import IntegrityError, InterfaceError, OperationalError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
@@ -202,6 +202,34 @@ class MemoryLimitMiddleware:
         if request.path.startswith("/api/"):
             return JsonResponse({"detail": problem}, status=503)
         return HttpResponse(render_to_string("503.html", {"reason": "memory", "problem": problem}), status=503)
+
+
+CONFLICT = ("This was not saved: it clashes with something saved at the same moment (by a colleague, another tab, or "
+            "the same form sent twice). Nothing was saved. Reload the page to see what is there now, then try again.")
+
+
+class DatabaseConflictMiddleware:
+    """A write the database refuses for a rule no check caught (two people creating the same thing at the same
+    moment) gets a clear 409 instead of a 500 quoting the database.
+
+    Services check first and turn the races they know into their own messages (projects.names.name_kept_unique);
+    this is the net under the ones they do not. Its service's transaction has rolled back: nothing was saved.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, IntegrityError):
+            return None
+        logger.warning("Write refused by the database on %s %s: %s", request.method, request.path, exception)
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": CONFLICT, "code": "conflict"}, status=409)
+        # No request context: rendering must not query a connection whose transaction may be aborted.
+        return HttpResponse(render_to_string("409.html", {"problem": CONFLICT}), status=409)
 
 
 class MalformedParameterMiddleware:
