@@ -30,6 +30,7 @@ of the people mapped to accounts.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import decimal
 import functools
@@ -39,6 +40,7 @@ import json
 import logging
 import uuid
 import zipfile
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -321,6 +323,9 @@ class _Archive:
         total = 0
         for info in self.zf.infolist():
             total += info.file_size
+            if info.flag_bits & 0x1:  # zipfile would only ask for the password once the member is read
+                raise BackupError(f"{name}: member {info.filename!r} is encrypted; a project backup is written without "
+                                  "a password")
             if info.file_size > MAX_MEMBER_BYTES or (info.file_size > 1 << 20 and info.file_size > MAX_RATIO * max(info.compress_size, 1)):
                 raise BackupError(f"{name}: member {info.filename!r} is too large or too compressed (a ZIP bomb?)")
         limit = settings.RTA_MAX_UNCOMPRESSED_BYTES
@@ -340,7 +345,7 @@ class _Archive:
             raise BackupError(f"{self.name}: {member} unpacks to {info.file_size / 2**20:.1f} MB; it may be at most "
                               f"{cap / 2**20:.0f} MB")
         data = bytearray()
-        with self.zf.open(info) as fh:
+        with self.zf.open(info) as fh, self.intact(member):
             while chunk := fh.read(1 << 20):
                 data += chunk
                 if len(data) > cap:
@@ -361,7 +366,7 @@ class _Archive:
                               f"{cap / 2**20:.0f} MB")
         counter = _CountingReader(self.zf.open(info), cap)
         try:
-            with counter:
+            with counter, self.intact(member):
                 safejson.check_stream(counter)
         except safejson.JSONInputError as exc:
             raise BackupError(f"{self.name}: {member}: {exc}") from None
@@ -369,9 +374,19 @@ class _Archive:
             raise BackupError(f"{self.name}: {member} unpacks to more than {cap / 2**20:.0f} MB") from None
         return counter.rows
 
+    @contextlib.contextmanager
+    def intact(self, member: str) -> Iterator[None]:
+        """Around reading `member`: bytes that do not unpack (a download cut short, a file changed on the way) refuse
+        the backup naming the member, not the decompressor's words."""
+        try:
+            yield
+        except (zipfile.BadZipFile, zlib.error, EOFError):
+            raise BackupError(f"{self.name}: member {member!r} is damaged (it does not unpack); copy or download the "
+                              "backup again") from None
+
     def rows(self, member: str) -> Iterator[Any]:
         """A member's rows one at a time, parsed as they are read; `scan` it first (depth and number sizes)."""
-        with self.zf.open(self._info(member)) as fh:
+        with self.zf.open(self._info(member)) as fh, self.intact(member):
             if not fh.peek(64).lstrip().startswith(b"["):
                 raise BackupError(f"{self.name}: {member} is not a list of rows")
             try:

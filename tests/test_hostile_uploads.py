@@ -6,6 +6,7 @@ external entities, oversized files. Each is refused with a clear message and lea
 from __future__ import annotations
 
 import io
+import json
 import tempfile
 import zipfile
 from pathlib import Path
@@ -212,8 +213,6 @@ def _pages_load(client, project) -> None:
 @pytest.mark.parametrize("stamp", UNSTORABLE_DATES)
 def test_a_chat_export_dated_beyond_what_can_be_stored_imports_without_the_date(project, owner, client_for, tmp_path,
                                                                                 stamp):
-    import json
-
     from interviews.services_import import import_paths
 
     path = tmp_path / "conversations.json"
@@ -249,3 +248,51 @@ def test_a_qdpx_dated_beyond_what_can_be_stored_imports_without_the_date_and_say
     assert any(f"creationDateTime={stamp!r}" in w for w in result.warnings), result.warnings
     assert Interview.objects.get(project=result.project).conducted_at is None
     _pages_load(client_for(owner), result.project)
+
+
+# --- damaged archives: bytes that do not unpack ---------------------------------------------------
+
+def _workbook(rows: list[list]) -> bytes:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    for row in rows:
+        book.active.append(row)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def test_a_damaged_transcript_zip_is_refused_naming_the_file(project, analyst, client_for):
+    from refiqda.tests.helpers import damaged
+
+    export = _zip({"conversations.json": json.dumps([{"uuid": "c", "name": "n", "chat_messages": [
+        {"uuid": "m", "sender": "human", "text": "Hello there. " * 100, "content": []}]}]).encode()})
+    response = _upload_transcripts(client_for(analyst), project, "export.zip", damaged(export, "conversations.json"))
+    _assert_refused(response, "export.zip")
+    assert not Interview.objects.filter(project=project).exists()
+
+
+def test_a_damaged_workbook_is_refused_naming_the_file_wherever_it_is_uploaded(project, analyst, client_for):
+    from interviews.models import Participant
+    from probes.services import probe_create
+    from refiqda.tests.helpers import damaged
+
+    def broken(rows):
+        return damaged(_workbook(rows), "xl/worksheets/sheet1.xml")
+
+    client = client_for(analyst)
+    turns = _upload_transcripts(client, project, "turns.xlsx", broken([["speaker", "text"]] + [["User", "Hi " * 50]] * 20))
+    _assert_refused(turns, "turns.xlsx")
+    participant = Participant.objects.create(project=project, label="GPT-4o")
+    sheet = client.post(reverse("interviews:participant_variables", args=[project.uuid]), {
+        "action": "upload", "sheet": SimpleUploadedFile("vars.xlsx", broken([["participant", "family"]] + [["GPT-4o", "GPT " * 50]] * 20))})
+    _assert_refused(sheet, "vars.xlsx")
+    participant.refresh_from_db()
+    assert participant.attributes == {}
+    probe = probe_create(project=project, user=analyst, name="Pilot")
+    items = client.post(reverse("probes:items_import", args=[project.uuid, probe.uuid]), {
+        "file": SimpleUploadedFile("items.xlsx", broken([["text", "label"]] + [["A review. " * 20, "a"]] * 20)),
+        "text_column": "text", "label_columns": "label"})
+    assert items.status_code == 400 and "items.xlsx" in items.content.decode()
+    assert not probe.items.exists()

@@ -362,6 +362,18 @@ def test_bad_archives_are_refused_and_leave_nothing_behind(demo_project, owner):
     assert (Project.objects.count(), get_user_model().objects.count()) == before
 
 
+@pytest.mark.parametrize("member", ["manifest.json", "data/interviews.turn.json"])
+@pytest.mark.parametrize("how,reason", [("encrypted", "is encrypted"), ("damaged", "is damaged")])
+def test_an_encrypted_or_damaged_member_is_refused_naming_it(demo_project, owner, member, how, reason):
+    from refiqda.tests import helpers
+
+    data = getattr(helpers, how)(_backup(demo_project), member)
+    before = Project.objects.count()
+    with pytest.raises(BackupError, match=rf"backup\.zip: member '{re.escape(member)}' {reason}"):
+        project_restore(source=data, owner=owner, people=_coders(demo_project))
+    assert Project.objects.count() == before
+
+
 def test_a_dangling_required_key_is_refused(demo_project, owner):
     good = _backup(demo_project)
     src = zipfile.ZipFile(io.BytesIO(good))
