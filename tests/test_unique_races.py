@@ -5,7 +5,7 @@ never an error page. The second request runs while the first's row is written bu
 from __future__ import annotations
 
 import pytest
-from django.db import IntegrityError
+from django.db import DataError, IntegrityError
 from django.test import RequestFactory
 from django.urls import reverse
 
@@ -14,7 +14,7 @@ from conduct.models import EndpointKey
 from probes import services as probe_services
 from probes.models import Condition
 from probes.tests.test_views import CONDITION_POST
-from projects.middleware import DatabaseConflictMiddleware
+from projects.middleware import DatabaseRefusedMiddleware
 from projects.models import Membership
 from projects.services import membership_add
 from projects.tests.race import second_while_first_uncommitted
@@ -79,8 +79,18 @@ def test_a_key_labelled_at_that_moment_by_another_owner_is_refused_naming_the_la
 @pytest.mark.parametrize("path,kind", [("/p/x/", "text/html"), ("/api/projects/", "application/json")])
 def test_any_other_conflict_the_database_refuses_is_a_409_that_says_nothing_was_saved(path, kind):
     error = IntegrityError('duplicate key value violates unique constraint "unique_thing"')
-    response = DatabaseConflictMiddleware(lambda request: None).process_exception(RequestFactory().post(path), error)
+    response = DatabaseRefusedMiddleware(lambda request: None).process_exception(RequestFactory().post(path), error)
     assert response.status_code == 409 and response["Content-Type"].startswith(kind)
     body = response.content.decode()
     assert "at the same moment" in body and "Nothing was saved" in body
     assert "duplicate key" not in body and "unique_thing" not in body
+
+
+@pytest.mark.parametrize("path,kind", [("/p/x/", "text/html"), ("/api/projects/", "application/json")])
+def test_a_value_the_database_cannot_store_that_no_check_caught_is_a_400_that_says_nothing_was_saved(path, kind):
+    error = DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+    response = DatabaseRefusedMiddleware(lambda request: None).process_exception(RequestFactory().post(path), error)
+    assert response.status_code == 400 and response["Content-Type"].startswith(kind)
+    body = response.content.decode()
+    assert "cannot store" in body and "Nothing was saved" in body
+    assert "PostgreSQL" not in body and "0x00" not in body
