@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,6 +20,11 @@ NOT_A_SPEAKER = "text"
 LABEL_CHOICES = (*SPEAKERS, NOT_A_SPEAKER)
 FORMATS = ("chatgpt", "claude", "openai", "sharegpt", "markdown", "text", "csv")
 UTF8_BOM = b"\xef\xbb\xbf"
+
+# Every CSV reader here (turn tables, probe items, codebooks, case variables) reads a file already held whole and
+# capped in size; the csv module's own cap of 131,072 characters a cell refused a long answer (a report, code) that
+# any other format takes. Set once, for the process, on import of the parsers every reader uses.
+csv.field_size_limit(sys.maxsize)
 
 
 class ParseError(ValueError):
