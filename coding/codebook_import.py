@@ -71,9 +71,13 @@ def _decode(data: bytes, filename: str) -> str:
     if len(data) > MAX_BYTES:
         raise CodebookImportError([f"{filename}: the file is larger than {human_size(MAX_BYTES)}, the most a codebook file may be."])
     try:
-        return data.decode("utf-8-sig")
+        text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise CodebookImportError([f"{filename}: not UTF-8 text (byte {exc.start}); save the spreadsheet as CSV UTF-8."]) from exc
+    if (at := text.find("\x00")) >= 0:  # UTF-16 without a byte-order mark reads as UTF-8 full of them
+        raise CodebookImportError([f"{filename}, line {text.count(chr(10), 0, at) + 1}: a NUL character (byte 0x00), "
+                                   "which no text may hold; save the spreadsheet as CSV UTF-8."])
+    return text
 
 
 def rows_from_csv(data: bytes, *, filename: str = "codebook.csv") -> list[Row]:
@@ -83,7 +87,7 @@ def rows_from_csv(data: bytes, *, filename: str = "codebook.csv") -> list[Row]:
         dialect = csv.Sniffer().sniff(text[:4096], delimiters=",;\t")
     except csv.Error:
         dialect = csv.excel
-    reader = csv.reader(io.StringIO(text), dialect)
+    reader = csv.reader(io.StringIO(text, newline=""), dialect)  # newline="": a lone CR (Excel for Mac) ends a line too
     try:
         header = next(reader)
     except StopIteration:

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 
 from conduct.answering import deployment_base_url
 from conduct.models import EndpointKey, LiveEndpoint
-from conduct.services import guide_name_checked
+from conduct.services import KEY_LABEL_TAKEN, guide_name_checked
 from conduct.throttle import DEFAULT_MAX_IN_FLIGHT
 from interviews.models import Guide, GuideVersion, Participant
 from interviews.services import participant_label_taken
@@ -189,7 +189,7 @@ class EndpointKeyForm(forms.Form):
     def clean_label(self) -> str:
         label = self.cleaned_data["label"].strip()
         if EndpointKey.objects.filter(project=self.project, label=label).exists():
-            raise ValidationError("A key with this label is already stored.")
+            raise ValidationError(KEY_LABEL_TAKEN)
         return label
 
 

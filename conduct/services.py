@@ -128,6 +128,9 @@ def _checked_endpoint_url(url: str, field: str) -> str:
     return url
 
 
+KEY_LABEL_TAKEN = "A key with this label is already stored."
+
+
 @transaction.atomic
 def endpoint_key_store(*, project: Project, user: Any, label: str, plain_key: str, base_url: str) -> EndpointKey:
     """Encrypt and store a project's API key, bound to the one endpoint it may be sent to.
@@ -147,7 +150,8 @@ def endpoint_key_store(*, project: Project, user: Any, label: str, plain_key: st
         created_by=user,
     )
     key.full_clean()
-    key.save()
+    with name_kept_unique("unique_endpoint_key_label", ValidationError({"label": KEY_LABEL_TAKEN})):
+        key.save()
     audit_record(project=project, actor=user, action=AuditEvent.Action.CREATED, target=key,
                  summary=f"API key “{key.label}” stored for {key.base_url}")
     return key

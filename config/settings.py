@@ -78,6 +78,7 @@ MIDDLEWARE = [
     # After DatabaseUnavailableMiddleware: a cancelled statement is an OperationalError it must not see first.
     "projects.middleware.StatementTimeoutMiddleware",
     "projects.middleware.MemoryLimitMiddleware",
+    "projects.middleware.DatabaseRefusedMiddleware",
     "projects.middleware.MalformedParameterMiddleware",
 ]
 

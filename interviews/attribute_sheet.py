@@ -158,7 +158,7 @@ def _csv_grid(filename: str, data: bytes) -> list[list[Any]]:
     except csv.Error:
         dialect = csv.excel
     try:
-        return _grid(filename, csv.reader(io.StringIO(text), dialect))
+        return _grid(filename, csv.reader(io.StringIO(text, newline=""), dialect))  # a lone CR (Excel for Mac) ends a line too
     except csv.Error as exc:
         raise SheetError(f"{filename}: not a readable CSV file ({exc}).") from None
 

@@ -9,6 +9,7 @@ because rows written inside the open transaction are invisible to the page polli
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import time
 import uuid
@@ -49,6 +50,8 @@ from projects.copy import copy_into, next_ids
 from projects.jobs import enqueue
 from projects.models import AuditEvent, Project
 from projects.names import name_key, normalised_name
+
+log = logging.getLogger(__name__)
 
 # Turns per bulk insert: large enough for few round trips, small enough to keep memory
 # flat on a 1,000-conversation export and the progress bar moving.
@@ -281,6 +284,10 @@ def importjob_create(*, project: Project, user, uploads: list[UploadedFile], for
 # A worker past its memory ceiling (config/memory.py) fails the job with this instead of leaving it running.
 OUT_OF_MEMORY = ("Reading these files needed more memory than a worker process may use (RTA_MEMORY_LIMIT_MB). "
                  "Nothing was imported; split the upload into smaller files and import them one by one.")
+# An error no check foresaw (a bug, a value the database refuses): the job fails saying so, where the sweeper would
+# otherwise send it again every minute to fail the same way, and the page show it running for ever.
+IMPORT_FAILED = ("The import stopped on an error of ours ({name}). Nothing was imported. Try again; if it keeps "
+                 "failing, tell the maintainers.")
 FILES_GONE = ("The uploaded files are no longer kept (uploads wait RTA_JOB_FILES_KEEP_DAYS days for their import). "
               "Nothing was imported; upload them again.")
 
@@ -310,6 +317,11 @@ def importjob_preview(*, job_id: int) -> ImportJob | None:
         return job
     except BlobMissing:
         _finish(job, ImportJob.Status.FAILED, errors=[FILES_GONE])
+        return job
+    except Exception as exc:
+        log.exception("import preview %s failed", job.pk)
+        _finish(job, ImportJob.Status.FAILED, errors=[IMPORT_FAILED.format(name=type(exc).__name__)])
+        job_files_delete(job)
         return job
     # The API may queue the import while the upload is still being read: then the job stays queued
     # (the import task runs next) and only the preview is added.
@@ -452,6 +464,9 @@ def importjob_run(*, job_id: int) -> ImportJob | None:
             _finish(job, ImportJob.Status.FAILED, errors=[OUT_OF_MEMORY])
         except BlobMissing:
             _finish(job, ImportJob.Status.FAILED, errors=[FILES_GONE])
+        except Exception as exc:  # import_batch's savepoint has rolled back whatever it wrote
+            log.exception("import %s failed", job.pk)
+            _finish(job, ImportJob.Status.FAILED, errors=[IMPORT_FAILED.format(name=type(exc).__name__)])
         else:
             _finish(job, ImportJob.Status.DONE, summary=summary.to_json())
     # Uploads are not kept once the import has landed (or failed for good).

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import math
 import random
 import re
 from collections import defaultdict
@@ -268,11 +270,26 @@ def _jsonl_records(filename: str, data: BinaryIO) -> Iterable[tuple[int, dict[st
                                   f"expected {exc.expected}).") from None
         if not isinstance(record, dict):
             raise ItemImportError(f"{filename}, line {number}: expected a JSON object with one item's fields.")
+        if (field_value := _not_finite(record)) is not None:
+            raise ItemImportError(f"{filename}, line {number}, field “{field_value[0]}”: {json.dumps(field_value[1])} is "
+                                  "not a number JSON can hold; write null or a finite number.")
         if len(record) > MAX_COLUMNS:
             raise ItemImportError(f"{filename}, line {number}: {len(record):,} fields; an item may have at most "
                                   f"{MAX_COLUMNS}.")
         counter.add(number, len(record))
         yield number, record
+
+
+def _not_finite(record: dict[str, Any]) -> tuple[str, float] | None:
+    """The first field holding (at any depth) NaN or an infinity, which Python's JSON reader accepts (NaN, Infinity,
+    1e999) but neither JSON nor PostgreSQL's jsonb can store: (field, value)."""
+    def first(value: Any) -> float | None:
+        if isinstance(value, float):
+            return None if math.isfinite(value) else value
+        inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        return next((found for item in inner if (found := first(item)) is not None), None)
+
+    return next(((key, found) for key, value in record.items() if (found := first(value)) is not None), None)
 
 
 def item_rows(

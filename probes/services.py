@@ -20,6 +20,7 @@ from probes.prompting import ParseError, agent_steps, item_fields, parse, placeh
 from projects.audit import audit_record, audit_record_many
 from projects.models import AuditEvent, Project
 from projects.names import name_kept_unique, normalised_name
+from projects.text import shortened
 from projects.trash import trash_move
 
 # -- the probe ----------------------------------------------------------------
@@ -167,7 +168,9 @@ def condition_save(*, probe: Probe, condition: Condition | None, user: Any, name
     condition = condition or Condition(probe=probe)
     condition.name = name.strip()
     condition.full_clean()
-    condition.save()
+    taken = ValidationError({"name": f"There is already a condition named “{condition.name}” in this probe."})
+    with name_kept_unique("unique_condition_name", taken):
+        condition.save()
     latest = condition.versions.order_by("-number").first()
     if latest and all(getattr(latest, key) == value for key, value in fields.items()):
         return latest
@@ -201,6 +204,11 @@ def condition_delete(*, condition: Condition, user: Any) -> None:
 def _check_version(probe: Probe, version: ConditionVersion) -> None:
     if not version.labels:
         raise ValidationError({"labels": "List the labels the model may answer with, e.g. “woman, man”."})
+    # An answer keeps the label it gives in a column of this size: a longer one would fail every answer giving it.
+    limit = Answer._meta.get_field("label").max_length
+    if too_long := next((label for label in version.labels if len(label) > limit), None):
+        raise ValidationError({"labels": f"“{shortened(too_long, 41)}” is {len(too_long)} characters long; a label may "
+                                         f"have at most {limit}."})
     _check_keys(version)
     first = probe.items.order_by("position").first()
     known = set(item_fields(first)) if first else {"text"}

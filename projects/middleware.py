@@ -8,7 +8,7 @@ from collections.abc import Iterable, Mapping
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import InterfaceError, OperationalError, connections
+from django.db import DataError, IntegrityError, InterfaceError, OperationalError, connections
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.template.loader import render_to_string
 
@@ -202,6 +202,42 @@ class MemoryLimitMiddleware:
         if request.path.startswith("/api/"):
             return JsonResponse({"detail": problem}, status=503)
         return HttpResponse(render_to_string("503.html", {"reason": "memory", "problem": problem}), status=503)
+
+
+CONFLICT = ("This was not saved: it clashes with something saved at the same moment (by a colleague, another tab, or "
+            "the same form sent twice). Nothing was saved. Reload the page to see what is there now, then try again.")
+
+
+UNSTORABLE = ("This was not saved: it holds a value the database cannot store (longer than its field allows, a number "
+              "out of range, or a NUL character). Nothing was saved. Shorten or correct what you sent, then try again.")
+
+
+class DatabaseRefusedMiddleware:
+    """A write the database refuses, for a rule or a value no check caught, gets a clear answer instead of a 500 quoting
+    the database: a 409 for a rule two people broke at the same moment, a 400 for a value it cannot store.
+
+    Services check first and give their own messages (the field, the row; projects.names.name_kept_unique for races);
+    this is the net under what they miss. The service's transaction has rolled back: nothing was saved.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if isinstance(exception, IntegrityError):
+            problem, code, status = CONFLICT, "conflict", 409
+        elif isinstance(exception, DataError):
+            problem, code, status = UNSTORABLE, "unstorable", 400
+        else:
+            return None
+        logger.warning("Write refused by the database on %s %s: %s", request.method, request.path, exception)
+        if request.path.startswith("/api/"):
+            return JsonResponse({"detail": problem, "code": code}, status=status)
+        # No request context: rendering must not query a connection whose transaction may be aborted.
+        return HttpResponse(render_to_string("not_saved.html", {"problem": problem}), status=status)
 
 
 class MalformedParameterMiddleware:

@@ -35,9 +35,9 @@ def name_key(name: str | None) -> str:
 
 @contextmanager
 def name_kept_unique(constraint: str, taken: ValidationError, recheck: Callable[[], object] | None = None) -> Iterator[None]:
-    """Around the save of a name checked free: someone (a colleague, a double click) who took it between the check
-    and the save meets the database's `constraint`, and the writer gets a refusal, not an error page: the check's
-    own (`recheck()`, naming who has the name), else `taken`."""
+    """Around the save of a name (or any row a unique `constraint` guards) checked free: someone (a colleague, a double
+    click) who took it between the check and the save meets the database's `constraint`, and the writer gets a
+    refusal, not an error page: the check's own (`recheck()`, naming who has the name), else `taken`."""
     try:
         with transaction.atomic():
             yield

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from projects.audit import audit_record
 from projects.models import AuditEvent, Invitation, Membership, Project, Role
+from projects.names import name_kept_unique
 
 User = get_user_model()
 logger = logging.getLogger(__name__)
@@ -52,7 +53,8 @@ def membership_add(*, project: Project, actor, username_or_email: str, role: str
         raise ValidationError({"user": f"{user.username} is already a member of this project."})
     membership = Membership(project=project, user=user, role=role)
     membership.full_clean()
-    membership.save()
+    with name_kept_unique("unique_membership", ValidationError({"user": f"{user.username} is already a member of this project."})):
+        membership.save()  # a colleague (or another tab) may have added them since the check
     audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=membership, target_type="membership", summary=f"{user.username} added as {role}")
     return membership
 

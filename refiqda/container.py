@@ -88,6 +88,10 @@ class QdpxArchive:
                 raise UnsafeInputError(
                     f"member {info.filename!r} points outside the archive (path traversal)",
                     where=self.name)
+            if info.flag_bits & 0x1:  # zipfile would only ask for the password once the member is read
+                raise QdpxError(
+                    f"member {info.filename!r} is encrypted; export the project again without a password",
+                    where=self.name)
             if info.file_size > self.limits.max_member_bytes:
                 raise UnsafeInputError(
                     f"member {info.filename!r} unpacks to {info.file_size} bytes, more than the "

@@ -103,7 +103,13 @@ def _datetime(el: etree._Element, attr: str, ctx: _Ctx) -> dt.datetime | None:
     except ValueError:
         ctx.warn(el, f"{attr}={raw!r} is not a date and time; ignored")
         return None
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    value = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    try:
+        value.astimezone(dt.UTC)  # as it is stored: 1 BC or the year 10000 would be stored, then never load again
+    except OverflowError:
+        ctx.warn(el, f"{attr}={raw!r} falls outside the years 1 to 9999 in UTC; ignored")
+        return None
+    return value
 
 
 def _bool(raw: str | None, default: bool = True) -> bool:

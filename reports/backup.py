@@ -30,14 +30,17 @@ of the people mapped to accounts.
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime as dt
 import decimal
 import functools
 import io
 import itertools
 import json
+import logging
 import uuid
 import zipfile
+import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -48,14 +51,18 @@ from django.apps import apps
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxLengthValidator, MaxValueValidator, MinValueValidator
 from django.db import DatabaseError, models, transaction
 from django.utils import timezone
 
+from interviews.parsers.base import storable
 from projects import safejson
 from projects.audit import audit_record
 from projects.copy import insert_all
 from projects.models import AuditEvent, Membership, Project, Role
 from reports.models import PersonName
+
+log = logging.getLogger(__name__)
 
 FORMAT = "rta-studio-project-backup"
 VERSION = 1
@@ -317,6 +324,9 @@ class _Archive:
         total = 0
         for info in self.zf.infolist():
             total += info.file_size
+            if info.flag_bits & 0x1:  # zipfile would only ask for the password once the member is read
+                raise BackupError(f"{name}: member {info.filename!r} is encrypted; a project backup is written without "
+                                  "a password")
             if info.file_size > MAX_MEMBER_BYTES or (info.file_size > 1 << 20 and info.file_size > MAX_RATIO * max(info.compress_size, 1)):
                 raise BackupError(f"{name}: member {info.filename!r} is too large or too compressed (a ZIP bomb?)")
         limit = settings.RTA_MAX_UNCOMPRESSED_BYTES
@@ -336,7 +346,7 @@ class _Archive:
             raise BackupError(f"{self.name}: {member} unpacks to {info.file_size / 2**20:.1f} MB; it may be at most "
                               f"{cap / 2**20:.0f} MB")
         data = bytearray()
-        with self.zf.open(info) as fh:
+        with self.zf.open(info) as fh, self.intact(member):
             while chunk := fh.read(1 << 20):
                 data += chunk
                 if len(data) > cap:
@@ -357,7 +367,7 @@ class _Archive:
                               f"{cap / 2**20:.0f} MB")
         counter = _CountingReader(self.zf.open(info), cap)
         try:
-            with counter:
+            with counter, self.intact(member):
                 safejson.check_stream(counter)
         except safejson.JSONInputError as exc:
             raise BackupError(f"{self.name}: {member}: {exc}") from None
@@ -365,9 +375,19 @@ class _Archive:
             raise BackupError(f"{self.name}: {member} unpacks to more than {cap / 2**20:.0f} MB") from None
         return counter.rows
 
+    @contextlib.contextmanager
+    def intact(self, member: str) -> Iterator[None]:
+        """Around reading `member`: bytes that do not unpack (a download cut short, a file changed on the way) refuse
+        the backup naming the member, not the decompressor's words."""
+        try:
+            yield
+        except (zipfile.BadZipFile, zlib.error, EOFError):
+            raise BackupError(f"{self.name}: member {member!r} is damaged (it does not unpack); copy or download the "
+                              "backup again") from None
+
     def rows(self, member: str) -> Iterator[Any]:
         """A member's rows one at a time, parsed as they are read; `scan` it first (depth and number sizes)."""
-        with self.zf.open(self._info(member)) as fh:
+        with self.zf.open(self._info(member)) as fh, self.intact(member):
             if not fh.peek(64).lstrip().startswith(b"["):
                 raise BackupError(f"{self.name}: {member} is not a list of rows")
             try:
@@ -405,12 +425,47 @@ class _CountingReader(io.RawIOBase):
 
 def _remap_json(value: Any, uuids: dict[str, str]) -> Any:
     if isinstance(value, str):
+        if "\x00" in value:
+            raise ValidationError(NUL_REFUSED)
         return uuids.get(value.lower(), value)
     if isinstance(value, list):
         return [_remap_json(v, uuids) for v in value]
     if isinstance(value, dict):
-        return {uuids.get(k.lower(), k): _remap_json(v, uuids) for k, v in value.items()}
+        return {_remap_json(k, uuids): _remap_json(v, uuids) for k, v in value.items()}
     return value
+
+
+NUL_REFUSED = "it holds a NUL character, which cannot be stored"
+
+
+def _storable(f: models.Field, value: Any) -> Any:
+    """`value` as decoded, once it is known to fit `f` (its length, range and choices): a value the database would
+    refuse stops the restore at its row and field, not at the batch it is in with the database's own words."""
+    if value is None:
+        return value
+    if isinstance(value, str) and "\x00" in value:
+        raise ValidationError(NUL_REFUSED)
+    if isinstance(value, dt.datetime) and not storable(value):
+        raise ValidationError(f"{value.isoformat()} falls outside the years 1 to 9999 in UTC")
+    if value in f.empty_values:  # as Field.clean(): blank is for the model to allow, and it did when written
+        return value
+    if f.choices and value not in _choice_values(f):
+        raise ValidationError(f"{value!r} is not a valid choice")
+    for validator in _size_validators(f):
+        validator(value)
+    return value
+
+
+@functools.cache
+def _choice_values(f: models.Field) -> frozenset:
+    return frozenset(value for value, _ in f.flatchoices)
+
+
+@functools.cache
+def _size_validators(f: models.Field) -> tuple:
+    """The validators of what the column can hold (max_length, an integer's range); not the form's others (a URL's
+    shape), which a project kept what it was given."""
+    return tuple(v for v in f.validators if isinstance(v, MaxLengthValidator | MinValueValidator | MaxValueValidator))
 
 
 def _decode(f: models.Field, value: Any, uuids: dict[str, str]) -> Any:
@@ -427,6 +482,18 @@ def _decode(f: models.Field, value: Any, uuids: dict[str, str]) -> Any:
     if isinstance(f, models.CharField | models.TextField) and isinstance(value, str):
         return uuids.get(value.lower(), value)
     return f.to_python(value)
+
+
+def _refused(archive: str, plan: ModelPlan, rows: Sequence[dict], exc: DatabaseError) -> str:
+    """Why the database refused a batch of rows, in words: their rows and the rule (a constraint of the model) they
+    break; never the database's own text, which names tables and internals."""
+    where = f"{archive}: {plan.label} rows {rows[0]['pk']} to {rows[-1]['pk']}"
+    rule = getattr(getattr(exc.__cause__, "diag", None), "constraint_name", None)
+    if rule:
+        return (f"{where} break the rule “{rule}” (two rows that must differ, or a value out of bounds): the backup "
+                f"was changed after it was written. Nothing was restored.")
+    log.warning("restore of %s refused by the database", plan.label, exc_info=exc)
+    return f"{where}: a value the database cannot store. Nothing was restored."
 
 
 @dataclass
@@ -676,9 +743,11 @@ class _Restorer:
                 setattr(obj, f.attname, "")
             else:
                 try:
-                    setattr(obj, f.attname, _decode(f, raw, uuids))
+                    setattr(obj, f.attname, _storable(f, _decode(f, raw, uuids)))
                 except (ValidationError, ValueError, TypeError) as exc:
-                    raise BackupError(f"{self.archive.name}: {plan.label} row {row['pk']}, field {f.name}: {exc}") from None
+                    reason = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+                    raise BackupError(f"{self.archive.name}: {plan.label} row {row['pk']}, field {f.name}: "
+                                      f"{reason}") from None
         if plan.label == PROJECT_LABEL and self.name:
             obj.name = self.name[:200]
         return obj
@@ -691,7 +760,7 @@ class _Restorer:
         try:
             insert_all(plan.model, objs, raw=True)  # raw: the backed-up times, not "now"
         except DatabaseError as exc:
-            raise BackupError(f"{self.archive.name}: cannot restore {plan.label}: {exc}".strip()) from None
+            raise BackupError(_refused(self.archive.name, plan, rows, exc)) from None
         for row, obj in zip(rows, objs, strict=True):
             self.pk_maps[plan.label][row["pk"]] = obj.pk
             for attname in plan.fks:

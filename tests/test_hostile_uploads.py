@@ -6,6 +6,7 @@ external entities, oversized files. Each is refused with a clear message and lea
 from __future__ import annotations
 
 import io
+import json
 import tempfile
 import zipfile
 from pathlib import Path
@@ -193,3 +194,105 @@ def _assert_refused(response, filename: str) -> None:
     body = response.content.decode()
     alert = body[body.find('role="alert"'):][:600]
     assert 'role="alert"' in body and filename in alert, f"no clear message naming {filename}: {alert!r}"
+
+
+# --- dates a database cannot hold, in any imported file ----------------------------------------
+
+# Read as written, both are valid ISO dates, but in UTC (as the database stores them) they fall in 1 BC and in the
+# year 10000: PostgreSQL stores them, and then no page that reads the row can load it.
+UNSTORABLE_DATES = ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00"]
+
+
+def _pages_load(client, project) -> None:
+    for name in ("interviews:list", "interviews:statistics"):
+        assert client.get(reverse(name, args=[project.uuid])).status_code == 200, name
+    for interview in Interview.objects.filter(project=project):
+        assert client.get(reverse("interviews:interview_detail", args=[project.uuid, interview.uuid])).status_code == 200
+
+
+@pytest.mark.parametrize("stamp", UNSTORABLE_DATES)
+def test_a_chat_export_dated_beyond_what_can_be_stored_imports_without_the_date(project, owner, client_for, tmp_path,
+                                                                                stamp):
+    from interviews.services_import import import_paths
+
+    path = tmp_path / "conversations.json"
+    messages = [{"uuid": f"m{i}", "sender": sender, "text": f"Turn {i}.", "created_at": stamp,
+                 "content": [{"type": "text", "text": f"Turn {i}."}]} for i, sender in enumerate(["human", "assistant"])]
+    path.write_text(json.dumps([{"uuid": "c1", "name": "Dated", "created_at": stamp, "chat_messages": messages}]))
+    import_paths(project=project, user=owner, paths=[str(path)])
+    assert Interview.objects.get(project=project).conducted_at is None
+    _pages_load(client_for(owner), project)
+
+
+@pytest.mark.parametrize("stamp", UNSTORABLE_DATES)
+def test_a_turn_table_dated_beyond_what_can_be_stored_is_refused_naming_the_row(project, owner, tmp_path, stamp):
+    from interviews.parsers import ParseError
+    from interviews.services_import import import_paths
+
+    path = tmp_path / "turns.csv"
+    path.write_text(f"speaker,text,timestamp\nUser,Hello.,2025-03-01T10:00:00\nAssistant,Hi.,{stamp}\n")
+    with pytest.raises(ParseError, match=r"turns\.csv: line 3, column 'timestamp'.*years 1 to 9999"):
+        import_paths(project=project, user=owner, paths=[str(path)])
+    assert not Interview.objects.filter(project=project).exists()
+
+
+@pytest.mark.parametrize("stamp", UNSTORABLE_DATES)
+def test_a_qdpx_dated_beyond_what_can_be_stored_imports_without_the_date_and_says_so(owner, client_for, stamp):
+    from refiqda.tests.helpers import G, codebook, make_zip, project_xml
+    from reports.exchange import project_import_qdpx
+
+    body = (codebook((1, "c1")) + f'<Sources><TextSource guid="{G(50)}" name="doc" creationDateTime="{stamp}" '
+            f'plainTextPath="internal://{G(50)}.txt"/></Sources>')
+    content = make_zip({"project.qde": project_xml(body), f"sources/{G(50)}.txt": "Hello there."})
+    result = project_import_qdpx(source=content, owner=owner, filename="dated.qdpx")
+    assert any(f"creationDateTime={stamp!r}" in w for w in result.warnings), result.warnings
+    assert Interview.objects.get(project=result.project).conducted_at is None
+    _pages_load(client_for(owner), result.project)
+
+
+# --- damaged archives: bytes that do not unpack ---------------------------------------------------
+
+def _workbook(rows: list[list]) -> bytes:
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    for row in rows:
+        book.active.append(row)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()
+
+
+def test_a_damaged_transcript_zip_is_refused_naming_the_file(project, analyst, client_for):
+    from refiqda.tests.helpers import damaged
+
+    export = _zip({"conversations.json": json.dumps([{"uuid": "c", "name": "n", "chat_messages": [
+        {"uuid": "m", "sender": "human", "text": "Hello there. " * 100, "content": []}]}]).encode()})
+    response = _upload_transcripts(client_for(analyst), project, "export.zip", damaged(export, "conversations.json"))
+    _assert_refused(response, "export.zip")
+    assert not Interview.objects.filter(project=project).exists()
+
+
+def test_a_damaged_workbook_is_refused_naming_the_file_wherever_it_is_uploaded(project, analyst, client_for):
+    from interviews.models import Participant
+    from probes.services import probe_create
+    from refiqda.tests.helpers import damaged
+
+    def broken(rows):
+        return damaged(_workbook(rows), "xl/worksheets/sheet1.xml")
+
+    client = client_for(analyst)
+    turns = _upload_transcripts(client, project, "turns.xlsx", broken([["speaker", "text"]] + [["User", "Hi " * 50]] * 20))
+    _assert_refused(turns, "turns.xlsx")
+    participant = Participant.objects.create(project=project, label="GPT-4o")
+    sheet = client.post(reverse("interviews:participant_variables", args=[project.uuid]), {
+        "action": "upload", "sheet": SimpleUploadedFile("vars.xlsx", broken([["participant", "family"]] + [["GPT-4o", "GPT " * 50]] * 20))})
+    _assert_refused(sheet, "vars.xlsx")
+    participant.refresh_from_db()
+    assert participant.attributes == {}
+    probe = probe_create(project=project, user=analyst, name="Pilot")
+    items = client.post(reverse("probes:items_import", args=[project.uuid, probe.uuid]), {
+        "file": SimpleUploadedFile("items.xlsx", broken([["text", "label"]] + [["A review. " * 20, "a"]] * 20)),
+        "text_column": "text", "label_columns": "label"})
+    assert items.status_code == 400 and "items.xlsx" in items.content.decode()
+    assert not probe.items.exists()

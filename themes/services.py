@@ -595,7 +595,7 @@ def review_create(*, project: Project, actor, title: str, date: datetime.date, a
     review.full_clean()
     review.save()
     review.attendees.set(list(attendees))
-    for position, theme in enumerate(themes):
+    for position, theme in enumerate(dict.fromkeys(themes)):  # a theme is on an agenda once, however often sent
         AgendaItem.objects.create(review=review, theme=theme, theme_name=theme.name, position=position)
     snapshot_take(project=project, actor=actor, label=f"{review.title}: before", review=review)
     audit_record(project=project, actor=actor, action=AuditEvent.Action.CREATED, target=review, summary=f"Review meeting “{review.title}” scheduled")
@@ -614,7 +614,7 @@ def review_update(*, review: Review, actor, title: str, date: datetime.date, att
     live_items = AgendaItem.objects.filter(review=review, theme__isnull=False, theme__deleted_at__isnull=True)
     live_items.exclude(theme__in=list(themes)).delete()
     existing = {a.theme_id: a for a in AgendaItem.objects.filter(review=review)}
-    for position, theme in enumerate(themes):
+    for position, theme in enumerate(dict.fromkeys(themes)):  # a theme is on an agenda once, however often sent
         item = existing.get(theme.id) or AgendaItem(review=review, theme=theme, theme_name=theme.name)
         item.position = position
         item.save()

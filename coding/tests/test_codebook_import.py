@@ -268,3 +268,22 @@ def test_an_exported_codebook_csv_with_cells_a_spreadsheet_would_run_comes_back_
     response = c.post(reverse("coding:import", args=[other_project.uuid]), {"file": SimpleUploadedFile("book.csv", exported)})
     assert response.status_code == 302, response.content[:500]
     assert _fields(other_project) == _fields(project)
+
+
+@pytest.mark.parametrize("newline", [b"\r", b"\r\n", b"\n"])
+def test_a_csv_codebook_reads_whatever_its_line_endings(newline):
+    """Excel for Mac's “CSV (Macintosh)” ends lines with a lone CR; a definition may hold its own line breaks."""
+    data = newline.join([b"name,definition", b'Trust,"Belief in others.' + newline + b'Not faith."', b"Doubt,", b""])
+    rows = rows_from_csv(data, filename="mac.csv")
+    assert [row.name for row in rows] == ["Trust", "Doubt"]
+    assert rows[0].values["definition"].splitlines() == ["Belief in others.", "Not faith."]
+
+
+def test_a_csv_codebook_holding_a_nul_is_refused_naming_the_line(client_for, owner, project):
+    """PostgreSQL text cannot hold NUL; in a CSV it means the file is not the UTF-8 text it looks like."""
+    response = client_for(owner).post(reverse("coding:import", args=[project.uuid]),
+                                      {"file": SimpleUploadedFile("book.csv", b"name,definition\r\nTrust,Bel\x00ief\r\n")})
+    assert response.status_code == 400
+    assert ("book.csv, line 2: a NUL character (byte 0x00), which no text may hold; save the spreadsheet as CSV "
+            "UTF-8.") in response.content.decode()
+    assert not Code.objects.filter(project=project).exists()

@@ -7,6 +7,7 @@ import posixpath
 import re
 import stat
 import zipfile
+import zlib
 from dataclasses import dataclass
 from typing import IO
 
@@ -73,6 +74,11 @@ def unpacked_size(source: SourceFile) -> int:
 def is_zip(source: SourceFile) -> bool:
     with source.open() as f:
         return f.read(4) == b"PK\x03\x04"
+
+
+# What reading a ZIP member whose bytes do not unpack raises (a download cut short, a file changed on the way):
+# a bad CRC, a broken deflate stream, a member shorter than its header says.
+DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError)
 
 
 def check_zip(zf: zipfile.ZipFile, name: str, limits: Limits) -> list[zipfile.ZipInfo]:
@@ -146,10 +152,35 @@ def zip_sources(source: SourceFile, limits: Limits) -> list[SourceFile]:
 
 
 def _member_source(zf: zipfile.ZipFile, archive: str, info: zipfile.ZipInfo) -> SourceFile:
-    def opener() -> IO[bytes]:
-        return zf.open(info)
+    name = f"{archive}/{info.filename}"
 
-    return SourceFile(name=f"{archive}/{info.filename}", size=info.file_size, opener=opener)
+    def opener() -> IO[bytes]:
+        return io.BufferedReader(_Unpacking(zf.open(info), name))
+
+    return SourceFile(name=name, size=info.file_size, opener=opener)
+
+
+class _Unpacking(io.RawIOBase):
+    """A member as it unpacks: bytes that do not (a download cut short, a file changed on the way) are a ParseError
+    naming it, wherever a parser happens to reach them, not the decompressor's exception."""
+
+    def __init__(self, member: IO[bytes], name: str) -> None:
+        self.member, self.name = member, name
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:  # noqa: ANN001 - a writable buffer (memoryview, bytearray)
+        try:
+            data = self.member.read(len(buffer))
+        except DAMAGED:
+            raise ParseError(self.name, None, "a file that unpacks", "damaged bytes; copy or download it again") from None
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self.member.close()
+        super().close()
 
 
 def expand(source: SourceFile, limits: Limits) -> list[SourceFile]:
@@ -291,7 +322,7 @@ def check_xlsx(data: bytes | IO[bytes], name: str, limits: XlsxLimits | None = N
                 continue  # images: openpyxl's read-only mode never opens them
             try:
                 elements, entries, most, row = _scan_part(zf, info)
-            except (zipfile.BadZipFile, OSError, EOFError, ValueError, NotImplementedError) as e:
+            except (*DAMAGED, OSError, ValueError, NotImplementedError) as e:
                 raise ParseError(name, f"member {info.filename!r}", "an undamaged workbook", f"'{e}'") from None
             shared += entries
             if shared > limits.max_shared_strings:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,6 +20,11 @@ NOT_A_SPEAKER = "text"
 LABEL_CHOICES = (*SPEAKERS, NOT_A_SPEAKER)
 FORMATS = ("chatgpt", "claude", "openai", "sharegpt", "markdown", "text", "csv")
 UTF8_BOM = b"\xef\xbb\xbf"
+
+# Every CSV reader here (turn tables, probe items, codebooks, case variables) reads a file already held whole and
+# capped in size; the csv module's own cap of 131,072 characters a cell refused a long answer (a report, code) that
+# any other format takes. Set once, for the process, on import of the parsers every reader uses.
+csv.field_size_limit(sys.maxsize)
 
 
 class ParseError(ValueError):
@@ -359,7 +366,19 @@ def iso_to_datetime(value: Any) -> datetime | None:
         dt = datetime.fromisoformat(v)
     except ValueError:
         return None
-    return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    dt = dt if dt.tzinfo else dt.replace(tzinfo=UTC)
+    return dt if storable(dt) else None
+
+
+def storable(dt: datetime) -> bool:
+    """Whether the database can hold `dt`: in UTC, as it is stored, its year is 1 to 9999. PostgreSQL would also
+    store 1 BC or the year 10000 (0001-01-01T00:00+05:00, 9999-12-31T23:00-05:00), and then no page could load
+    the row."""
+    try:
+        dt.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
 
 
 def iso(dt: datetime | None) -> str | None:

@@ -144,7 +144,8 @@ def _turn(
         dt = iso_to_datetime(str(stamp))
         if dt is None:
             raise ParseError(name, f"{where}, column 'timestamp'",
-                             "a date and time such as 2025-03-01T14:30:00", repr(str(stamp)))
+                             "a date and time such as 2025-03-01T14:30:00, in the years 1 to 9999",
+                             repr(str(stamp)))
         meta["created_at"] = dt.isoformat()
     model = _cell(row, cols, "model")
     if model not in (None, ""):

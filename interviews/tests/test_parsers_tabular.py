@@ -95,3 +95,10 @@ def test_corrupt_xlsx_is_named():
 def test_header_only_is_refused():
     with pytest.raises(ParseError, match="expected at least one row after the header"):
         parse("turns.csv", b"speaker,text\n")
+
+
+def test_a_csv_turn_longer_than_pythons_default_field_limit_is_read_whole():
+    """The csv module stops at 131,072 characters a cell by default; an answer (a long report, code) can be longer."""
+    answer = "A sentence of a very long answer. " * 6000  # 204,000 characters
+    (conversation,) = parse("long.csv", f'speaker,text\nUser,Write it all.\nAssistant,"{answer}"\n'.encode())
+    assert conversation.turns[1].text == answer.strip() or conversation.turns[1].text == answer

@@ -76,6 +76,15 @@ def test_a_csv_sheet_sets_the_variables_it_names(client_for, analyst, project, m
     assert attrs(models["gpt"]) == {"family": "GPT", "params_b": 200}  # not in the sheet: untouched
 
 
+@pytest.mark.parametrize("newline", ["\r", "\r\n"])
+def test_a_csv_sheet_reads_whatever_its_line_endings(client_for, analyst, project, models, newline):
+    """Excel for Mac's “CSV (Macintosh)” ends lines with a lone CR."""
+    sheet = newline.join(["participant,family", "Claude,Claude", "Llama,Llama", ""]).encode()
+    response = client_for(analyst).post(url(project), {"sheet": SimpleUploadedFile("mac.csv", sheet), "action": "upload"})
+    assert response.status_code == 302
+    assert attrs(models["claude"]) == {"family": "Claude"} and attrs(models["llama"])["family"] == "Llama"
+
+
 def test_an_xlsx_sheet_keeps_numbers(client_for, analyst, project, models):
     data = xlsx([["Participant", "params_b"], ["Claude", 175], ["Llama", 70.5]])
     client_for(analyst).post(url(project), {"sheet": SimpleUploadedFile("vars.xlsx", data), "action": "upload"})

@@ -322,3 +322,45 @@ def test_a_text_of_many_turns_goes_to_the_worker_by_default(project, analyst):
     assert job.status == ImportJob.Status.ANALYSING
     small = importjob_create(project=project, user=analyst, uploads=[SimpleUploadedFile("short.txt", data[:20_000])])
     assert small.status == ImportJob.Status.UPLOADED and small.progress_total == 1
+
+
+def test_an_import_stopped_by_an_error_of_ours_fails_with_a_message_and_leaves_nothing(project, analyst, settings,
+                                                                                         tmp_path, monkeypatch):
+    """Not left “running” for the sweeper to send again every minute, failing the same way each time."""
+    from django.db import DataError
+
+    import interviews.services_import as services_import
+
+    settings.MEDIA_ROOT = tmp_path
+    job = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE)])
+    importjob_queue(job=job, options=ImportOptions(selected={c["key"] for c in job.preview["files"][0]["conversations"]}))
+
+    def refused(**kwargs):  # after the interviews are written, as a value no check foresaw would be refused
+        raise DataError("value too long for type character varying(300)")
+
+    monkeypatch.setattr(services_import, "audit_record_many", refused)
+    importjob_run(job_id=job.id)
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.FAILED
+    assert job.errors == ["The import stopped on an error of ours (DataError). Nothing was imported. Try again; if it "
+                          "keeps failing, tell the maintainers."]
+    assert Interview.objects.count() == 0
+
+
+def test_a_preview_stopped_by_an_error_of_ours_fails_with_a_message(project, analyst, settings, tmp_path, monkeypatch):
+    import interviews.services_import as services_import
+
+    settings.MEDIA_ROOT = tmp_path
+    settings.RTA_IMPORT_INLINE_PREVIEW_BYTES = 0  # read in the worker
+    job = importjob_create(project=project, user=analyst, uploads=[upload(CLAUDE)])
+    assert job.status == ImportJob.Status.ANALYSING
+
+    def broken(**kwargs):
+        raise KeyError("mapping")
+
+    monkeypatch.setattr(services_import, "preview_files", broken)
+    services_import.importjob_preview(job_id=job.id)
+    job.refresh_from_db()
+    assert job.status == ImportJob.Status.FAILED
+    assert job.errors == ["The import stopped on an error of ours (KeyError). Nothing was imported. Try again; if it "
+                          "keeps failing, tell the maintainers."]

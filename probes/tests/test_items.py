@@ -53,6 +53,19 @@ def test_bad_json_names_the_line():
         rows_of("r.jsonl", b'{"text": "A", "gender": "man"}\n{"text": \n')
 
 
+@pytest.mark.parametrize("value", ["NaN", "Infinity", "-Infinity", "1e999"])
+@pytest.mark.parametrize("field", ["gender", "stars", "meta"])
+def test_a_number_json_cannot_hold_names_the_line_and_field(value, field):
+    """Python reads NaN, Infinity and 1e999; neither JSON nor PostgreSQL's jsonb can store them."""
+    record = {"text": '"A"', "gender": '"man"', "stars": "4", "meta": '{"n": 1}'}
+    record[field] = value if field != "meta" else f'{{"n": {value}}}'
+    line = "{" + ", ".join(f'"{key}": {raw}' for key, raw in record.items()) + "}"
+    shown = "Infinity" if value == "1e999" else value  # as Python reads it
+    with pytest.raises(ItemImportError, match=rf"r\.jsonl, line 2, field “{field}”: {re.escape(shown)} is not a number "
+                                             "JSON can hold; write null or a finite number"):
+        rows_of("r.jsonl", b'{"text": "B", "gender": "woman"}\n' + line.encode() + b"\n")
+
+
 def test_an_unknown_extension_is_refused():
     with pytest.raises(ItemImportError, match="choose a .csv, .xlsx or .jsonl file"):
         rows_of("r.txt", b"")

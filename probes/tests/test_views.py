@@ -118,6 +118,18 @@ def test_a_condition_edit_is_a_new_version_and_bad_placeholders_are_named(answer
     assert "Not valid JSON" in bad_json.content.decode()
 
 
+def test_a_label_longer_than_an_answer_can_hold_is_refused_naming_it(probe, project, analyst, client_for):
+    """An answer stores its label in 200 characters: a longer allowed label would fail every answer that gives it,
+    in the worker, leaving the answer claimed and the run stalled."""
+    long_label = "a" * 201
+    response = client_for(analyst).post(url("condition_create", project, probe),
+                                        CONDITION_POST | {"labels": f"woman, {long_label}"})
+    assert response.status_code == 400
+    assert response.context["form"].errors["labels"] == [
+        f"“{long_label[:40]}…” is 201 characters long; a label may have at most 200."]
+    assert not Condition.objects.filter(probe=probe).exists()
+
+
 def test_the_rationales_become_interviews_with_attributes_and_segments(answered, project, analyst, client_for):
     condition = Condition.objects.get(probe=answered, name="Primed")
     target = url("to_interviews", project, answered, condition_uuid=condition.uuid)

@@ -53,3 +53,27 @@ def one_source_project(text: str, selections: list[tuple[int, int, str | None]],
 def escape_attr(s: str) -> str:
     return (s.replace("&", "&amp;").replace('"', "&quot;").replace("<", "&lt;")
             .replace("\r", "&#13;").replace("\n", "&#10;"))
+
+
+def encrypted(data: bytes, member: str) -> bytes:
+    """The archive with `member` marked as encrypted (as a ZIP tool with a password writes it); its bytes unchanged."""
+    out = bytearray(data)
+    name = member.encode()
+    for signature, flags, name_length, name_at in ((b"PK\x03\x04", 6, 26, 30), (b"PK\x01\x02", 8, 28, 46)):
+        at = out.find(signature)
+        while at >= 0:
+            length = int.from_bytes(out[at + name_length:at + name_length + 2], "little")
+            if bytes(out[at + name_at:at + name_at + length]) == name:
+                out[at + flags] |= 0x1
+            at = out.find(signature, at + 4)
+    return bytes(out)
+
+
+def damaged(data: bytes, member: str) -> bytes:
+    """The archive with `member`'s compressed bytes scrambled, as a download cut or changed on the way would leave it."""
+    info = zipfile.ZipFile(io.BytesIO(data)).getinfo(member)
+    out = bytearray(data)
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for at in range(start + 5, start + min(info.compress_size, 60)):
+        out[at] ^= 0x55
+    return bytes(out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 import time
 import zipfile
 
@@ -196,3 +197,11 @@ def test_source_with_a_utf16_bom_that_is_not_utf16_names_the_file(data):
     archive = make_zip({"project.qde": project_xml(body), f"sources/{G(5)}.txt": data})
     with pytest.raises(QdpxError, match=rf"{G(5)}\.txt: the text starts with a UTF-16 byte-order mark but is not UTF-16"):
         refiqda.read_project(archive)
+
+
+@pytest.mark.parametrize("member", ["project.qde", f"sources/{G(50)}.txt"])
+def test_an_encrypted_member_is_refused_naming_it(member):
+    from .helpers import encrypted, one_source_project
+
+    with pytest.raises(QdpxError, match=rf"x\.qdpx: member '{re.escape(member)}' is encrypted"):
+        refiqda.read_project(encrypted(one_source_project("hello world. " * 50, [(0, 5, None)]), member), name="x.qdpx")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import re
 import zipfile
 
 import pytest
@@ -361,6 +362,18 @@ def test_bad_archives_are_refused_and_leave_nothing_behind(demo_project, owner):
     assert (Project.objects.count(), get_user_model().objects.count()) == before
 
 
+@pytest.mark.parametrize("member", ["manifest.json", "data/interviews.turn.json"])
+@pytest.mark.parametrize("how,reason", [("encrypted", "is encrypted"), ("damaged", "is damaged")])
+def test_an_encrypted_or_damaged_member_is_refused_naming_it(demo_project, owner, member, how, reason):
+    from refiqda.tests import helpers
+
+    data = getattr(helpers, how)(_backup(demo_project), member)
+    before = Project.objects.count()
+    with pytest.raises(BackupError, match=rf"backup\.zip: member '{re.escape(member)}' {reason}"):
+        project_restore(source=data, owner=owner, people=_coders(demo_project))
+    assert Project.objects.count() == before
+
+
 def test_a_dangling_required_key_is_refused(demo_project, owner):
     good = _backup(demo_project)
     src = zipfile.ZipFile(io.BytesIO(good))
@@ -438,6 +451,58 @@ def test_a_value_of_the_wrong_type_names_the_model_row_and_field(demo_project, o
     before = Project.objects.count()
     with pytest.raises(BackupError, match=r"interviews.interview row \d+, field conducted_at"):
         project_restore(source=data, owner=owner, people=_coders(demo_project))
+    assert Project.objects.count() == before
+
+
+# A value the database cannot hold: refused before any row is written, naming the row and the field in words a
+# person can act on, never in the database's own (“character varying(300)”, “interviews_turn_position_check”).
+@pytest.mark.parametrize("member,field,value,reason", [
+    ("data/interviews.interview.json", "title", "x" * 301, "at most 300 characters (it has 301)"),
+    ("data/interviews.interview.json", "title", "a\x00b", "NUL character"),
+    ("data/interviews.interview.json", "status", "bogus", "not a valid choice"),
+    ("data/interviews.interview.json", "conducted_at", "0001-01-01T00:00:00+05:00", "outside the years 1 to 9999"),
+    ("data/interviews.interview.json", "conducted_at", "9999-12-31T23:59:59-05:00", "outside the years 1 to 9999"),
+    ("data/interviews.interview.json", "metadata", {"note": "a\x00b"}, "NUL character"),
+    ("data/interviews.turn.json", "position", -1, "greater than or equal to 0"),
+    ("data/interviews.turn.json", "position", 2**31, "less than or equal to 2147483647"),
+])
+def test_a_value_the_database_cannot_hold_names_the_model_row_and_field(demo_project, owner, member, field, value,
+                                                                        reason):
+    def change(rows):
+        rows[0]["fields"][field] = value
+
+    data = _edit_rows(_backup(demo_project), member, change)
+    before = Project.objects.count()
+    with pytest.raises(BackupError) as refused:
+        project_restore(source=data, owner=owner, people=_coders(demo_project))
+    label = member.removeprefix("data/").removesuffix(".json")
+    assert re.search(rf"{re.escape(label)} row \d+, field {field}: .*{re.escape(reason)}", str(refused.value)), \
+        str(refused.value)
+    assert Project.objects.count() == before
+
+
+def _same_code_name(rows):
+    rows[1]["fields"]["name"] = rows[0]["fields"]["name"].upper()
+
+
+def _empty_segment(rows):
+    rows[0]["fields"].update(start=5, end=0)
+
+
+@pytest.mark.parametrize("member,change,rule", [
+    ("data/coding.code.json", _same_code_name, "unique_live_code_name"),
+    ("data/interviews.segment.json", _empty_segment, "segment_not_empty"),
+])
+def test_rows_that_break_a_rule_of_the_database_name_the_rows_and_the_rule_in_words(demo_project, owner, member, change,
+                                                                                    rule):
+    data = _edit_rows(_backup(demo_project), member, change)
+    before = Project.objects.count()
+    with pytest.raises(BackupError) as refused:
+        project_restore(source=data, owner=owner, people=_coders(demo_project))
+    label = member.removeprefix("data/").removesuffix(".json")
+    message = str(refused.value)
+    assert re.search(rf"{re.escape(label)} rows \d+ to \d+ break the rule “{rule}”", message), message
+    assert "violates" not in message and "duplicate key" not in message and "relation" not in message
     assert Project.objects.count() == before
 
 

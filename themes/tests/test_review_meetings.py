@@ -211,3 +211,19 @@ def test_a_closed_meeting_page_costs_the_same_queries_with_more_agenda_items_and
     with django_assert_num_queries(len(queries.captured_queries)):
         html = client.get(large).content.decode()
     assert html.count("not applied before the meeting closed") == 11
+
+
+def test_a_theme_sent_twice_for_the_agenda_is_on_it_once(meeting, project, owner, analyst):
+    """The agenda holds a theme once (unique_agenda_theme): a repeated uuid, from a script or a form sent with a theme
+    ticked twice, was a database error."""
+    a, b, review = meeting["a"], meeting["b"], meeting["review"]
+    client = APIClient()
+    client.force_authenticate(analyst)
+    created = client.post(f"/api/projects/{project.uuid}/reviews/", {
+        "title": "Round 2", "date": "2026-11-29", "agenda": [str(b.uuid), str(a.uuid), str(b.uuid)]}, format="json")
+    assert created.status_code == 201, created.content
+    assert created.json()["agenda"] == [str(b.uuid), str(a.uuid)]
+    third = services.theme_create(project=project, actor=owner, name="Care")
+    services.review_update(review=review, actor=owner, title=review.title, date=review.date, attendees=[owner],
+                           themes=[third, a, third])
+    assert [item.theme for item in review.agenda.order_by("position")] == [third, a]
