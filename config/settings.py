@@ -79,6 +79,7 @@ MIDDLEWARE = [
     "projects.middleware.StatementTimeoutMiddleware",
     "projects.middleware.MemoryLimitMiddleware",
     "projects.middleware.MalformedParameterMiddleware",
+    "projects.middleware.FormOnlyAddressMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
