@@ -67,9 +67,19 @@ def upload_bytes(upload: Any) -> bytes:
     return upload.read(MAX_BYTES + 1)
 
 
+# Files people pick by mistake, by their first bytes: said by name rather than as a byte that is not UTF-8.
+NOT_CODEBOOKS = (
+    (b"PK\x03\x04", "an Excel workbook or another ZIP file (save the sheet as CSV UTF-8, or choose a .qdc or .qdpx)"),
+    (b"\xd0\xcf\x11\xe0", "an old Word or Excel file (save the sheet as CSV UTF-8)"),
+    (b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"), (b"%PDF", "a PDF document"),
+)
+
+
 def _decode(data: bytes, filename: str) -> str:
     if len(data) > MAX_BYTES:
         raise CodebookImportError([f"{filename}: the file is larger than {human_size(MAX_BYTES)}, the most a codebook file may be."])
+    if kind := next((kind for magic, kind in NOT_CODEBOOKS if data.startswith(magic)), None):
+        raise CodebookImportError([f"{filename}: expected a codebook as CSV (UTF-8) or a REFI-QDA .qdc or .qdpx file, found {kind}."])
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -340,12 +340,16 @@ def _windows_in_thread(run_id: int, windows: list[int]) -> None:
 
 
 @transaction.atomic
-def run_cancel(*, run: SuggestionRun, user: Any) -> None:
-    """Stop asking: windows not yet sent are skipped; suggestions already made stay for review."""
-    if run.status == SuggestionRun.Status.RUNNING:
-        SuggestionRun.objects.filter(pk=run.pk).update(status=SuggestionRun.Status.CANCELLED, finished_at=timezone.now())
+def run_cancel(*, run: SuggestionRun, user: Any) -> bool:
+    """Stop asking: windows not yet sent are skipped; suggestions already made stay for review.
+
+    False when the run had already finished (or was cancelled): nothing changes."""
+    cancelled = SuggestionRun.objects.filter(pk=run.pk, status=SuggestionRun.Status.RUNNING).update(
+        status=SuggestionRun.Status.CANCELLED, finished_at=timezone.now())
+    if cancelled:
         audit_record(project=run.project, actor=user, action=AuditEvent.Action.CHANGED, target=run,
                      summary="AI suggestion run cancelled")
+    return bool(cancelled)
 
 
 @transaction.atomic

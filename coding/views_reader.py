@@ -169,8 +169,10 @@ def _refine_links(run: SuggestionRun) -> list[tuple[Code, str]]:
 def reader_cancel(request: HttpRequest, project_uuid: UUID, run_uuid: UUID) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     run = get_object_or_404(SuggestionRun, project=membership.project, uuid=run_uuid)
-    reader.run_cancel(run=run, user=request.user)
-    messages.success(request, "Run cancelled: nothing more is sent; its suggestions stay for review.")
+    if reader.run_cancel(run=run, user=request.user):
+        messages.success(request, "Run cancelled: nothing more is sent; its suggestions stay for review.")
+    else:
+        messages.info(request, "This run had already finished: there was nothing to cancel.")
     return redirect("coding:reader_run", project_uuid=project_uuid, run_uuid=run_uuid)
 
 

@@ -80,6 +80,7 @@ MIDDLEWARE = [
     "projects.middleware.MemoryLimitMiddleware",
     "projects.middleware.DatabaseRefusedMiddleware",
     "projects.middleware.MalformedParameterMiddleware",
+    "projects.middleware.FormOnlyAddressMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"

@@ -8,7 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from projects import views_tokens
 from projects.ratelimit import RateLimitedLoginView, RateLimitedPasswordChangeView, admin_login
-from projects.views import healthz
+from projects.views import favicon, healthz
 from reports.views import project_home
 from reports.views_exchange import import_job, import_job_discard, import_job_send_again, import_project
 
@@ -54,6 +54,7 @@ urlpatterns = [
     path("p/<uuid:project_uuid>/", include(project_pages)),
     path("accounts/", include(accounts)),
     path("healthz", healthz, name="healthz"),
+    path("favicon.ico", favicon, name="favicon"),
     path("api/", include(api)),
     path("", include("projects.urls")),
     path("import/", import_project, name="exchange_import"),

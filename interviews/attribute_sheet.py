@@ -53,15 +53,21 @@ class Sheet:
     removed: frozenset[str] = frozenset()  # variables whose column was renamed or cleared in the table
 
 
-def read_sheet(filename: str, data: bytes) -> Sheet:
-    """A CSV or XLSX file as a Sheet; a clear error naming the file, row and column when it cannot be read."""
+PARTICIPANT_LAYOUT = "first column: participant; one column per case variable"
+INTERVIEW_LAYOUT = "first column: the interview’s title or uuid; one column per attribute"
+
+
+def read_sheet(filename: str, data: bytes, *, layout: str = PARTICIPANT_LAYOUT) -> Sheet:
+    """A CSV or XLSX file as a Sheet; a clear error naming the file, row and column when it cannot be read.
+
+    `layout` is what the sheet should hold, said when the file is of another type."""
     lower = filename.lower()
     if lower.endswith(".csv"):
         grid = _csv_grid(filename, data)
     elif lower.endswith(".xlsx"):
         grid = _xlsx_grid(filename, data)
     else:
-        raise SheetError(f"{filename}: upload a .csv or .xlsx file (first column: participant; one column per case variable).")
+        raise SheetError(f"{filename}: upload a .csv or .xlsx file ({layout}).")
     if not grid:
         raise SheetError(f"{filename}: the sheet is empty.")
     header = [str(v).strip() if v is not None else "" for v in grid[0]]

@@ -12,7 +12,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from interviews.attribute_sheet import SheetError, read_sheet, sheet_attributes, sheet_interview_attributes, table_sheet
+from interviews.attribute_sheet import (
+    INTERVIEW_LAYOUT,
+    PARTICIPANT_LAYOUT,
+    SheetError,
+    read_sheet,
+    sheet_attributes,
+    sheet_interview_attributes,
+    table_sheet,
+)
 from interviews.forms import AttributeFormSet, ParticipantForm, attribute_initial, shown_value
 from interviews.models import Interview, Participant
 from interviews.services import interview_attributes_set, participant_attributes_set, participant_update
@@ -95,22 +103,22 @@ def _save_variables(request: HttpRequest, project, participants: list[Participan
     """Apply the posted table or sheet; what changed, as the message to show."""
     if request.POST.get("action") == "interviews":
         interviews = list(Interview.objects.alive().filter(project=project).only("id", "uuid", "title", "metadata", "project"))
-        changes = sheet_interview_attributes(_uploaded_sheet(request), interviews)
+        changes = sheet_interview_attributes(_uploaded_sheet(request, layout=INTERVIEW_LAYOUT), interviews)
         n = interview_attributes_set(actor=request.user, attributes=changes)
         return f"Interview attributes saved: {n} interview{'s' if n != 1 else ''} changed."
-    sheet = _uploaded_sheet(request) if request.POST.get("action") == "upload" else _table_sheet(request, participants)
+    sheet = _uploaded_sheet(request, layout=PARTICIPANT_LAYOUT) if request.POST.get("action") == "upload" else _table_sheet(request, participants)
     by = {str(getattr(p, sheet.keyed_by)): p for p in participants}
     n = participant_attributes_set(actor=request.user, attributes=sheet_attributes(sheet, by))
     return f"Case variables saved: {n} participant{'s' if n != 1 else ''} changed."
 
 
-def _uploaded_sheet(request: HttpRequest):
+def _uploaded_sheet(request: HttpRequest, *, layout: str):
     upload = request.FILES.get("sheet")
     if upload is None:
         raise SheetError("Choose a CSV or XLSX file to upload.")
     if upload.size > MAX_SHEET_BYTES:
         raise SheetError(f"{upload.name}: larger than 2 MB; a sheet of attributes is much smaller.")
-    return read_sheet(upload.name, upload.read())
+    return read_sheet(upload.name, upload.read(), layout=layout)
 
 
 def _table_sheet(request: HttpRequest, participants: list[Participant]):

@@ -245,6 +245,9 @@ def run_start(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> Htt
 def run_cancel(request: HttpRequest, project_uuid: UUID, probe_uuid: UUID) -> HttpResponse:
     membership = writer_or_403(request, project_uuid)
     probe = _probe(membership, probe_uuid)
+    if probe.run_state != Probe.RunState.RUNNING:
+        messages.info(request, "This probe was not running: there was nothing to cancel.")
+        return redirect("probes:detail", project_uuid=project_uuid, probe_uuid=probe.uuid)
     services.run_cancel(probe=probe)
     messages.success(request, "Run cancelled: answers already asked are kept; Run again resumes the rest.")
     return redirect("probes:detail", project_uuid=project_uuid, probe_uuid=probe.uuid)

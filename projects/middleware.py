@@ -9,8 +9,10 @@ from collections.abc import Iterable, Mapping
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import DataError, IntegrityError, InterfaceError, OperationalError, connections
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseNotAllowed, JsonResponse
+from django.shortcuts import render
 from django.template.loader import render_to_string
+from django.urls import reverse
 
 from config.env import TRUSTED_FORWARDED_PROTO_META
 
@@ -267,6 +269,28 @@ class MalformedParameterMiddleware:
         if not isinstance(exception, ValidationError):
             return None
         return _bad_request(request, malformed_parameter_message(exception, [request.GET, request.POST]))
+
+
+class FormOnlyAddressMiddleware:
+    """A page opened at an address that only receives forms says so and links back, instead of a blank 405.
+
+    Browsers open such an address with GET after signing in again (the login's ?next= is the address the
+    form was sent to), from the address bar or history after a refused form, or from a bookmark. htmx
+    requests and other methods keep the plain 405; the API answers its own.
+    """
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if not isinstance(response, HttpResponseNotAllowed) or request.method != "GET" or request.htmx:
+            return response
+        project_uuid = request.resolver_match.kwargs.get("project_uuid") if request.resolver_match else None
+        home = reverse("project_home", args=[project_uuid]) if project_uuid else None
+        page = render(request, "405.html", {"project_home": home}, status=405)
+        page["Allow"] = response["Allow"]
+        return page
 
 
 def _nul_parameter(request: HttpRequest) -> str | None:

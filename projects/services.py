@@ -212,6 +212,15 @@ def invitation_accept_new_user(*, invitation: Invitation, username: str, passwor
     return invitation_accept(invitation=invitation, user=user)
 
 
+# Mail backends that deliver to nobody: development's default prints emails in the server's console.
+UNDELIVERED_MAIL_BACKENDS = {"django.core.mail.backends.console.EmailBackend", "django.core.mail.backends.dummy.EmailBackend"}
+
+
+def mail_server_configured() -> bool:
+    """Whether an email sent here reaches its recipient (False under `make run`'s console backend)."""
+    return settings.MAILERS["default"]["BACKEND"] not in UNDELIVERED_MAIL_BACKENDS
+
+
 def invitation_send_email(*, invitation: Invitation, link: str) -> bool:
     """Email the invitation link; False when the mail server refused (the owner still has the link to pass on)."""
     inviter = "A project owner"

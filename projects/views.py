@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.templatetags.static import static
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.celery import app as celery_app
@@ -136,6 +137,12 @@ def positionality(request: HttpRequest, project_uuid) -> HttpResponse:
             messages.success(request, "Positionality statement saved.")
             return redirect("projects:members", project_uuid=project_uuid)
     return render(request, "projects/positionality.html", {"project": membership.project, "membership": membership, "form": form})
+
+
+@require_GET
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask /favicon.ico for documents that name no icon (JSON records, API answers): not a 404."""
+    return redirect(static("favicon.svg"), permanent=True)
 
 
 @require_GET

@@ -34,8 +34,13 @@ def invitation_link_share(request: HttpRequest, issued: services.IssuedInvitatio
     """Email the new link and keep it for the members page to show once."""
     link = request.build_absolute_uri(reverse("projects:invitation_accept", args=[issued.token]))
     sent = services.invitation_send_email(invitation=issued.invitation, link=link)
-    request.session[NEW_LINK_SESSION_KEY] = {"email": issued.invitation.email, "url": link, "sent": sent}
-    if sent:
+    no_mail_server = not services.mail_server_configured()
+    request.session[NEW_LINK_SESSION_KEY] = {"email": issued.invitation.email, "url": link,
+                                             "sent": sent and not no_mail_server, "no_mail_server": no_mail_server}
+    if no_mail_server:
+        messages.warning(request, f"No mail server is set up here, so no email went to {issued.invitation.email}: "
+                                  "copy the link below and pass it on yourself.")
+    elif sent:
         messages.success(request, f"Invitation sent to {issued.invitation.email}.")
     else:
         messages.warning(request, f"The email to {issued.invitation.email} could not be sent: copy the link below and pass it on yourself.")

@@ -574,6 +574,9 @@ def _people(archive_name: str, plans: dict[str, ModelPlan],
 def _manifest(archive: _Archive) -> tuple[dict, dict[str, ModelPlan], dict[str, str]]:
     """The manifest, the plans and each backed-up model's member, checked before any row is read: the project
     row first (exactly one), and the members' unpacked sizes against what a restore may hold."""
+    if "manifest.json" not in archive.zf.namelist():
+        raise BackupError(f"{archive.name}: not an RTA Studio project backup (it holds no manifest.json); a .qdpx from a "
+                          "QDA tool is imported under “From another QDA tool”")
     manifest = archive.json("manifest.json", cap=MAX_MANIFEST_BYTES)
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise BackupError(f"{archive.name}: not an RTA Studio project backup (manifest format is not {FORMAT!r})")

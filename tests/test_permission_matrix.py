@@ -33,6 +33,7 @@ PUBLIC = {
     "login": "The login page itself.",
     "logout": "Logging out is harmless for anyone.",
     "healthz": "Load balancer health check; tells nothing about projects.",
+    "favicon": "A redirect to the app's icon, asked by browsers before any login.",
     "api-schema": "The API's shape is not confidential; data stays behind authentication.",
     "api-docs": "Interactive docs for the public schema.",
     "projects:invitation_accept": "Public by token: the link alone admits its holder (an account is created on the way); "

@@ -68,3 +68,15 @@ def test_the_codebooks_progress_bars_show_how_much_of_each_interview_is_coded(pa
     expect(bar).to_be_visible()
     whole, done = bar.bounding_box(), bar.locator("span").bounding_box()
     assert whole["height"] > 0 and 0.3 < done["width"] / whole["width"] < 0.7
+
+
+@pytest.mark.parametrize("viewport", [PHONE, {"width": 1280, "height": 800}], ids=["phone", "laptop"])
+def test_a_code_with_a_long_name_does_not_make_the_coding_page_scroll_sideways(page, login, live_server, project, analyst,
+                                                                                interview, make_code, viewport):
+    # Names may be 200 characters; the code filter's select took the width of the longest (1,419 px).
+    make_code(" ".join(["Participant hedges before giving a personal opinion"] * 4)[:200])
+    login(page, analyst)
+    page.set_viewport_size(viewport)
+    page.goto(f"{live_server.url}/p/{project.uuid}/interviews/{interview.uuid}/code/")
+    page.wait_for_selector("#transcript")
+    assert page.evaluate(NO_SIDEWAYS_SCROLL)

@@ -287,3 +287,16 @@ def test_a_csv_codebook_holding_a_nul_is_refused_naming_the_line(client_for, own
     assert ("book.csv, line 2: a NUL character (byte 0x00), which no text may hold; save the spreadsheet as CSV "
             "UTF-8.") in response.content.decode()
     assert not Code.objects.filter(project=project).exists()
+
+
+@pytest.mark.parametrize(("name", "data", "found"), [
+    ("screenshot.png", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR", "found a PNG image"),
+    ("codes.xlsx", b"PK\x03\x04\x14\x00\x00\x00", "found an Excel workbook or another ZIP file (save the sheet as CSV UTF-8"),
+    ("codes.pdf", b"%PDF-1.7\n\xe2\xe3\xcf\xd3", "found a PDF document"),
+])
+def test_a_file_of_another_type_is_named_as_such_not_as_a_byte_that_is_not_utf8(client_for, owner, project, name, data, found):
+    response = client_for(owner).post(reverse("coding:import", args=[project.uuid]), {"file": SimpleUploadedFile(name, data)})
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert f"{name}: expected a codebook as CSV (UTF-8) or a REFI-QDA .qdc or .qdpx file, {found}" in body
+    assert "not UTF-8 text" not in body and not Code.objects.filter(project=project).exists()

@@ -938,3 +938,34 @@ def test_the_migration_moves_suggestions_left_on_merged_codes_to_the_last_code_o
     assert Suggestion.objects.get(pk=on_target.pk).rationale == "kept"
     migrate_again()
     assert {x.pk: (x.segment_id, x.code_id, x.status) for x in Suggestion.objects.all()} == after
+
+
+def _bare_run(project, analyst, status) -> SuggestionRun:
+    return SuggestionRun.objects.create(project=project, created_by=analyst, model="m", endpoint_url="http://x/v1",
+                                        prompt_version="v", codebook=[], windows=[], status=status)
+
+
+def test_the_cancel_button_goes_with_the_progress_when_the_run_finishes(project, analyst, client_for):
+    # The progress part is polled while the run goes; a button outside it stayed beside "Done".
+    url = reverse("coding:reader_run", args=[project.uuid, _bare_run(project, analyst, SuggestionRun.Status.RUNNING).uuid])
+    assert "Cancel the run" in client_for(analyst).get(f"{url}?part=progress", headers={"HX-Request": "true"}).content.decode()
+    done = reverse("coding:reader_run", args=[project.uuid, _bare_run(project, analyst, SuggestionRun.Status.DONE).uuid])
+    assert "Cancel the run" not in client_for(analyst).get(f"{done}?part=progress", headers={"HX-Request": "true"}).content.decode()
+
+
+def test_cancelling_a_finished_run_says_it_had_finished(project, analyst, viewer, outsider, client_for):
+    run = _bare_run(project, analyst, SuggestionRun.Status.DONE)
+    url = reverse("coding:reader_cancel", args=[project.uuid, run.uuid])
+    assert client_for(outsider).post(url).status_code == 404
+    assert client_for(viewer).post(url).status_code == 403
+    page = client_for(analyst).post(url, follow=True).content.decode()
+    run.refresh_from_db()
+    assert run.status == SuggestionRun.Status.DONE
+    assert "This run had already finished: there was nothing to cancel." in page and "Run cancelled" not in page
+
+
+def test_cancelling_a_running_run_says_so(project, analyst, client_for):
+    run = _bare_run(project, analyst, SuggestionRun.Status.RUNNING)
+    page = client_for(analyst).post(reverse("coding:reader_cancel", args=[project.uuid, run.uuid]), follow=True).content.decode()
+    run.refresh_from_db()
+    assert run.status == SuggestionRun.Status.CANCELLED and "Run cancelled: nothing more is sent" in page

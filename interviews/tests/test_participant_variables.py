@@ -143,3 +143,13 @@ def test_an_interview_sheet_refuses_a_title_two_interviews_share(client_for, ana
     response = client_for(analyst).post(url(project), {"sheet": SimpleUploadedFile("t.csv", sheet), "action": "interviews"})
     assert response.status_code == 400
     assert "t.csv, row 2: there is no interview “Same title” in this project; use its title" in response.content.decode()
+
+
+def test_a_wrong_file_for_interview_attributes_says_what_the_interview_sheet_holds(client_for, analyst, project, models):
+    png = SimpleUploadedFile("screenshot.png", b"\x89PNG\r\n\x1a\n")
+    response = client_for(analyst).post(url(project), {"sheet": png, "action": "interviews"})
+    body = response.content.decode()
+    assert response.status_code == 400
+    # The interview sheet's first column names interviews: the case-variables sheet's layout would mislead.
+    assert "screenshot.png: upload a .csv or .xlsx file (first column: the interview’s title or uuid" in body
+    assert "first column: participant" not in body

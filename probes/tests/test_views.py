@@ -418,3 +418,15 @@ def test_unparsed_and_failed_answers_are_in_neither_subset_only_in_all(answered)
     assert everything.unparsed == 3
     assert cells[("Control", "Model A", "cites")].unparsed == cells[("Control", "Model A", "none")].unparsed == 0
     assert cells[("Control", "Model A", "cites")].n + cells[("Control", "Model A", "none")].n == everything.n
+
+
+@pytest.mark.parametrize("state", [Probe.RunState.FINISHED, Probe.RunState.IDLE])
+def test_cancelling_a_probe_that_is_not_running_says_so(client_for, owner, viewer, outsider, probe, state):
+    # The button goes with the polled progress; a click as the run ended (or from a stale tab) still arrives.
+    Probe.objects.filter(pk=probe.pk).update(run_state=state)
+    url = reverse("probes:cancel", args=[probe.project.uuid, probe.uuid])
+    assert client_for(outsider).post(url).status_code == 404
+    assert client_for(viewer).post(url).status_code == 403
+    page = client_for(owner).post(url, follow=True).content.decode()
+    assert "This probe was not running: there was nothing to cancel." in page and "Run cancelled" not in page
+    assert Probe.objects.get(pk=probe.pk).run_state == state

@@ -70,6 +70,16 @@ class TestInviting:
         assert "The email to nadia@example.org could not be sent: copy the link below" in page
         assert 'id="invitation-link" readonly value="http://testserver/invitations/' in page
 
+    def test_without_a_mail_server_it_does_not_claim_the_email_went_out(self, client_for, project, owner):
+        # `make run` (DEBUG) prints emails in the server's console: nobody receives them.
+        c = client_for(owner)
+        with override_settings(MAILERS={"default": {"BACKEND": "django.core.mail.backends.console.EmailBackend"}}):
+            c.post(reverse("projects:member_add", args=[project.uuid]), {"user": "nadia@example.org", "role": "viewer"})
+        page = c.get(_members_url(project)).content.decode()
+        assert "Invitation sent" not in page and "We emailed this link" not in page
+        assert "No mail server is set up here, so no email went to nadia@example.org: copy the link below" in page
+        assert 'id="invitation-link" readonly value="http://testserver/invitations/' in page
+
     def test_members_page_lists_pending_invitations_for_owners_only(self, client_for, project, owner, analyst, issued):
         assert "nadia@example.org" in client_for(owner).get(_members_url(project)).content.decode()
         assert "nadia@example.org" not in client_for(analyst).get(_members_url(project)).content.decode()

@@ -165,6 +165,13 @@ def test_healthz_reports_database_and_broker(client):
     assert body["broker"] in {"ok", "in-process"}
 
 
+def test_the_browsers_default_icon_address_leads_to_the_apps_icon(client):
+    # Browsers ask /favicon.ico for documents that name no icon (a turn's JSON record, API answers).
+    response = client.get("/favicon.ico")
+    assert response.status_code == 301 and response.url == "/static/favicon.svg"
+    assert client.get(response.url).status_code == 200
+
+
 def test_the_project_home_shows_the_description_and_links_every_phase_and_the_next_step(client_for, project, owner):
     from themes.models import Theme
 

@@ -374,6 +374,17 @@ def test_an_encrypted_or_damaged_member_is_refused_naming_it(demo_project, owner
     assert Project.objects.count() == before
 
 
+def test_a_zip_that_is_no_backup_is_called_so(owner):
+    # A Word file, or a .qdpx picked under "Restore", is a ZIP without a manifest: "manifest.json is missing" told
+    # a researcher nothing.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("project.qde", "<Project/>")
+    with pytest.raises(BackupError) as exc:
+        project_restore(source=buf.getvalue(), owner=owner)
+    assert "not an RTA Studio project backup (it holds no manifest.json); a .qdpx from a QDA tool" in str(exc.value)
+
+
 def test_a_dangling_required_key_is_refused(demo_project, owner):
     good = _backup(demo_project)
     src = zipfile.ZipFile(io.BytesIO(good))
