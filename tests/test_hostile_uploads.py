@@ -17,6 +17,7 @@ from django.urls import reverse
 
 from coding.models import Code
 from interviews.models import ImportJob, Interview
+from interviews.tests.factories import xlsx
 from projects.models import Project
 
 pytestmark = pytest.mark.django_db
@@ -252,17 +253,6 @@ def test_a_qdpx_dated_beyond_what_can_be_stored_imports_without_the_date_and_say
 
 # --- damaged archives: bytes that do not unpack ---------------------------------------------------
 
-def _workbook(rows: list[list]) -> bytes:
-    import openpyxl
-
-    book = openpyxl.Workbook()
-    for row in rows:
-        book.active.append(row)
-    out = io.BytesIO()
-    book.save(out)
-    return out.getvalue()
-
-
 def test_a_damaged_transcript_zip_is_refused_naming_the_file(project, analyst, client_for):
     from refiqda.tests.helpers import damaged
 
@@ -279,7 +269,7 @@ def test_a_damaged_workbook_is_refused_naming_the_file_wherever_it_is_uploaded(p
     from refiqda.tests.helpers import damaged
 
     def broken(rows):
-        return damaged(_workbook(rows), "xl/worksheets/sheet1.xml")
+        return damaged(xlsx(rows), "xl/worksheets/sheet1.xml")
 
     client = client_for(analyst)
     turns = _upload_transcripts(client, project, "turns.xlsx", broken([["speaker", "text"]] + [["User", "Hi " * 50]] * 20))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from collections.abc import Sequence
 
 from interviews.models import Interview, Participant, Segment, Turn
@@ -26,3 +27,15 @@ def make_interview(project, participant: Participant, turns: Sequence[tuple[str,
     stored = list(Turn.objects.filter(interview=interview).order_by("position"))
     Segment.objects.bulk_create(segments_for_turns(interview, stored))
     return interview
+
+
+def xlsx(rows: list[list]) -> bytes:
+    """An Excel workbook whose first sheet holds `rows`, as an upload would bring it."""
+    import openpyxl
+
+    book = openpyxl.Workbook()
+    for row in rows:
+        book.active.append(row)
+    out = io.BytesIO()
+    book.save(out)
+    return out.getvalue()

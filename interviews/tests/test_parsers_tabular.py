@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import io
-
-import openpyxl
 import pytest
 
 from interviews.parsers import ParseError, SourceFile, parse_upload
+from interviews.tests.factories import xlsx
 
 CSV = """conversation_id,title,speaker,text,timestamp,model
 c1,Trust,interviewer,"What is trust?",2025-03-01T10:00:00Z,
@@ -22,14 +20,6 @@ def parse(name: str, data: bytes) -> list:
     return list(parse_upload(SourceFile.from_bytes(name, data)))
 
 
-def xlsx(rows: list[list]) -> bytes:
-    wb = openpyxl.Workbook()
-    ws = wb.active
-    for r in rows:
-        ws.append(r)
-    buf = io.BytesIO()
-    wb.save(buf)
-    return buf.getvalue()
 
 
 def test_csv_rows_group_into_conversations():

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import io
-
-import openpyxl
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
@@ -12,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from interviews.models import Participant
-from interviews.tests.factories import make_participant
+from interviews.tests.factories import make_participant, xlsx
 
 pytestmark = pytest.mark.django_db
 
@@ -33,13 +30,6 @@ def attrs(p: Participant) -> dict:
     return p.attributes
 
 
-def xlsx(rows: list[list]) -> bytes:
-    wb = openpyxl.Workbook()
-    for row in rows:
-        wb.active.append(row)
-    out = io.BytesIO()
-    wb.save(out)
-    return out.getvalue()
 
 
 def test_members_see_the_table_outsiders_get_404_viewers_cannot_save(client_for, viewer, outsider, project, models):
