@@ -144,6 +144,15 @@ class ParsedTurn:
     body_start: int = 0
 
 
+def turn_text(written: str) -> str:
+    """A turn's text from what follows its label: the blank lines around it and the spaces after the label go, and
+    its first line keeps its indentation, as the Markdown it is (an answer may open with an indented code block)."""
+    written = written.rstrip()
+    lead = len(written) - len(written.lstrip())
+    line_start = max(written.rfind("\n", 0, lead), written.rfind("\r", 0, lead)) + 1
+    return written[line_start or lead:]
+
+
 @dataclass
 class ParsedConversation:
     external_id: str
@@ -184,7 +193,7 @@ class ParsedConversation:
                 if kept and kept[-1].source is not None:
                     prev = kept[-1]
                     prev.source = (prev.source or "") + t.source
-                    prev.text = prev.source[prev.body_start:].strip()
+                    prev.text = turn_text(prev.source[prev.body_start:])
                 else:
                     self.metadata["preamble"] = (self.metadata.get("preamble", "") + "\n" + t.source).strip()
                 continue

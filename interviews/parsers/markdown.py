@@ -19,6 +19,7 @@ from .base import (
     guess_labels,
     guess_speaker,
     model_slugs_from_labels,
+    turn_text,
 )
 from .text import FENCE_RE, conversation_from_text
 
@@ -89,7 +90,7 @@ def parse(source: SourceFile, limits: Limits) -> Iterator[ParsedConversation]:
     for n, (i, label) in enumerate(heads):
         end = heads[n + 1][0] if n + 1 < len(heads) else len(lines)
         written = "".join(lines[i:end])
-        chunk = RULE_RE.sub("", "\n" + written[len(lines[i]):].strip()).strip()  # the --- between messages
+        chunk = turn_text(RULE_RE.sub("", "\n" + turn_text(written[len(lines[i]):])))  # the --- between messages
         if chunk:
             turns.append(ParsedTurn(speaker="interviewer", text=chunk, label=label, source=written,
                                     body_start=len(lines[i]), metadata={"line": i + 1 + offset, "label": label}))

@@ -19,6 +19,7 @@ from .base import (
     guess_labels,
     guess_speaker,
     model_slugs_from_labels,
+    turn_text,
 )
 
 _NAME = r"[^\W\d_][\w .'’+\-]{0,39}?"
@@ -26,7 +27,7 @@ LABEL_RE = re.compile(
     rf"^[ \t]*(?:"
     rf"(?:\*\*|__)?\[?(?P<a>{_NAME})\]?(?:\*\*|__)?[ \t]*:(?:\*\*|__)?"  # User:  **User:**  [User]:
     rf"|\[(?P<b>{_NAME})\]"  # [User]
-    rf")(?=[ \t]|\r?\n|$)"
+    rf")(?=[ \t\r\n]|$)"  # a lone CR ends a line too (classic Mac text)
 )
 FENCE_RE = re.compile(r"^[ \t]*(```|~~~)")
 NO_LABELS = ("speaker labels at the start of lines, such as 'User:' and 'Assistant:' "
@@ -65,7 +66,7 @@ def turns_from_lines(lines: list[str], labels: list[LabelLine]) -> list[ParsedTu
     for n, lab in enumerate(labels):
         end = labels[n + 1].index if n + 1 < len(labels) else len(lines)
         source = "".join(lines[lab.index:end])
-        text = source[lab.rest:].strip()
+        text = turn_text(source[lab.rest:])
         if text:
             turns.append(ParsedTurn(speaker="interviewer", text=text, label=lab.label, source=source,
                                     body_start=lab.rest, metadata={"line": lab.index + 1, "label": lab.label}))

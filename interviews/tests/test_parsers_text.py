@@ -212,3 +212,22 @@ def test_a_file_that_is_no_transcript_is_named_for_what_it_is(name, head, said):
     with pytest.raises(ParseError) as caught:
         list(parse_upload(SourceFile.from_bytes(name, head + b"\x00" * 64)))
     assert said in str(caught.value) and "expected a transcript: text, Markdown" in str(caught.value)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_an_answer_that_opens_indented_keeps_its_indentation(newline):
+    """An answer may open with an indented code block or a nested list: its first line keeps its indentation, as the
+    Markdown it is (four spaces make code), while the blank lines and the spaces after the label go."""
+    text = newline.join(["User: Show me.", "Assistant:", "", "    print('hi')", "    print('there')", "",
+                         "That prints two lines.  ", "", "User:   Thanks.", ""])
+    (conv,) = parse("code.txt", text)
+    assert [t.text for t in conv.turns] == [
+        "Show me.", newline.join(["    print('hi')", "    print('there')", "", "That prints two lines."]), "Thanks."]
+
+
+def test_a_markdown_message_that_opens_indented_keeps_its_indentation():
+    md = "## User\n\nShow me.\n\n---\n\n## Assistant\n\n    print('hi')\n\nThat prints.\n\n---\n"
+    (conv,) = parse("x.md", md)
+    assert [t.text for t in conv.turns] == ["Show me.", "    print('hi')\n\nThat prints."]
+    conv.apply_label_map({"Assistant": "text", "User": "interviewer"})  # folded back: the same text, under the question
+    assert conv.turns[0].text.endswith("## Assistant\n\n    print('hi')\n\nThat prints.\n\n---")
