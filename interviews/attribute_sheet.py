@@ -33,6 +33,10 @@ XLSX_LIMITS = XlsxLimits(max_shared_text_bytes=16 * 1024 * 1024, max_shared_stri
                          max_sheet_bytes=64 * 1024 * 1024, max_total_bytes=128 * 1024 * 1024)
 
 
+# PostgreSQL text cannot hold it; in a CSV it most often means UTF-16 saved without its byte-order mark.
+NUL_IN_SHEET = "a NUL character (byte 0x00), which no text may hold; save the sheet as “CSV UTF-8”."
+
+
 class SheetError(ValueError):
     pass
 
@@ -124,6 +128,8 @@ def _sheet_values(sheet: Sheet, targets: dict[str, Any], *, what: str, hint: str
                 new.pop(name, None)
             elif isinstance(value, str) and len(value) > MAX_VALUE:
                 raise SheetError(f"{sheet.source}, {row.where}, “{name}”: at most {MAX_VALUE} characters.")
+            elif isinstance(value, str) and "\x00" in value:
+                raise SheetError(f"{sheet.source}, {row.where}, “{name}”: {NUL_IN_SHEET}")
             elif not (name in old and shown_value(old[name]) == value):  # shown unchanged keeps its type
                 new[name] = value
         if new != old:
@@ -136,6 +142,8 @@ def _names(source: str, names: list[str]) -> list[str]:
     for column, name in enumerate(names, start=2):
         if len(name) > MAX_NAME:
             raise SheetError(f"{source}, column {column}: a variable name has at most {MAX_NAME} characters.")
+        if "\x00" in name:
+            raise SheetError(f"{source}, column {column}: {NUL_IN_SHEET}")
         if name and name in seen:
             raise SheetError(f"{source}: the variable “{name}” is in columns {seen[name]} and {column}; names must be unique.")
         if name:

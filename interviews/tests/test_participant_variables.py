@@ -88,6 +88,10 @@ def test_an_xlsx_sheet_keeps_numbers(client_for, analyst, project, models):
     ("vars.csv", "participant,family\nClaude,C\nClaude,D\n", "row 3: participant “Claude” appears twice"),
     ("vars.txt", "participant,family\n", "upload a .csv or .xlsx file"),
     ("vars.xlsx", "not a workbook", "not a readable Excel workbook"),
+    ("vars.csv", "participant,family\nClaude,C\x00\n", "vars.csv, row 2, “family”: a NUL character (byte 0x00), which "
+                                                        "no text may hold"),
+    ("vars.csv", "participant,fam\x00ily\nClaude,C\n", "vars.csv, column 2: a NUL character (byte 0x00), which no "
+                                                       "text may hold"),
 ])
 def test_a_bad_sheet_says_where_and_saves_nothing(client_for, analyst, project, models, name, content, message):
     response = client_for(analyst).post(url(project), {"sheet": SimpleUploadedFile(name, content.encode()), "action": "upload"})
