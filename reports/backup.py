@@ -40,7 +40,6 @@ import json
 import logging
 import uuid
 import zipfile
-import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +54,7 @@ from django.core.validators import MaxLengthValidator, MaxValueValidator, MinVal
 from django.db import DatabaseError, models, transaction
 from django.utils import timezone
 
+from interviews.parsers.archive import DAMAGED, is_encrypted
 from interviews.parsers.base import storable
 from projects import safejson
 from projects.audit import audit_record
@@ -324,7 +324,7 @@ class _Archive:
         total = 0
         for info in self.zf.infolist():
             total += info.file_size
-            if info.flag_bits & 0x1:  # zipfile would only ask for the password once the member is read
+            if is_encrypted(info):
                 raise BackupError(f"{name}: member {info.filename!r} is encrypted; a project backup is written without "
                                   "a password")
             if info.file_size > MAX_MEMBER_BYTES or (info.file_size > 1 << 20 and info.file_size > MAX_RATIO * max(info.compress_size, 1)):
@@ -381,7 +381,7 @@ class _Archive:
         the backup naming the member, not the decompressor's words."""
         try:
             yield
-        except (zipfile.BadZipFile, zlib.error, EOFError):
+        except DAMAGED:
             raise BackupError(f"{self.name}: member {member!r} is damaged (it does not unpack); copy or download the "
                               "backup again") from None
 

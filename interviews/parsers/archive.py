@@ -81,6 +81,11 @@ def is_zip(source: SourceFile) -> bool:
 DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError)
 
 
+def is_encrypted(info: zipfile.ZipInfo) -> bool:
+    """Whether the member needs a password: zipfile would only ask for one once the member is read."""
+    return bool(info.flag_bits & 0x1)
+
+
 def check_zip(zf: zipfile.ZipFile, name: str, limits: Limits) -> list[zipfile.ZipInfo]:
     """The archive's file members, refusing bombs, traversal, links and encryption."""
     infos = zf.infolist()
@@ -95,7 +100,7 @@ def check_zip(zf: zipfile.ZipFile, name: str, limits: Limits) -> list[zipfile.Zi
             continue
         if stat.S_ISLNK(info.external_attr >> 16):
             raise ParseError(name, f"member {info.filename!r}", "regular files", "a symbolic link")
-        if info.flag_bits & 0x1:
+        if is_encrypted(info):
             raise ParseError(name, f"member {info.filename!r}", "an unencrypted archive",
                              "an encrypted file")
         total += info.file_size
